@@ -1,0 +1,19 @@
+//! The decision logic of satyrn's mutator, as a pure `no_std` + `alloc` library.
+//!
+//! The wasm component (`components/mutator`) is a thin WASI binding around this crate;
+//! it compiles natively too, so unit, property and differential tests run at native speed.
+//!
+//! A replacement passes its gates in a fixed order (see [`replace::decide`]):
+//! path shape ([`path`]), declared path ([`fnmatch`]), revision present, no-follow open
+//! ([`worktree::Worktree`]), revision equal ([`revision`]), UTF-8, exactly one anchor
+//! ([`anchor`]).
+#![no_std]
+
+extern crate alloc;
+
+pub mod anchor;
+pub mod fnmatch;
+pub mod path;
+pub mod replace;
+pub mod revision;
+pub mod worktree;

@@ -1,0 +1,180 @@
+//! [`Worktree`] over the single read-only directory the host preopened.
+//!
+//! The walk opens one segment at a time with no symlink-follow flag and checks each
+//! entry's type with a no-follow `stat-at` first, so a symlink is refused at every
+//! position, not only at the leaf (wasmtime's no-follow `open-at` would follow an
+//! intermediate symlink that stays inside the preopen).
+
+use alloc::format;
+use alloc::string::String;
+use alloc::vec::Vec;
+
+use satyrn_mutator_core::worktree::{NotEditable, Worktree};
+use wasip2::filesystem::preopens::get_directories;
+use wasip2::filesystem::types::{
+    Descriptor, DescriptorFlags, DescriptorStat, DescriptorType, ErrorCode, OpenFlags, PathFlags,
+};
+
+/// Bytes read per `read` call.
+const CHUNK: u64 = 1 << 20;
+
+/// The worktree root: the one directory the host preopened.
+pub struct Preopen {
+    root: Descriptor,
+}
+
+impl Preopen {
+    /// The single preopened directory.
+    ///
+    /// # Errors
+    ///
+    /// When the host preopened no directory or more than one: a host that hands the
+    /// component more than the worktree breaks its confinement, so the component refuses
+    /// to work at all.
+    pub fn single() -> Result<Self, NotEditable> {
+        let mut dirs = get_directories();
+        match (dirs.pop(), dirs.is_empty()) {
+            (Some((root, _)), true) => Ok(Self { root }),
+            (None, _) => Err(NotEditable(String::from(
+                "the host preopened no directory; it must preopen exactly the worktree",
+            ))),
+            (Some(_), false) => Err(NotEditable(format!(
+                "the host preopened {} directories; it must preopen exactly one, the worktree",
+                dirs.len() + 1
+            ))),
+        }
+    }
+}
+
+impl Worktree for Preopen {
+    fn read_regular(&self, segments: &[&str], max_len: u64) -> Result<Vec<u8>, NotEditable> {
+        let Some((leaf, dirs)) = segments.split_last() else {
+            return Err(NotEditable(String::from("the path is empty")));
+        };
+        let mut current: Option<Descriptor> = None;
+        for (depth, segment) in dirs.iter().enumerate() {
+            let shown = segments[..=depth].join("/");
+            let parent = current.as_ref().unwrap_or(&self.root);
+            let stat = lstat(parent, segment, &shown)?;
+            match stat.type_ {
+                DescriptorType::Directory => {}
+                DescriptorType::SymbolicLink => return Err(symlink(&shown)),
+                _ => return Err(NotEditable(format!("`{shown}` is not a directory"))),
+            }
+            let dir = parent
+                .open_at(
+                    PathFlags::empty(),
+                    segment,
+                    OpenFlags::DIRECTORY,
+                    DescriptorFlags::READ,
+                )
+                .map_err(|e| io_error(&shown, e))?;
+            current = Some(dir);
+        }
+        let parent = current.as_ref().unwrap_or(&self.root);
+        let shown = segments.join("/");
+        let stat = lstat(parent, leaf, &shown)?;
+        check_regular(&stat, &shown, max_len)?;
+        let before = parent
+            .metadata_hash_at(PathFlags::empty(), leaf)
+            .map_err(|e| io_error(&shown, e))?;
+        let file = parent
+            .open_at(
+                PathFlags::empty(),
+                leaf,
+                OpenFlags::empty(),
+                DescriptorFlags::READ,
+            )
+            .map_err(|e| io_error(&shown, e))?;
+        let opened = file.stat().map_err(|e| io_error(&shown, e))?;
+        let after = file.metadata_hash().map_err(|e| io_error(&shown, e))?;
+        if (before.lower, before.upper) != (after.lower, after.upper) {
+            return Err(NotEditable(format!(
+                "`{shown}` was replaced while it was being opened"
+            )));
+        }
+        check_regular(&opened, &shown, max_len)?;
+        read_all(&file, opened.size, max_len, &shown)
+    }
+}
+
+fn lstat(parent: &Descriptor, name: &str, shown: &str) -> Result<DescriptorStat, NotEditable> {
+    parent
+        .stat_at(PathFlags::empty(), name)
+        .map_err(|e| io_error(shown, e))
+}
+
+fn check_regular(stat: &DescriptorStat, shown: &str, max_len: u64) -> Result<(), NotEditable> {
+    match stat.type_ {
+        DescriptorType::RegularFile => {}
+        DescriptorType::SymbolicLink => return Err(symlink(shown)),
+        DescriptorType::Directory => return Err(NotEditable(format!("`{shown}` is a directory"))),
+        other => {
+            return Err(NotEditable(format!(
+                "`{shown}` is not a regular file ({})",
+                type_name(other)
+            )));
+        }
+    }
+    if stat.link_count != 1 {
+        return Err(NotEditable(format!(
+            "`{shown}` has {} hard links; a hard-linked file aliases another path, so it is never edited",
+            stat.link_count
+        )));
+    }
+    if stat.size > max_len {
+        return Err(NotEditable(format!(
+            "`{shown}` is {} bytes, over the {max_len}-byte limit",
+            stat.size
+        )));
+    }
+    Ok(())
+}
+
+fn read_all(file: &Descriptor, size: u64, max_len: u64, shown: &str) -> Result<Vec<u8>, NotEditable> {
+    let mut content = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
+    loop {
+        let offset = content.len() as u64;
+        let (chunk, eof) = file.read(CHUNK, offset).map_err(|e| io_error(shown, e))?;
+        content.extend_from_slice(&chunk);
+        if content.len() as u64 > max_len {
+            return Err(NotEditable(format!(
+                "`{shown}` grew over the {max_len}-byte limit while it was read"
+            )));
+        }
+        if eof || chunk.is_empty() {
+            return Ok(content);
+        }
+    }
+}
+
+fn symlink(shown: &str) -> NotEditable {
+    NotEditable(format!(
+        "`{shown}` is a symbolic link; satyrn never follows symbolic links"
+    ))
+}
+
+fn io_error(shown: &str, e: ErrorCode) -> NotEditable {
+    let why = match e {
+        ErrorCode::NoEntry => String::from("does not exist"),
+        ErrorCode::Loop => String::from("is a symbolic link; satyrn never follows symbolic links"),
+        ErrorCode::NotPermitted | ErrorCode::Access => String::from("is not accessible from the worktree"),
+        ErrorCode::NotDirectory => String::from("is not beneath a directory"),
+        ErrorCode::IsDirectory => String::from("is a directory"),
+        other => format!("cannot be read ({other:?})"),
+    };
+    NotEditable(format!("`{shown}` {why}"))
+}
+
+fn type_name(t: DescriptorType) -> &'static str {
+    match t {
+        DescriptorType::BlockDevice => "block device",
+        DescriptorType::CharacterDevice => "character device",
+        DescriptorType::Fifo => "FIFO",
+        DescriptorType::Socket => "socket",
+        DescriptorType::Directory => "directory",
+        DescriptorType::SymbolicLink => "symbolic link",
+        DescriptorType::RegularFile => "regular file",
+        DescriptorType::Unknown => "unknown type",
+    }
+}

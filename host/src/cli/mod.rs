@@ -1,0 +1,62 @@
+//! The command line: one module per subcommand.
+//!
+//! Usage errors print a message and the usage to stderr and exit 2; every other outcome
+//! is a JSON document on stdout (see each subcommand).
+
+use std::ffi::OsString;
+use std::io::Write;
+
+use crate::code::USAGE_EXIT;
+
+pub mod check;
+pub mod deliver;
+pub mod protocol;
+
+const USAGE: &str = "\
+usage:
+  satyrn-host check --repo REPO CONTRACT
+  satyrn-host protocol < REQUEST.json
+  satyrn-host deliver --repo REPO [--timeout SECONDS] CONTRACT -- COMMAND [ARG ...]
+  satyrn-host --version | --help
+";
+
+/// Runs the command line `args` (without the program name) and returns the exit status.
+#[must_use]
+pub fn run(args: &[OsString]) -> u8 {
+    let Some((command, rest)) = args.split_first() else {
+        return usage_error("a subcommand is required");
+    };
+    match command.to_str() {
+        Some("check") => check::run(rest),
+        Some("protocol") => protocol::run(rest),
+        Some("deliver") => deliver::run(rest),
+        Some("--help" | "-h" | "help") => {
+            let _ = std::io::stdout().write_all(USAGE.as_bytes());
+            0
+        }
+        Some("--version" | "-V") => {
+            let _ = writeln!(
+                std::io::stdout(),
+                "satyrn-host {}",
+                env!("CARGO_PKG_VERSION")
+            );
+            0
+        }
+        _ => usage_error(&format!("unknown subcommand {command:?}")),
+    }
+}
+
+/// Prints `message` and the usage to stderr; returns the usage exit status (2).
+pub fn usage_error(message: &str) -> u8 {
+    let _ = write!(std::io::stderr(), "satyrn-host: {message}\n{USAGE}");
+    USAGE_EXIT
+}
+
+/// Writes one line of JSON to stdout. A closed stdout is ignored: the exit status still
+/// tells the outcome.
+pub fn print_json_line(json: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(json.as_bytes());
+    let _ = out.write_all(b"\n");
+    let _ = out.flush();
+}

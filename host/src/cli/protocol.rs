@@ -1,0 +1,32 @@
+//! `satyrn-host protocol`: reads exactly one JSON request from stdin, writes exactly one
+//! JSON response line to stdout, and exits with the response code's status.
+
+use std::ffi::OsString;
+use std::io::Read;
+
+use crate::code::{Code, Failure};
+use crate::protocol::{self, MAX_REQUEST_BYTES, Response, Shape};
+
+/// Runs `protocol` (no arguments).
+#[must_use]
+pub fn run(args: &[OsString]) -> u8 {
+    if !args.is_empty() {
+        return super::usage_error("protocol takes no arguments; the request is read from stdin");
+    }
+    let mut input = Vec::new();
+    let read = std::io::stdin()
+        .lock()
+        .take(MAX_REQUEST_BYTES as u64 + 1)
+        .read_to_end(&mut input);
+    let response = match read {
+        Ok(_) => protocol::handle(&input),
+        Err(e) => Response {
+            shape: Shape::Replace,
+            code: Code::InvalidRequest,
+            message: Failure::new(Code::InvalidRequest, format!("cannot read stdin: {e}")).message,
+            result: None,
+        },
+    };
+    super::print_json_line(&response.to_json());
+    response.exit_status()
+}

@@ -1,0 +1,156 @@
+//! Every result code satyrn reports, and the one table that maps each to its exit status.
+//!
+//! The exit statuses are stable (see `docs/exit-codes.md`):
+//!
+//! | exit | meaning |
+//! |---|---|
+//! | 0 | `OK` |
+//! | 1 | `INTERNAL_ERROR`: an unexpected internal error (a bug) |
+//! | 2 | usage error (bad command line); no JSON is printed |
+//! | 3 | `CONTRACT_UNREADABLE` |
+//! | 4 | `CONTRACT_INVALID` |
+//! | 5 | `CONTRACT_MISSING_FIELD` |
+//! | 6 | `REPO_UNAVAILABLE` |
+//! | 7 | `INVALID_REQUEST` |
+//! | 8 | `NO_CANDIDATE`: every other handled delivery result |
+//! | 9 | `MUTATION_REFUSED`: the five policy refusals and `MUTATION_FAILED` |
+//! | 10 | `ATTEMPT_FAILED` |
+
+use std::fmt;
+
+/// A result code, as spelled in protocol responses and delivery receipts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Code {
+    /// Success.
+    Ok,
+    /// A bug: something that should not happen did.
+    InternalError,
+    /// The contract file cannot be read (missing, a directory, no permission).
+    ContractUnreadable,
+    /// The contract is not a valid contract document (YAML syntax, not a mapping, unknown
+    /// or duplicate keys, anchors or aliases, tags, too large, not UTF-8).
+    ContractInvalid,
+    /// A required contract field is missing or has the wrong shape.
+    ContractMissingField,
+    /// The repository is not an existing worktree root.
+    RepoUnavailable,
+    /// The protocol request is malformed.
+    InvalidRequest,
+    /// The path is not declared writable.
+    PathUndeclared,
+    /// No revision was given for a declared path.
+    RevisionUnavailable,
+    /// The file changed since the caller read it.
+    RevisionStale,
+    /// The anchor does not occur.
+    AnchorMissing,
+    /// The anchor occurs more than once.
+    AnchorAmbiguous,
+    /// The target cannot be edited or the publish failed; the file is unchanged.
+    MutationFailed,
+    /// Delivery: the repository has tracked changes, deletions or untracked files.
+    RepoDirty,
+    /// Delivery: the contract id is not a valid single ref component.
+    InvalidCandidateId,
+    /// Delivery: the candidate ref already exists.
+    CandidateExists,
+    /// Delivery: the command changed nothing.
+    NoChange,
+    /// Delivery: the command exited non-zero or was killed by a signal.
+    CommandFailed,
+    /// Delivery: the command's executable could not be started.
+    CommandUnavailable,
+    /// Delivery: the command outlived its timeout.
+    CommandTimeout,
+    /// Delivery: the command moved `HEAD` in its worktree.
+    HeadMoved,
+    /// Delivery: a git operation failed.
+    GitFailed,
+    /// Delivery: the attempt's worktree could not be removed.
+    CleanupFailed,
+    /// Delivery: `deliver` itself received SIGINT or SIGTERM.
+    Interrupted,
+    /// Attempt: preparation, Pi or artifact publication failed.
+    AttemptFailed,
+}
+
+impl Code {
+    /// The spelling used in JSON, e.g. `PATH_UNDECLARED`.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        self.row().0
+    }
+
+    /// The process exit status this code ends with.
+    #[must_use]
+    pub fn exit_status(self) -> u8 {
+        self.row().1
+    }
+
+    /// The one table: spelling and exit status of every code.
+    fn row(self) -> (&'static str, u8) {
+        match self {
+            Self::Ok => ("OK", 0),
+            Self::InternalError => ("INTERNAL_ERROR", 1),
+            Self::ContractUnreadable => ("CONTRACT_UNREADABLE", 3),
+            Self::ContractInvalid => ("CONTRACT_INVALID", 4),
+            Self::ContractMissingField => ("CONTRACT_MISSING_FIELD", 5),
+            Self::RepoUnavailable => ("REPO_UNAVAILABLE", 6),
+            Self::InvalidRequest => ("INVALID_REQUEST", 7),
+            Self::RepoDirty => ("REPO_DIRTY", 8),
+            Self::InvalidCandidateId => ("INVALID_CANDIDATE_ID", 8),
+            Self::CandidateExists => ("CANDIDATE_EXISTS", 8),
+            Self::NoChange => ("NO_CHANGE", 8),
+            Self::CommandFailed => ("COMMAND_FAILED", 8),
+            Self::CommandUnavailable => ("COMMAND_UNAVAILABLE", 8),
+            Self::CommandTimeout => ("COMMAND_TIMEOUT", 8),
+            Self::HeadMoved => ("HEAD_MOVED", 8),
+            Self::GitFailed => ("GIT_FAILED", 8),
+            Self::CleanupFailed => ("CLEANUP_FAILED", 8),
+            Self::Interrupted => ("INTERRUPTED", 8),
+            Self::PathUndeclared => ("PATH_UNDECLARED", 9),
+            Self::RevisionUnavailable => ("REVISION_UNAVAILABLE", 9),
+            Self::RevisionStale => ("REVISION_STALE", 9),
+            Self::AnchorMissing => ("ANCHOR_MISSING", 9),
+            Self::AnchorAmbiguous => ("ANCHOR_AMBIGUOUS", 9),
+            Self::MutationFailed => ("MUTATION_FAILED", 9),
+            Self::AttemptFailed => ("ATTEMPT_FAILED", 10),
+        }
+    }
+}
+
+impl fmt::Display for Code {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Exit status of a command-line usage error (no JSON is printed).
+pub const USAGE_EXIT: u8 = 2;
+
+/// A code and the message that explains it: what every command ends with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    /// The result code.
+    pub code: Code,
+    /// A human-readable explanation.
+    pub message: String,
+}
+
+impl Failure {
+    /// A failure with this code and message.
+    pub fn new(code: Code, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.code, self.message)
+    }
+}
+
+impl std::error::Error for Failure {}

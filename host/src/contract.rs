@@ -1,0 +1,449 @@
+//! The task contract: a small, strict YAML document.
+//!
+//! ```yaml
+//! id: fix-greeting            # the candidate id (checked against git's ref rules by `deliver`)
+//! task: |                     # the task text given to the model
+//!   Make the greeting say "hello".
+//! writable_paths:             # optional; absent means nothing is writable
+//!   - src/greeting.txt
+//!   - "docs/*.md"
+//! ```
+//!
+//! Decisions (see `docs/contract.md`): the document is one mapping; `id` and `task` are
+//! required non-empty strings; `writable_paths`, when present, is a list of non-empty
+//! strings. Unknown keys, duplicate keys, anchors, aliases and explicit tags are refused
+//! (`CONTRACT_INVALID`), so a typo never silently narrows or widens a contract and no
+//! alias can expand. Scalars are never normalized: `id: 007` is refused as a number,
+//! `id: "007"` is the string `007`.
+
+use std::fmt;
+use std::path::Path;
+
+use yaml_rust2::Yaml;
+use yaml_rust2::parser::{Event, Parser};
+use yaml_rust2::scanner::TScalarStyle;
+
+use crate::code::{Code, Failure};
+
+/// The largest contract file accepted: 1 MiB.
+pub const MAX_CONTRACT_BYTES: u64 = 1024 * 1024;
+
+/// A parsed, validated contract.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Contract {
+    /// The candidate id, exactly as written.
+    pub id: String,
+    /// The task text for the model.
+    pub task: String,
+    /// Python `fnmatch` patterns of the paths the agent may edit; empty when absent.
+    pub writable_paths: Vec<String>,
+}
+
+/// Why a contract was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ContractError {
+    /// The file cannot be read.
+    Unreadable(String),
+    /// The file is not a valid contract document.
+    Invalid(String),
+    /// A required field is missing or malformed.
+    MissingField(String),
+}
+
+impl ContractError {
+    /// The result code of this refusal.
+    #[must_use]
+    pub fn code(&self) -> Code {
+        match self {
+            Self::Unreadable(_) => Code::ContractUnreadable,
+            Self::Invalid(_) => Code::ContractInvalid,
+            Self::MissingField(_) => Code::ContractMissingField,
+        }
+    }
+
+    fn message(&self) -> &str {
+        match self {
+            Self::Unreadable(m) | Self::Invalid(m) | Self::MissingField(m) => m,
+        }
+    }
+}
+
+impl fmt::Display for ContractError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.message())
+    }
+}
+
+impl std::error::Error for ContractError {}
+
+impl From<ContractError> for Failure {
+    fn from(e: ContractError) -> Self {
+        Failure::new(e.code(), e.message())
+    }
+}
+
+/// Reads and validates the contract at `path` (at most [`MAX_CONTRACT_BYTES`]).
+///
+/// # Errors
+///
+/// [`ContractError::Unreadable`] when the file cannot be opened or read (missing, a
+/// directory, no permission); otherwise as [`parse`].
+pub fn load(path: &Path) -> Result<Contract, ContractError> {
+    let bytes = read_bounded(path).map_err(|e| {
+        ContractError::Unreadable(format!("cannot read contract {}: {e}", path.display()))
+    })?;
+    let bytes = bytes.ok_or_else(|| {
+        ContractError::Invalid(format!(
+            "contract {} is larger than {MAX_CONTRACT_BYTES} bytes",
+            path.display()
+        ))
+    })?;
+    parse(&bytes)
+}
+
+fn read_bounded(path: &Path) -> std::io::Result<Option<Vec<u8>>> {
+    use std::io::Read;
+    let file = std::fs::File::open(path)?;
+    if file.metadata()?.is_dir() {
+        return Err(std::io::Error::other("it is a directory"));
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_CONTRACT_BYTES + 1).read_to_end(&mut bytes)?;
+    Ok((bytes.len() as u64 <= MAX_CONTRACT_BYTES).then_some(bytes))
+}
+
+/// Parses contract bytes.
+///
+/// # Errors
+///
+/// [`ContractError::Invalid`] for bytes that are not UTF-8, YAML syntax errors, a document
+/// that is not one mapping, unknown or duplicate keys, anchors, aliases and tags;
+/// [`ContractError::MissingField`] when `id` or `task` is missing, empty or not a string, or
+/// `writable_paths` is present but not a list of non-empty strings.
+pub fn parse(bytes: &[u8]) -> Result<Contract, ContractError> {
+    let text = std::str::from_utf8(bytes)
+        .map_err(|_| ContractError::Invalid("the contract is not UTF-8 text".to_string()))?;
+    let fields = read_fields(text)?;
+    let mut id = None;
+    let mut task = None;
+    let mut writable_paths = None;
+    for (key, value) in fields {
+        let slot = match key.as_str() {
+            "id" => &mut id,
+            "task" => &mut task,
+            "writable_paths" => &mut writable_paths,
+            other => {
+                return Err(ContractError::Invalid(format!(
+                    "unknown contract key `{other}` (known keys: id, task, writable_paths)"
+                )));
+            }
+        };
+        if slot.is_some() {
+            return Err(ContractError::Invalid(format!(
+                "duplicate contract key `{key}`"
+            )));
+        }
+        *slot = Some(value);
+    }
+    let id = required_string("id", id)?;
+    let task = required_string("task", task)?;
+    let writable_paths = match writable_paths {
+        None => Vec::new(),
+        Some(Value::List(items)) => items
+            .into_iter()
+            .map(|item| match item {
+                Scalar::Str(s) if !s.is_empty() => Ok(s),
+                _ => Err(ContractError::MissingField(
+                    "`writable_paths` must be a list of non-empty strings".to_string(),
+                )),
+            })
+            .collect::<Result<_, _>>()?,
+        Some(_) => {
+            return Err(ContractError::MissingField(
+                "`writable_paths` must be a list of non-empty strings".to_string(),
+            ));
+        }
+    };
+    Ok(Contract {
+        id,
+        task,
+        writable_paths,
+    })
+}
+
+fn required_string(name: &str, value: Option<Value>) -> Result<String, ContractError> {
+    match value {
+        Some(Value::Scalar(Scalar::Str(s))) if !s.is_empty() => Ok(s),
+        None => Err(ContractError::MissingField(format!(
+            "the contract has no `{name}`"
+        ))),
+        Some(_) => Err(ContractError::MissingField(format!(
+            "`{name}` must be a non-empty string"
+        ))),
+    }
+}
+
+/// A scalar, typed the way YAML's core schema types a plain scalar.
+#[derive(Debug)]
+enum Scalar {
+    Str(String),
+    /// A null, boolean or number: never taken as a string.
+    Other,
+}
+
+/// A top-level value: what the contract's shape allows, or something else.
+#[derive(Debug)]
+enum Value {
+    Scalar(Scalar),
+    List(Vec<Scalar>),
+    /// A mapping, or a list that holds more than scalars.
+    Nested,
+}
+
+/// Reads one top-level mapping as `(key, value)` pairs in document order, without ever
+/// building a general tree: nesting deeper than a list of scalars is only counted.
+fn read_fields(text: &str) -> Result<Vec<(String, Value)>, ContractError> {
+    let mut parser = Parser::new_from_str(text);
+    let mut next = || -> Result<Event, ContractError> {
+        parser
+            .next_token()
+            .map(|(event, _)| event)
+            .map_err(|e| ContractError::Invalid(format!("the contract is not valid YAML: {e}")))
+    };
+    let mut fields = Vec::new();
+    loop {
+        match next()? {
+            Event::StreamStart | Event::DocumentStart | Event::Nothing => {}
+            Event::MappingStart(anchor, tag) => {
+                reject_anchor_and_tag(anchor, tag.is_some())?;
+                break;
+            }
+            Event::StreamEnd => {
+                return Err(ContractError::Invalid("the contract is empty".to_string()));
+            }
+            _ => {
+                return Err(ContractError::Invalid(
+                    "the contract must be a YAML mapping".to_string(),
+                ));
+            }
+        }
+    }
+    loop {
+        let key = match next()? {
+            Event::MappingEnd => break,
+            Event::Scalar(value, style, anchor, tag) => {
+                reject_anchor_and_tag(anchor, tag.is_some())?;
+                match scalar(value, style) {
+                    Scalar::Str(key) => key,
+                    Scalar::Other => {
+                        return Err(ContractError::Invalid(
+                            "contract keys must be strings".to_string(),
+                        ));
+                    }
+                }
+            }
+            Event::Alias(_) => return Err(alias()),
+            _ => {
+                return Err(ContractError::Invalid(
+                    "contract keys must be strings".to_string(),
+                ));
+            }
+        };
+        let value = read_value(&mut next)?;
+        fields.push((key, value));
+    }
+    loop {
+        match next()? {
+            Event::DocumentEnd | Event::Nothing => {}
+            Event::StreamEnd => return Ok(fields),
+            _ => {
+                return Err(ContractError::Invalid(
+                    "the contract must be exactly one YAML document".to_string(),
+                ));
+            }
+        }
+    }
+}
+
+fn read_value(
+    next: &mut impl FnMut() -> Result<Event, ContractError>,
+) -> Result<Value, ContractError> {
+    match next()? {
+        Event::Scalar(value, style, anchor, tag) => {
+            reject_anchor_and_tag(anchor, tag.is_some())?;
+            Ok(Value::Scalar(scalar(value, style)))
+        }
+        Event::SequenceStart(anchor, tag) => {
+            reject_anchor_and_tag(anchor, tag.is_some())?;
+            let mut items = Vec::new();
+            let mut nested = false;
+            loop {
+                match next()? {
+                    Event::SequenceEnd => break,
+                    Event::Scalar(value, style, anchor, tag) => {
+                        reject_anchor_and_tag(anchor, tag.is_some())?;
+                        items.push(scalar(value, style));
+                    }
+                    Event::SequenceStart(anchor, tag) | Event::MappingStart(anchor, tag) => {
+                        reject_anchor_and_tag(anchor, tag.is_some())?;
+                        skip_nested(next)?;
+                        nested = true;
+                    }
+                    Event::Alias(_) => return Err(alias()),
+                    other => return Err(unexpected(&other)),
+                }
+            }
+            Ok(if nested {
+                Value::Nested
+            } else {
+                Value::List(items)
+            })
+        }
+        Event::MappingStart(anchor, tag) => {
+            reject_anchor_and_tag(anchor, tag.is_some())?;
+            skip_nested(next)?;
+            Ok(Value::Nested)
+        }
+        Event::Alias(_) => Err(alias()),
+        other => Err(unexpected(&other)),
+    }
+}
+
+/// Consumes events up to the end of a collection whose start was just read.
+fn skip_nested(
+    next: &mut impl FnMut() -> Result<Event, ContractError>,
+) -> Result<(), ContractError> {
+    let mut depth = 1usize;
+    while depth > 0 {
+        match next()? {
+            Event::SequenceStart(anchor, tag) | Event::MappingStart(anchor, tag) => {
+                reject_anchor_and_tag(anchor, tag.is_some())?;
+                depth += 1;
+            }
+            Event::SequenceEnd | Event::MappingEnd => depth -= 1,
+            Event::Scalar(_, _, anchor, tag) => reject_anchor_and_tag(anchor, tag.is_some())?,
+            Event::Alias(_) => return Err(alias()),
+            other => return Err(unexpected(&other)),
+        }
+    }
+    Ok(())
+}
+
+fn scalar(value: String, style: TScalarStyle) -> Scalar {
+    if style != TScalarStyle::Plain {
+        return Scalar::Str(value);
+    }
+    match Yaml::from_str(&value) {
+        Yaml::String(s) => Scalar::Str(s),
+        _ => Scalar::Other,
+    }
+}
+
+fn reject_anchor_and_tag(anchor: usize, tagged: bool) -> Result<(), ContractError> {
+    if anchor != 0 {
+        return Err(ContractError::Invalid(
+            "YAML anchors are not allowed in a contract".to_string(),
+        ));
+    }
+    if tagged {
+        return Err(ContractError::Invalid(
+            "YAML tags are not allowed in a contract".to_string(),
+        ));
+    }
+    Ok(())
+}
+
+fn alias() -> ContractError {
+    ContractError::Invalid("YAML aliases are not allowed in a contract".to_string())
+}
+
+fn unexpected(event: &Event) -> ContractError {
+    ContractError::Invalid(format!(
+        "unexpected YAML structure in the contract ({event:?})"
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ok(text: &str) -> Contract {
+        parse(text.as_bytes()).unwrap()
+    }
+
+    fn err(text: &str) -> ContractError {
+        parse(text.as_bytes()).unwrap_err()
+    }
+
+    #[test]
+    fn reads_a_full_contract() {
+        let c = ok("id: fix-1\ntask: |\n  do it\nwritable_paths:\n  - src/*.rs\n  - 'a b'\n");
+        assert_eq!(c.id, "fix-1");
+        assert_eq!(c.task, "do it\n");
+        assert_eq!(c.writable_paths, ["src/*.rs", "a b"]);
+    }
+
+    #[test]
+    fn absent_writable_paths_is_empty() {
+        assert!(ok("id: a\ntask: t\n").writable_paths.is_empty());
+        assert!(
+            ok("id: a\ntask: t\nwritable_paths: []\n")
+                .writable_paths
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn missing_or_malformed_fields() {
+        for text in [
+            "task: t\n",
+            "id: a\n",
+            "id: ''\ntask: t\n",
+            "id: 7\ntask: t\n",
+            "id: [a]\ntask: t\n",
+            "id: a\ntask: t\nwritable_paths: src\n",
+            "id: a\ntask: t\nwritable_paths:\n",
+            "id: a\ntask: t\nwritable_paths: ['']\n",
+            "id: a\ntask: t\nwritable_paths: [1]\n",
+            "id: a\ntask: t\nwritable_paths: [[a]]\n",
+            "id: a\ntask: t\nwritable_paths: {a: b}\n",
+        ] {
+            assert!(
+                matches!(err(text), ContractError::MissingField(_)),
+                "{text:?}"
+            );
+        }
+        assert_eq!(ok("id: '7'\ntask: t\n").id, "7");
+    }
+
+    #[test]
+    fn invalid_documents() {
+        for text in [
+            "",
+            "- a\n",
+            "just text\n",
+            "id: a\ntask: t\nextra: 1\n",
+            "id: a\nid: b\ntask: t\n",
+            "id: &x a\ntask: *x\n",
+            "id: !!str a\ntask: t\n",
+            "id: a\ntask: t\n---\nid: b\n",
+            "id: a\ntask: [unclosed\n",
+            "? [a]\n: b\n",
+        ] {
+            assert!(matches!(err(text), ContractError::Invalid(_)), "{text:?}");
+        }
+        assert!(matches!(
+            parse(b"id: \xff\n"),
+            Err(ContractError::Invalid(_))
+        ));
+    }
+
+    #[test]
+    fn alias_bomb_is_refused_without_expanding() {
+        let mut text = String::from("a: &a [x, x]\n");
+        for i in 0..30 {
+            text.push_str(&format!("b{i}: &b{i} [*a, *a]\n"));
+        }
+        assert!(matches!(err(&text), ContractError::Invalid(_)));
+    }
+}

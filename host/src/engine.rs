@@ -1,0 +1,214 @@
+//! Runs the embedded mutator component.
+//!
+//! The component is built from source and precompiled by `build.rs`; the runtime carries
+//! no compiler and never compiles. Each [`Mutator`] is one store and one instance whose
+//! only capability is a single **read-only** preopen of the worktree; the linker provides
+//! `wasi:filesystem` (types, preopens) and the `wasi:io` interfaces those refer to, and
+//! nothing else, so a component that imported anything more would fail to instantiate.
+
+use std::os::fd::{AsRawFd, OwnedFd};
+
+use wasmtime::component::{Component, HasData, Linker, ResourceTable};
+use wasmtime::{Engine, Store};
+use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+
+include!("engine_config.rs");
+
+mod bindings {
+    wasmtime::component::bindgen!({
+        world: "mutator-component",
+        path: "../wit",
+        with: {
+            "wasi": wasmtime_wasi::p2::bindings::sync,
+        },
+    });
+}
+
+pub use bindings::satyrn::mutator::types::{
+    Plan, Refusal, RefusalCode, ReplaceError, ReplaceRequest, RevisionError,
+};
+
+/// The component compiled for this machine by `build.rs`.
+pub static COMPILED_COMPONENT: &[u8] =
+    include_bytes!(concat!(env!("OUT_DIR"), "/satyrn_mutator.cwasm"));
+
+/// The portable component (`satyrn_mutator.wasm`), as other WASI hosts use it.
+pub static COMPONENT_WASM: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/satyrn_mutator.wasm"));
+
+/// A failure of the engine itself (not a decision): loading, instantiating or a trap.
+/// Always a bug or a broken installation; reported as `INTERNAL_ERROR`.
+#[derive(Debug)]
+pub struct EngineError(pub String);
+
+impl std::fmt::Display for EngineError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for EngineError {}
+
+fn engine_error(context: &str) -> impl FnOnce(wasmtime::Error) -> EngineError + '_ {
+    move |e| EngineError(format!("{context}: {e:#}"))
+}
+
+/// The engine and the deserialized component: what every [`Mutator`] is made from.
+#[derive(Clone)]
+pub struct Loaded {
+    engine: Engine,
+    component: Component,
+    linker: Linker<State>,
+}
+
+impl std::fmt::Debug for Loaded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Loaded").finish_non_exhaustive()
+    }
+}
+
+impl Loaded {
+    /// Creates the engine and deserializes the embedded precompiled component.
+    ///
+    /// # Errors
+    ///
+    /// [`EngineError`] when this CPU or wasmtime build cannot run the artifact.
+    pub fn new() -> Result<Self, EngineError> {
+        let engine = Engine::new(&engine_config()).map_err(engine_error("creating the engine"))?;
+        // SAFETY: the bytes were produced by `Engine::precompile_component` in build.rs,
+        // with this same wasmtime version and `engine_config()`, and are embedded in the
+        // binary, so nothing outside the build can alter them.
+        let component = unsafe { Component::deserialize(&engine, COMPILED_COMPONENT) }
+            .map_err(engine_error("loading the precompiled component"))?;
+        let mut linker = Linker::new(&engine);
+        add_filesystem_to_linker(&mut linker).map_err(engine_error("linking wasi:filesystem"))?;
+        Ok(Self {
+            engine,
+            component,
+            linker,
+        })
+    }
+
+    /// Instantiates the component with `worktree` as its only, read-only, preopen.
+    ///
+    /// The preopen is opened through `/proc/self/fd`, so it is the very directory the
+    /// caller holds (and has locked), not whatever its path names by now.
+    ///
+    /// # Errors
+    ///
+    /// [`EngineError`] when the preopen or the instantiation fails.
+    pub fn instantiate(&self, worktree: &OwnedFd) -> Result<Mutator, EngineError> {
+        let mut wasi = WasiCtxBuilder::new();
+        wasi.preopened_dir(
+            format!("/proc/self/fd/{}", worktree.as_raw_fd()),
+            ".",
+            FsPerms::ReadOnly,
+        )
+        .map_err(engine_error("preopening the worktree"))?;
+        let state = State {
+            ctx: wasi.build(),
+            table: ResourceTable::new(),
+        };
+        let mut store = Store::new(&self.engine, state);
+        let instance =
+            bindings::MutatorComponent::instantiate(&mut store, &self.component, &self.linker)
+                .map_err(engine_error("instantiating the component"))?;
+        Ok(Mutator { store, instance })
+    }
+}
+
+/// One instance of the component over one worktree.
+pub struct Mutator {
+    store: Store<State>,
+    instance: bindings::MutatorComponent,
+}
+
+impl std::fmt::Debug for Mutator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Mutator").finish_non_exhaustive()
+    }
+}
+
+impl Mutator {
+    /// Asks the component to decide one replacement (see the WIT `replace`).
+    ///
+    /// # Errors
+    ///
+    /// [`EngineError`] on a trap; decisions are in the inner `Result`.
+    pub fn replace(
+        &mut self,
+        request: &ReplaceRequest,
+    ) -> Result<Result<Plan, ReplaceError>, EngineError> {
+        self.instance
+            .satyrn_mutator_mutator()
+            .call_replace(&mut self.store, request)
+            .map_err(engine_error("the component trapped in replace"))
+    }
+
+    /// Asks the component for a declared file's revision (see the WIT `revision`).
+    ///
+    /// # Errors
+    ///
+    /// [`EngineError`] on a trap.
+    pub fn revision(
+        &mut self,
+        path: &str,
+        writable_paths: &[String],
+    ) -> Result<Result<String, RevisionError>, EngineError> {
+        self.instance
+            .satyrn_mutator_mutator()
+            .call_revision(&mut self.store, path, writable_paths)
+            .map_err(engine_error("the component trapped in revision"))
+    }
+
+    /// Asks the component whether `path` matches one of `patterns`.
+    ///
+    /// # Errors
+    ///
+    /// [`EngineError`] on a trap.
+    pub fn matches(&mut self, path: &str, patterns: &[String]) -> Result<bool, EngineError> {
+        self.instance
+            .satyrn_mutator_mutator()
+            .call_matches(&mut self.store, path, patterns)
+            .map_err(engine_error("the component trapped in matches"))
+    }
+}
+
+struct State {
+    ctx: WasiCtx,
+    table: ResourceTable,
+}
+
+impl WasiView for State {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.ctx,
+            table: &mut self.table,
+        }
+    }
+}
+
+struct HasIo;
+
+impl HasData for HasIo {
+    type Data<'a> = &'a mut ResourceTable;
+}
+
+/// `wasi:filesystem/{types,preopens}` and the `wasi:io` interfaces they refer to: the
+/// whole of what the component may import.
+fn add_filesystem_to_linker(linker: &mut Linker<State>) -> wasmtime::Result<()> {
+    use wasmtime_wasi::filesystem::WasiFilesystem;
+    use wasmtime_wasi::p2::bindings::sync;
+    sync::filesystem::types::add_to_linker::<State, WasiFilesystem>(linker, |s| {
+        wasmtime_wasi::filesystem::WasiFilesystemView::filesystem(s)
+    })?;
+    wasmtime_wasi::p2::bindings::filesystem::preopens::add_to_linker::<State, WasiFilesystem>(
+        linker,
+        |s| wasmtime_wasi::filesystem::WasiFilesystemView::filesystem(s),
+    )?;
+    wasmtime_wasi_io::bindings::wasi::io::error::add_to_linker::<State, HasIo>(linker, |s| {
+        &mut s.table
+    })?;
+    sync::io::poll::add_to_linker::<State, HasIo>(linker, |s| &mut s.table)?;
+    sync::io::streams::add_to_linker::<State, HasIo>(linker, |s| &mut s.table)?;
+    Ok(())
+}

@@ -1,0 +1,18 @@
+//! satyrn-host: the native runner of satyrn.
+//!
+//! - [`engine`] embeds the precompiled mutator component and runs it with one read-only
+//!   preopen (the worktree);
+//! - [`publish`] is the only writer: an atomic, no-follow replace of one file;
+//! - [`protocol`] is the one-shot JSON protocol (`satyrn-host protocol`);
+//! - [`contract`] and [`repo`] load and check the task contract and the repository;
+//! - [`code`] holds every result code and the one table of exit statuses;
+//! - [`cli`] has one module per subcommand.
+
+pub mod cli;
+pub mod code;
+pub mod contract;
+pub mod engine;
+pub mod lock;
+pub mod protocol;
+pub mod publish;
+pub mod repo;

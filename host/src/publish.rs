@@ -1,0 +1,260 @@
+//! The only writer: atomically replaces one file beneath the worktree root.
+//!
+//! [`publish`] reopens the target's directory one segment at a time with
+//! `O_NOFOLLOW | O_DIRECTORY`, so no symlink anywhere on the path is followed; confirms the
+//! target is still a single-link regular file whose bytes hash to the plan's base
+//! revision; writes the new content to an exclusively created temporary in the same
+//! directory with the target's permission bits; fsyncs it; renames it over the target
+//! relative to the directory descriptor; and fsyncs the directory. Every failure after the
+//! temporary exists removes it. The caller holds the worktree lock ([`crate::lock`])
+//! throughout, so cooperating satyrn processes cannot interleave; a non-cooperating writer
+//! that changes the file between the re-check and the rename is not detected (POSIX has no
+//! compare-and-rename).
+
+use std::fmt;
+use std::io::Read;
+use std::os::fd::{AsFd, OwnedFd};
+
+use rustix::fs::{AtFlags, FileType, Mode, OFlags};
+use rustix::io::Errno;
+use satyrn_mutator_core::revision::Revision;
+
+use crate::code::{Code, Failure};
+
+/// Why a publish did not happen. In every case the target is unchanged and no temporary
+/// is left behind (unless removing it failed, which the message then says).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PublishError {
+    /// The target's bytes no longer hash to the plan's base revision (`REVISION_STALE`).
+    Stale(String),
+    /// Any operational failure (`MUTATION_FAILED`).
+    Failed(String),
+}
+
+impl fmt::Display for PublishError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Stale(m) | Self::Failed(m) => f.write_str(m),
+        }
+    }
+}
+
+impl std::error::Error for PublishError {}
+
+impl From<PublishError> for Failure {
+    fn from(e: PublishError) -> Self {
+        match e {
+            PublishError::Stale(m) => Failure::new(Code::RevisionStale, m),
+            PublishError::Failed(m) => Failure::new(Code::MutationFailed, m),
+        }
+    }
+}
+
+fn failed(path: &str, what: &str, e: impl Into<std::io::Error>) -> PublishError {
+    PublishError::Failed(format!("publishing `{path}` failed: {what}: {}", e.into()))
+}
+
+/// Replaces the file at `path` (worktree-relative, `/`-separated) beneath `root` with
+/// `content`, if and only if its current bytes hash to `base`.
+///
+/// # Errors
+///
+/// [`PublishError::Stale`] when the target's bytes changed; [`PublishError::Failed`] when
+/// a segment is a symlink or not a directory, the target is not a single-link regular
+/// file, or any read, write, sync or rename fails.
+pub fn publish(
+    root: &OwnedFd,
+    path: &str,
+    base: &Revision,
+    content: &[u8],
+) -> Result<(), PublishError> {
+    let segments: Vec<&str> = path.split('/').collect();
+    let Some((leaf, dirs)) = segments.split_last() else {
+        return Err(PublishError::Failed("empty path".to_string()));
+    };
+    let dir = open_parent(root, dirs, path)?;
+    let (mode, uid, gid) = check_target(&dir, leaf, base, path)?;
+    let temp = Temporary::create(&dir, leaf, path)?;
+    let result = (|| {
+        rustix::fs::fchmod(&temp.file, mode).map_err(|e| failed(path, "setting the mode", e))?;
+        // Keep the owner when we may (as root); otherwise the file is ours, as any editor's.
+        if rustix::process::geteuid().is_root() {
+            let _ = rustix::fs::fchown(&temp.file, Some(uid), Some(gid));
+            rustix::fs::fchmod(&temp.file, mode)
+                .map_err(|e| failed(path, "setting the mode", e))?;
+        }
+        write_all(&temp.file, content).map_err(|e| failed(path, "writing the temporary", e))?;
+        rustix::fs::fsync(&temp.file).map_err(|e| failed(path, "syncing the temporary", e))?;
+        rustix::fs::renameat(&dir, &temp.name, &dir, *leaf)
+            .map_err(|e| failed(path, "renaming the temporary over the target", e))
+    })();
+    match result {
+        Ok(()) => {
+            temp.disarm();
+            rustix::fs::fsync(&dir).map_err(|e| failed(path, "syncing the directory", e))
+        }
+        Err(e) => Err(temp.remove_after(e)),
+    }
+}
+
+fn open_parent(root: &OwnedFd, dirs: &[&str], path: &str) -> Result<OwnedFd, PublishError> {
+    let mut dir = rustix::io::fcntl_dupfd_cloexec(root, 0)
+        .map_err(|e| failed(path, "duplicating the worktree descriptor", e))?;
+    for segment in dirs {
+        dir = rustix::fs::openat(
+            &dir,
+            *segment,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|e| match e {
+            Errno::LOOP | Errno::NOTDIR => PublishError::Failed(format!(
+                "publishing `{path}` failed: `{segment}` is not a directory (symbolic links are never followed)"
+            )),
+            e => failed(path, &format!("opening directory `{segment}`"), e),
+        })?;
+    }
+    Ok(dir)
+}
+
+/// Confirms the target is a single-link regular file hashing to `base`; returns its
+/// permission bits and owner.
+fn check_target(
+    dir: &OwnedFd,
+    leaf: &str,
+    base: &Revision,
+    path: &str,
+) -> Result<(Mode, rustix::fs::Uid, rustix::fs::Gid), PublishError> {
+    // O_NONBLOCK: opening a FIFO that was swapped in must not hang.
+    let file = rustix::fs::openat(
+        dir,
+        leaf,
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK | OFlags::NOCTTY,
+        Mode::empty(),
+    )
+    .map_err(|e| match e {
+        Errno::LOOP => {
+            PublishError::Failed(format!("publishing `{path}` failed: it is a symbolic link"))
+        }
+        e => failed(path, "opening the target", e),
+    })?;
+    let stat = rustix::fs::fstat(&file).map_err(|e| failed(path, "inspecting the target", e))?;
+    if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile {
+        return Err(PublishError::Failed(format!(
+            "publishing `{path}` failed: it is no longer a regular file"
+        )));
+    }
+    if stat.st_nlink != 1 {
+        return Err(PublishError::Failed(format!(
+            "publishing `{path}` failed: it has {} hard links",
+            stat.st_nlink
+        )));
+    }
+    let current = hash_file(file).map_err(|e| failed(path, "reading the target", e))?;
+    if &current != base {
+        return Err(PublishError::Stale(format!(
+            "`{path}` changed while the edit was decided: expected revision {base}, it is now {current}; read it again"
+        )));
+    }
+    Ok((
+        Mode::from_raw_mode(stat.st_mode & 0o7777),
+        rustix::fs::Uid::from_raw(stat.st_uid),
+        rustix::fs::Gid::from_raw(stat.st_gid),
+    ))
+}
+
+fn hash_file(file: OwnedFd) -> std::io::Result<Revision> {
+    use sha2::{Digest, Sha256};
+    let mut file = std::fs::File::from(file);
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = match file.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        hasher.update(&buf[..n]);
+    }
+    Ok(Revision::from_digest(hasher.finalize().into()))
+}
+
+fn write_all(file: &OwnedFd, mut content: &[u8]) -> std::io::Result<()> {
+    while !content.is_empty() {
+        match rustix::io::write(file, content) {
+            Ok(0) => return Err(std::io::Error::from(std::io::ErrorKind::WriteZero)),
+            Ok(n) => content = &content[n..],
+            Err(Errno::INTR) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(())
+}
+
+/// An exclusively created temporary beside the target; removed on drop unless disarmed.
+struct Temporary<'a> {
+    dir: &'a OwnedFd,
+    name: String,
+    file: OwnedFd,
+    armed: bool,
+}
+
+impl<'a> Temporary<'a> {
+    fn create(dir: &'a OwnedFd, leaf: &str, path: &str) -> Result<Self, PublishError> {
+        let pid = std::process::id();
+        for attempt in 0u32..64 {
+            let nanos = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.subsec_nanos())
+                .unwrap_or(0);
+            let name = format!(".{leaf}.satyrn-{pid}-{nanos:08x}{attempt:02x}.tmp");
+            match rustix::fs::openat(
+                dir,
+                name.as_str(),
+                OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                Mode::from_raw_mode(0o600),
+            ) {
+                Ok(file) => {
+                    return Ok(Self {
+                        dir,
+                        name,
+                        file,
+                        armed: true,
+                    });
+                }
+                Err(Errno::EXIST) => {}
+                Err(e) => return Err(failed(path, "creating the temporary", e)),
+            }
+        }
+        Err(PublishError::Failed(format!(
+            "publishing `{path}` failed: no free temporary name"
+        )))
+    }
+
+    fn disarm(mut self) {
+        self.armed = false;
+    }
+
+    /// Removes the temporary and returns `error`, extended if the removal failed.
+    fn remove_after(mut self, error: PublishError) -> PublishError {
+        self.armed = false;
+        match rustix::fs::unlinkat(self.dir, self.name.as_str(), AtFlags::empty()) {
+            Ok(()) => error,
+            Err(e) => PublishError::Failed(format!(
+                "{error}; the temporary {} could not be removed: {}",
+                self.name,
+                std::io::Error::from(e)
+            )),
+        }
+    }
+}
+
+impl Drop for Temporary<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            let _ = rustix::fs::unlinkat(self.dir, self.name.as_str(), AtFlags::empty());
+        }
+        let _ = self.file.as_fd();
+    }
+}
