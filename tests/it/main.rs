@@ -1,0 +1,5 @@
+//! satyrn's integration tests: real git, the real `satyrn-host` binary with the real
+//! embedded component, the real file system and real processes. One binary, one module
+//! per area.
+
+mod support;
