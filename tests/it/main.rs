@@ -3,3 +3,7 @@
 //! per area.
 
 mod support;
+mod protocol_common;
+mod protocol_refusals;
+mod protocol_files;
+mod protocol_requests;

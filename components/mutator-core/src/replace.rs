@@ -155,7 +155,7 @@ pub fn decide<W: Worktree + ?Sized>(
     };
     let bytes = worktree
         .read_regular(&segments, MAX_FILE_BYTES)
-        .map_err(|e| refuse(RefusalCode::MutationFailed, format!("`{path}`: {}", e.0)))?;
+        .map_err(|e| refuse(RefusalCode::MutationFailed, e.0))?;
     let base = Revision::of(&bytes);
     if base != expected {
         return Err(refuse(

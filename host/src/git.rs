@@ -1,0 +1,329 @@
+//! The one place that builds git invocations.
+//!
+//! Every git process satyrn starts gets the same hardening:
+//!
+//! - `-c core.hooksPath=/dev/null -c core.fsmonitor=false` and `--no-pager`: no repository
+//!   hook and no file-system monitor runs, nothing waits on a pager;
+//! - `LC_ALL=C`, `GIT_PAGER=cat`, `GIT_TERMINAL_PROMPT=0`: stable messages, no prompt;
+//! - `GIT_NO_REPLACE_OBJECTS=1` and `GIT_GRAFT_FILE=/dev/null`: objects are what they are;
+//! - `GIT_OPTIONAL_LOCKS=0`: read-only commands (`status`) never rewrite the caller's index;
+//! - the variables `git rev-parse --local-env-vars` names (`GIT_DIR`, `GIT_WORK_TREE`,
+//!   `GIT_INDEX_FILE`, `GIT_CONFIG_PARAMETERS`, …) and `GIT_NAMESPACE` are removed, so an
+//!   inherited environment cannot point git at another repository, index or namespace.
+//!
+//! Ordinary configuration (user, system, repository), `PATH` and filters are kept: a
+//! repository's clean/smudge filter still participates. Outputs are read as bytes;
+//! callers parse NUL-delimited (`-z`) forms.
+
+use std::ffi::{OsStr, OsString};
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus, Output, Stdio};
+use std::sync::OnceLock;
+
+/// The configuration overrides given to every git invocation.
+pub const HARDENING_CONFIG: [&str; 4] = [
+    "-c",
+    "core.hooksPath=/dev/null",
+    "-c",
+    "core.fsmonitor=false",
+];
+
+/// Removed from every environment in addition to `git rev-parse --local-env-vars`.
+const ALSO_REMOVED: [&str; 1] = ["GIT_NAMESPACE"];
+
+/// The repository-locating variables removed before asking git for its own list (so the
+/// question itself cannot be redirected). `git rev-parse --local-env-vars` is the authority.
+const BOOTSTRAP_REMOVED: [&str; 6] = [
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_COMMON_DIR",
+    "GIT_INDEX_FILE",
+    "GIT_CONFIG_PARAMETERS",
+    "GIT_CONFIG_COUNT",
+];
+
+/// Why a git invocation failed.
+#[derive(Debug)]
+pub enum GitError {
+    /// git could not be started.
+    Spawn {
+        /// The arguments, for the message.
+        args: String,
+        /// The operating-system error.
+        source: std::io::Error,
+    },
+    /// git exited unsuccessfully.
+    Failed {
+        /// The arguments, for the message.
+        args: String,
+        /// The exit status.
+        status: ExitStatus,
+        /// git's stderr, lossily decoded and trimmed.
+        stderr: String,
+    },
+    /// git succeeded but its output is not what was expected.
+    Output {
+        /// The arguments, for the message.
+        args: String,
+        /// What was wrong.
+        detail: String,
+    },
+}
+
+impl fmt::Display for GitError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Spawn { args, source } => write!(f, "cannot run git {args}: {source}"),
+            Self::Failed {
+                args,
+                status,
+                stderr,
+            } => write!(f, "git {args} failed ({status}): {stderr}"),
+            Self::Output { args, detail } => write!(f, "git {args}: {detail}"),
+        }
+    }
+}
+
+impl std::error::Error for GitError {}
+
+fn describe<S: AsRef<OsStr>>(args: &[S]) -> String {
+    args.iter()
+        .map(|a| a.as_ref().to_string_lossy().into_owned())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+static LOCAL_ENV_VARS: OnceLock<Vec<OsString>> = OnceLock::new();
+
+/// The variables `git rev-parse --local-env-vars` names, computed once per process.
+///
+/// # Errors
+///
+/// [`GitError`] when git cannot be run or prints nothing.
+pub fn local_env_vars() -> Result<&'static [OsString], GitError> {
+    if let Some(vars) = LOCAL_ENV_VARS.get() {
+        return Ok(vars);
+    }
+    let args = ["rev-parse", "--local-env-vars"];
+    let mut cmd = Command::new("git");
+    cmd.args(args)
+        .current_dir("/")
+        .env("LC_ALL", "C")
+        .stdin(Stdio::null());
+    for var in BOOTSTRAP_REMOVED {
+        cmd.env_remove(var);
+    }
+    let out = cmd.output().map_err(|source| GitError::Spawn {
+        args: describe(&args),
+        source,
+    })?;
+    if !out.status.success() {
+        return Err(GitError::Failed {
+            args: describe(&args),
+            status: out.status,
+            stderr: String::from_utf8_lossy(&out.stderr).trim().to_owned(),
+        });
+    }
+    let vars: Vec<OsString> = out
+        .stdout
+        .split(|b| *b == b'\n')
+        .filter(|l| !l.is_empty())
+        .map(|l| OsString::from(String::from_utf8_lossy(l).into_owned()))
+        .collect();
+    if vars.is_empty() {
+        return Err(GitError::Output {
+            args: describe(&args),
+            detail: "no variables listed".to_owned(),
+        });
+    }
+    Ok(LOCAL_ENV_VARS.get_or_init(|| vars))
+}
+
+/// Removes the repository-local git variables (see [`local_env_vars`]) and `GIT_NAMESPACE`
+/// from `cmd`'s environment. Used for every engine git call and for the delivered command.
+///
+/// # Errors
+///
+/// As [`local_env_vars`].
+pub fn scrub_env(cmd: &mut Command) -> Result<(), GitError> {
+    for var in local_env_vars()? {
+        cmd.env_remove(var);
+    }
+    for var in ALSO_REMOVED {
+        cmd.env_remove(var);
+    }
+    Ok(())
+}
+
+/// Where git runs: a working directory, optionally with a pinned git directory and work
+/// tree (`--git-dir`/`--work-tree`), so a `.git` file rewritten by a command cannot
+/// redirect the engine.
+#[derive(Debug, Clone)]
+pub struct Git {
+    cwd: PathBuf,
+    pinned: Option<(PathBuf, PathBuf)>,
+}
+
+impl Git {
+    /// git run with `cwd` as its working directory (repository discovery from there).
+    #[must_use]
+    pub fn at(cwd: &Path) -> Self {
+        Self {
+            cwd: cwd.to_path_buf(),
+            pinned: None,
+        }
+    }
+
+    /// git run in `work_tree` with `--git-dir=git_dir --work-tree=work_tree`.
+    #[must_use]
+    pub fn pinned(work_tree: &Path, git_dir: &Path) -> Self {
+        Self {
+            cwd: work_tree.to_path_buf(),
+            pinned: Some((git_dir.to_path_buf(), work_tree.to_path_buf())),
+        }
+    }
+
+    /// The working directory.
+    #[must_use]
+    pub fn cwd(&self) -> &Path {
+        &self.cwd
+    }
+
+    /// A hardened `git` command with `args`, stdin from `/dev/null`, stdout and stderr piped.
+    ///
+    /// # Errors
+    ///
+    /// As [`local_env_vars`].
+    pub fn command<S: AsRef<OsStr>>(&self, args: &[S]) -> Result<Command, GitError> {
+        let mut cmd = Command::new("git");
+        cmd.arg("--no-pager").args(HARDENING_CONFIG);
+        if let Some((git_dir, work_tree)) = &self.pinned {
+            let mut g = OsString::from("--git-dir=");
+            g.push(git_dir);
+            let mut w = OsString::from("--work-tree=");
+            w.push(work_tree);
+            cmd.arg(g).arg(w);
+        }
+        cmd.args(args)
+            .current_dir(&self.cwd)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        scrub_env(&mut cmd)?;
+        cmd.env("LC_ALL", "C")
+            .env("GIT_PAGER", "cat")
+            .env("PAGER", "cat")
+            .env("GIT_TERMINAL_PROMPT", "0")
+            .env("GIT_NO_REPLACE_OBJECTS", "1")
+            .env("GIT_GRAFT_FILE", "/dev/null")
+            .env("GIT_OPTIONAL_LOCKS", "0");
+        Ok(cmd)
+    }
+
+    /// Runs git with `args` and `envs` and returns its output whatever the exit status.
+    ///
+    /// # Errors
+    ///
+    /// [`GitError::Spawn`] when git cannot be started.
+    pub fn output_env<S: AsRef<OsStr>>(
+        &self,
+        args: &[S],
+        envs: &[(&str, &str)],
+    ) -> Result<Output, GitError> {
+        let mut cmd = self.command(args)?;
+        for (k, v) in envs {
+            cmd.env(k, v);
+        }
+        cmd.output().map_err(|source| GitError::Spawn {
+            args: describe(args),
+            source,
+        })
+    }
+
+    /// Runs git with `args` and returns its output whatever the exit status.
+    ///
+    /// # Errors
+    ///
+    /// [`GitError::Spawn`] when git cannot be started.
+    pub fn output<S: AsRef<OsStr>>(&self, args: &[S]) -> Result<Output, GitError> {
+        self.output_env(args, &[])
+    }
+
+    /// Runs git with `args` and `envs`; returns stdout bytes on success.
+    ///
+    /// # Errors
+    ///
+    /// [`GitError::Spawn`], or [`GitError::Failed`] on a non-zero exit.
+    pub fn run_env<S: AsRef<OsStr>>(
+        &self,
+        args: &[S],
+        envs: &[(&str, &str)],
+    ) -> Result<Vec<u8>, GitError> {
+        let out = self.output_env(args, envs)?;
+        if out.status.success() {
+            Ok(out.stdout)
+        } else {
+            Err(failed(args, &out))
+        }
+    }
+
+    /// Runs git with `args`; returns stdout bytes on success.
+    ///
+    /// # Errors
+    ///
+    /// [`GitError::Spawn`], or [`GitError::Failed`] on a non-zero exit.
+    pub fn run<S: AsRef<OsStr>>(&self, args: &[S]) -> Result<Vec<u8>, GitError> {
+        self.run_env(args, &[])
+    }
+
+    /// Runs git with `args` and returns its stdout as one trimmed UTF-8 line (an object
+    /// id, a path).
+    ///
+    /// # Errors
+    ///
+    /// As [`Git::run`], or [`GitError::Output`] when the output is not UTF-8.
+    pub fn line<S: AsRef<OsStr>>(&self, args: &[S]) -> Result<String, GitError> {
+        let out = self.run(args)?;
+        let text = String::from_utf8(out).map_err(|_| GitError::Output {
+            args: describe(args),
+            detail: "output is not UTF-8".to_owned(),
+        })?;
+        Ok(text.trim_end_matches('\n').to_owned())
+    }
+}
+
+/// The [`GitError::Failed`] for a finished git process.
+#[must_use]
+pub fn failed<S: AsRef<OsStr>>(args: &[S], out: &Output) -> GitError {
+    GitError::Failed {
+        args: describe(args),
+        status: out.status,
+        stderr: String::from_utf8_lossy(&out.stderr).trim().to_owned(),
+    }
+}
+
+/// Splits NUL-terminated (`-z`) output into its records (a trailing NUL is optional).
+#[must_use]
+pub fn split_z(bytes: &[u8]) -> Vec<&[u8]> {
+    let body = bytes.strip_suffix(b"\0").unwrap_or(bytes);
+    if body.is_empty() {
+        return Vec::new();
+    }
+    body.split(|b| *b == 0).collect()
+}
+
+/// The worktree paths of `git worktree list --porcelain -z`, as given by git.
+///
+/// # Errors
+///
+/// As [`Git::run`].
+pub fn worktree_paths(git: &Git) -> Result<Vec<PathBuf>, GitError> {
+    use std::os::unix::ffi::OsStrExt;
+    let out = git.run(&["worktree", "list", "--porcelain", "-z"])?;
+    Ok(split_z(&out)
+        .into_iter()
+        .filter_map(|rec| rec.strip_prefix(b"worktree "))
+        .map(|p| PathBuf::from(OsStr::from_bytes(p)))
+        .collect())
+}
