@@ -98,6 +98,9 @@ impl Loaded {
     /// [`EngineError`] when the preopen or the instantiation fails.
     pub fn instantiate(&self, worktree: &OwnedFd) -> Result<Mutator, EngineError> {
         let mut wasi = WasiCtxBuilder::new();
+        // Before the preopen, which captures it: run file operations on this thread
+        // instead of a thread pool (one short synchronous call; threads only cost time).
+        wasi.allow_blocking_current_thread(true);
         wasi.preopened_dir(
             format!("/proc/self/fd/{}", worktree.as_raw_fd()),
             ".",
@@ -203,7 +206,7 @@ fn add_filesystem_to_linker(linker: &mut Linker<State>) -> wasmtime::Result<()> 
     })?;
     wasmtime_wasi::p2::bindings::filesystem::preopens::add_to_linker::<State, WasiFilesystem>(
         linker,
-        |s| wasmtime_wasi::filesystem::WasiFilesystemView::filesystem(s),
+        <State as wasmtime_wasi::filesystem::WasiFilesystemView>::filesystem,
     )?;
     wasmtime_wasi_io::bindings::wasi::io::error::add_to_linker::<State, HasIo>(linker, |s| {
         &mut s.table

@@ -6,12 +6,16 @@
 //! - [`protocol`] is the one-shot JSON protocol (`satyrn-host protocol`);
 //! - [`contract`] and [`repo`] load and check the task contract and the repository;
 //! - [`code`] holds every result code and the one table of exit statuses;
+//! - [`deliver`] runs one attempt in a detached worktree and publishes one candidate ref;
+//! - [`git`] builds every (hardened) git invocation;
 //! - [`cli`] has one module per subcommand.
 
 pub mod cli;
 pub mod code;
 pub mod contract;
+pub mod deliver;
 pub mod engine;
+pub mod git;
 pub mod lock;
 pub mod protocol;
 pub mod publish;

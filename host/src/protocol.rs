@@ -126,7 +126,7 @@ pub struct Replace {
     pub repo: PathBuf,
     /// Absolute contract path.
     pub contract: PathBuf,
-    /// Worktree-relative path (its shape is decided by the component).
+    /// Worktree-relative path, shape-checked (and checked again by the component).
     pub path: String,
     /// The revision the caller saw, if any.
     pub expected_sha256: Option<String>,
@@ -283,6 +283,10 @@ fn parse(input: &[u8]) -> Result<Request, (Shape, String)> {
         Request::Check { repo, contract }
     } else {
         let path = take_string(&mut fields, "path").map_err(fail)?;
+        // The component decides the path's shape too (its first gate); checking it here,
+        // with the same function, makes an unsafe path INVALID_REQUEST before the
+        // contract or the repository is looked at, like every other malformed field.
+        satyrn_mutator_core::path::segments(&path).map_err(|e| fail(format!("path: {e}")))?;
         let expected_sha256 = match take(&mut fields, "expected_sha256").map_err(fail)? {
             Value::Null => None,
             Value::String(s) if is_sha256(&s) => Some(s),

@@ -192,6 +192,23 @@ fn write_all(file: &OwnedFd, mut content: &[u8]) -> std::io::Result<()> {
     Ok(())
 }
 
+/// The most bytes of the target's name used in its temporary's name: with the 34 bytes
+/// around it (`.`, `.satyrn-`, a pid of up to 10 digits, `-`, 10 hex digits, `.tmp`),
+/// the temporary's name stays well under `NAME_MAX` (255).
+const TEMP_STEM_MAX: usize = 200;
+
+/// The longest prefix of `s` of at most `max` bytes that ends on a character boundary.
+fn truncate_at_char_boundary(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
 /// An exclusively created temporary beside the target; removed on drop unless disarmed.
 struct Temporary<'a> {
     dir: &'a OwnedFd,
@@ -203,12 +220,16 @@ struct Temporary<'a> {
 impl<'a> Temporary<'a> {
     fn create(dir: &'a OwnedFd, leaf: &str, path: &str) -> Result<Self, PublishError> {
         let pid = std::process::id();
+        // A leaf may be up to NAME_MAX (255) bytes; the temporary's name adds up to 34
+        // bytes around it, so only a prefix of a long leaf is used (on a character
+        // boundary), or creating the temporary of a valid file would fail.
+        let stem = truncate_at_char_boundary(leaf, TEMP_STEM_MAX);
         for attempt in 0u32..64 {
             let nanos = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map(|d| d.subsec_nanos())
                 .unwrap_or(0);
-            let name = format!(".{leaf}.satyrn-{pid}-{nanos:08x}{attempt:02x}.tmp");
+            let name = format!(".{stem}.satyrn-{pid}-{nanos:08x}{attempt:02x}.tmp");
             match rustix::fs::openat(
                 dir,
                 name.as_str(),
@@ -256,5 +277,21 @@ impl Drop for Temporary<'_> {
             let _ = rustix::fs::unlinkat(self.dir, self.name.as_str(), AtFlags::empty());
         }
         let _ = self.file.as_fd();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::truncate_at_char_boundary;
+
+    #[test]
+    fn truncates_on_character_boundaries() {
+        assert_eq!(truncate_at_char_boundary("abc", 200), "abc");
+        assert_eq!(truncate_at_char_boundary("abcdef", 3), "abc");
+        // `é` is two bytes: never split it.
+        assert_eq!(truncate_at_char_boundary("aéé", 2), "a");
+        assert_eq!(truncate_at_char_boundary("aéé", 3), "aé");
+        assert_eq!(truncate_at_char_boundary(&"é".repeat(125), 200).len(), 200);
+        assert_eq!(truncate_at_char_boundary(&"€".repeat(85), 200).len(), 198);
     }
 }

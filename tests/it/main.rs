@@ -2,8 +2,12 @@
 //! embedded component, the real file system and real processes. One binary, one module
 //! per area.
 
-mod support;
+mod component;
+mod deliver;
+mod fnmatch_differential;
 mod protocol_common;
-mod protocol_refusals;
 mod protocol_files;
+mod protocol_refusals;
 mod protocol_requests;
+mod race;
+mod support;

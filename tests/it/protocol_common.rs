@@ -137,22 +137,26 @@ pub fn assert_ok(run: &ProtocolRun, path: &str, new_bytes: &[u8]) {
 /// Asserts a five-field failure response with `code`, `ok:false`, `result:null`, a
 /// non-empty message, and the exit status that code has.
 pub fn assert_failure(run: &ProtocolRun, code: &str, status: i32) {
-    assert_eq!(
-        run.response["code"], code,
-        "expected {code}, got {run:?}"
-    );
+    assert_eq!(run.response["code"], code, "expected {code}, got {run:?}");
     assert_eq!(run.status, status, "exit status for {code}: {run:?}");
     let object = run.response.as_object().expect("response is an object");
     let mut keys: Vec<&str> = object.keys().map(String::as_str).collect();
     keys.sort_unstable();
-    assert_eq!(keys, ["code", "message", "ok", "result", "version"], "{run:?}");
+    assert_eq!(
+        keys,
+        ["code", "message", "ok", "result", "version"],
+        "{run:?}"
+    );
     assert_eq!(run.response["version"], 1);
     assert_eq!(run.response["ok"], false);
     assert_eq!(run.response["result"], Value::Null);
-    let message = run.response["message"].as_str().expect("message is a string");
+    let message = run.response["message"]
+        .as_str()
+        .expect("message is a string");
     assert!(!message.is_empty(), "a refusal explains itself: {run:?}");
     assert!(
-        run.stdout.starts_with("{\"version\":1,\"ok\":false,\"code\":"),
+        run.stdout
+            .starts_with("{\"version\":1,\"ok\":false,\"code\":"),
         "field order: {}",
         run.stdout
     );

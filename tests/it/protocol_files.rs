@@ -19,8 +19,16 @@ fn symlinked_leaf_is_refused_target_is_editable() {
     let fx = Fixture::new(&[("real.txt", HELLO)], &["*.txt"]);
     symlink("real.txt", fx.file("link.txt")).expect("symlink");
     let request = fx.request("link.txt", Some(&sha256_hex(HELLO)), "world", "there");
-    fx.refuse(&request, "MUTATION_FAILED", &["real.txt", "link.txt"], &[""]);
-    assert!(fx.file("link.txt").is_symlink(), "the symlink is still a symlink");
+    fx.refuse(
+        &request,
+        "MUTATION_FAILED",
+        &["real.txt", "link.txt"],
+        &[""],
+    );
+    assert!(
+        fx.file("link.txt").is_symlink(),
+        "the symlink is still a symlink"
+    );
     fx.succeed(&fx.fresh("real.txt", "world", "there"), "real.txt", THERE);
 }
 
@@ -29,14 +37,28 @@ fn symlinked_intermediate_directory_is_refused() {
     let fx = Fixture::new(&[("real/a.txt", HELLO)], &["*"]);
     symlink("real", fx.file("alias")).expect("symlink");
     let request = fx.request("alias/a.txt", Some(&sha256_hex(HELLO)), "world", "there");
-    fx.refuse(&request, "MUTATION_FAILED", &["real/a.txt", "alias"], &["", "real"]);
+    fx.refuse(
+        &request,
+        "MUTATION_FAILED",
+        &["real/a.txt", "alias"],
+        &["", "real"],
+    );
     // A deeper chain: a symlink in the middle of three segments.
     std::fs::create_dir_all(fx.file("top/real2")).expect("mkdir");
     std::fs::write(fx.file("top/real2/b.txt"), HELLO).expect("write");
     symlink("real2", fx.file("top/mid")).expect("symlink");
     let request = fx.request("top/mid/b.txt", Some(&sha256_hex(HELLO)), "world", "there");
-    fx.refuse(&request, "MUTATION_FAILED", &["top/real2/b.txt"], &["top", "top/real2"]);
-    fx.succeed(&fx.fresh("real/a.txt", "world", "there"), "real/a.txt", THERE);
+    fx.refuse(
+        &request,
+        "MUTATION_FAILED",
+        &["top/real2/b.txt"],
+        &["top", "top/real2"],
+    );
+    fx.succeed(
+        &fx.fresh("real/a.txt", "world", "there"),
+        "real/a.txt",
+        THERE,
+    );
     fx.succeed(
         &fx.fresh("top/real2/b.txt", "world", "there"),
         "top/real2/b.txt",
@@ -59,7 +81,12 @@ fn in_tree_alias_of_an_undeclared_file_is_refused() {
         "world",
         "there",
     );
-    fx.refuse(&request, "MUTATION_FAILED", &["secret.txt", "public.txt"], &[""]);
+    fx.refuse(
+        &request,
+        "MUTATION_FAILED",
+        &["secret.txt", "public.txt"],
+        &[""],
+    );
     // The target itself is undeclared.
     fx.refuse(
         &fx.fresh("secret.txt", "world", "there"),
@@ -194,7 +221,11 @@ fn directory_is_refused() {
         &["d/inner.txt"],
         &["", "d"],
     );
-    fx.succeed(&fx.fresh("d/inner.txt", "world", "there"), "d/inner.txt", THERE);
+    fx.succeed(
+        &fx.fresh("d/inner.txt", "world", "there"),
+        "d/inner.txt",
+        THERE,
+    );
 }
 
 #[test]
@@ -259,13 +290,21 @@ fn replacement_is_literal() {
     // And a NUL character in the replacement is kept as a byte.
     let with_nul = "\0";
     let expected2 = expected.replace("$&", "\0");
-    fx.succeed(&fx.fresh("a.txt", "$&", with_nul), "a.txt", expected2.as_bytes());
+    fx.succeed(
+        &fx.fresh("a.txt", "$&", with_nul),
+        "a.txt",
+        expected2.as_bytes(),
+    );
 }
 
 #[test]
 fn empty_new_text_deletes_the_anchor() {
     let fx = Fixture::new(&[("a.txt", b"keep DELETE-ME keep\n")], &["a.txt"]);
-    fx.succeed(&fx.fresh("a.txt", "DELETE-ME ", ""), "a.txt", b"keep keep\n");
+    fx.succeed(
+        &fx.fresh("a.txt", "DELETE-ME ", ""),
+        "a.txt",
+        b"keep keep\n",
+    );
     // Deleting everything leaves an empty file, not a missing one.
     fx.succeed(&fx.fresh("a.txt", "keep keep\n", ""), "a.txt", b"");
     assert_eq!(std::fs::metadata(fx.file("a.txt")).expect("stat").len(), 0);
@@ -280,7 +319,11 @@ fn crlf_and_bytes_outside_the_span_are_preserved() {
         "a.txt",
         b"line1\r\nhello there\n\tMIXED\nend \xc3\xa9\r\n\r\n  ",
     );
-    assert_ok(&run, "a.txt", b"line1\r\nhello there\n\tMIXED\nend \xc3\xa9\r\n\r\n  ");
+    assert_ok(
+        &run,
+        "a.txt",
+        b"line1\r\nhello there\n\tMIXED\nend \xc3\xa9\r\n\r\n  ",
+    );
     // No trailing newline is added, no whitespace normalized.
     let bytes = std::fs::read(fx.file("a.txt")).expect("read");
     assert!(bytes.ends_with(b"\r\n\r\n  "));
@@ -331,7 +374,10 @@ fn failed_publish_removes_the_temporary_and_keeps_the_file() {
     assert!(message.contains("writing the temporary"), "{message}");
     assert!(!message.contains("could not be removed"), "{message}");
     assert_eq!(snapshot(&path), before, "the file is unchanged");
-    assert!(temporaries(&fx.file("dir")).is_empty(), "temporary left behind");
+    assert!(
+        temporaries(&fx.file("dir")).is_empty(),
+        "temporary left behind"
+    );
     assert_eq!(dir_entries(&fx.file("dir")), entries);
     // Sibling: the same request without the limit succeeds.
     let mut expected = big.clone();
@@ -342,4 +388,43 @@ fn failed_publish_removes_the_temporary_and_keeps_the_file() {
     assert!(temporaries(&fx.file("dir")).is_empty());
     assert_eq!(mode_of(&path) & 0o777, before.mode & 0o777);
     assert_ne!(std::fs::metadata(&path).expect("stat").ino(), before.ino);
+}
+
+#[test]
+fn unusual_but_valid_names_are_editable() {
+    let long = format!("{}.txt", "n".repeat(250));
+    assert_eq!(long.len(), 254);
+    let long_utf8 = format!("{}.txt", "é".repeat(125));
+    assert_eq!(long_utf8.len(), 254);
+    let names = [
+        long.as_str(),
+        long_utf8.as_str(),
+        "with space/ünïcødé name.txt",
+        "a[1].txt",
+        "*",
+        "-dash",
+        "line\nbreak.txt",
+        ".hidden",
+        "..dots",
+    ];
+    let files: Vec<(&str, &[u8])> = names.iter().map(|n| (*n, HELLO)).collect();
+    let fx = Fixture::new(&files, &["*"]);
+    for name in names {
+        fx.succeed(&fx.fresh(name, "world", "there"), name, THERE);
+        let dir = fx.file(name).parent().expect("parent").to_path_buf();
+        assert!(temporaries(&dir).is_empty(), "{name}");
+    }
+    // Bracket and star names are matched by fnmatch rules, literally when escaped in a set.
+    let strict = Fixture::new(&[("a[1].txt", HELLO), ("a1.txt", HELLO)], &["a[[]1].txt"]);
+    strict.succeed(
+        &strict.fresh("a[1].txt", "world", "there"),
+        "a[1].txt",
+        THERE,
+    );
+    strict.refuse(
+        &strict.fresh("a1.txt", "world", "there"),
+        "PATH_UNDECLARED",
+        &["a1.txt"],
+        &[""],
+    );
 }

@@ -39,7 +39,10 @@ fn path_undeclared_then_declared_success() {
         DIRS,
     );
     let message = run.response["message"].as_str().expect("message");
-    assert!(message.contains("notes.txt"), "message names the path: {message}");
+    assert!(
+        message.contains("notes.txt"),
+        "message names the path: {message}"
+    );
     // The pattern is anchored at both ends.
     for path in ["xsrc/a.txt", "src/a.txt.bak"] {
         fx.refuse(
@@ -56,7 +59,11 @@ fn path_undeclared_then_declared_success() {
         WATCH,
         DIRS,
     );
-    fx.succeed(&fx.fresh("src/a.txt", "world", "there"), "src/a.txt", A_EDITED);
+    fx.succeed(
+        &fx.fresh("src/a.txt", "world", "there"),
+        "src/a.txt",
+        A_EDITED,
+    );
 }
 
 #[test]
@@ -85,7 +92,11 @@ fn revision_unavailable_then_success() {
         WATCH,
         DIRS,
     );
-    fx.succeed(&fx.fresh("src/a.txt", "world", "there"), "src/a.txt", A_EDITED);
+    fx.succeed(
+        &fx.fresh("src/a.txt", "world", "there"),
+        "src/a.txt",
+        A_EDITED,
+    );
 }
 
 #[test]
@@ -142,7 +153,11 @@ fn anchor_missing_then_success() {
             DIRS,
         );
     }
-    fx.succeed(&fx.fresh("src/a.txt", "world", "there"), "src/a.txt", A_EDITED);
+    fx.succeed(
+        &fx.fresh("src/a.txt", "world", "there"),
+        "src/a.txt",
+        A_EDITED,
+    );
 }
 
 #[test]
@@ -182,8 +197,15 @@ fn mutation_failed_missing_file_then_success() {
         WATCH,
         DIRS,
     );
-    assert!(!fx.file("src/missing.txt").exists(), "a refusal creates nothing");
-    fx.succeed(&fx.fresh("src/a.txt", "world", "there"), "src/a.txt", A_EDITED);
+    assert!(
+        !fx.file("src/missing.txt").exists(),
+        "a refusal creates nothing"
+    );
+    fx.succeed(
+        &fx.fresh("src/a.txt", "world", "there"),
+        "src/a.txt",
+        A_EDITED,
+    );
 }
 
 #[test]

@@ -33,8 +33,16 @@ fn assert_invalid_raw(fx: &Fixture, input: &[u8], what: &str) -> ProtocolRun {
         "{what}: expected INVALID_REQUEST, got {run:?}"
     );
     assert_invalid(&run);
-    assert_eq!(snapshot(&fx.file("a.txt")), before, "{what}: the file changed");
-    assert_eq!(dir_entries(fx.repo.path()), entries, "{what}: entries changed");
+    assert_eq!(
+        snapshot(&fx.file("a.txt")),
+        before,
+        "{what}: the file changed"
+    );
+    assert_eq!(
+        dir_entries(fx.repo.path()),
+        entries,
+        "{what}: entries changed"
+    );
     run
 }
 
@@ -78,7 +86,10 @@ fn not_json_arrays_scalars_and_empty_input() {
         ("null", b"null".to_vec()),
         ("two requests", two.into_bytes()),
         ("trailing garbage", format!("{good}x").into_bytes()),
-        ("not utf-8", b"{\"version\":1,\"operation\":\"\xff\"}".to_vec()),
+        (
+            "not utf-8",
+            b"{\"version\":1,\"operation\":\"\xff\"}".to_vec(),
+        ),
         ("empty object", b"{}".to_vec()),
     ];
     for (what, input) in inputs {
@@ -106,7 +117,10 @@ fn each_missing_field_is_invalid() {
         let run = assert_invalid_json(&fx, &without(&request, key), key);
         let message = run.response["message"].as_str().expect("message");
         if key != "version" {
-            assert!(message.contains(key), "{key}: the message names it: {message}");
+            assert!(
+                message.contains(key),
+                "{key}: the message names it: {message}"
+            );
         }
     }
     sibling_success(&fx);
@@ -147,7 +161,11 @@ fn each_wrong_type_is_invalid() {
         ("new_text", json!({"text": "there"})),
     ];
     for (key, value) in cases {
-        assert_invalid_json(&fx, &with(&request, key, value.clone()), &format!("{key}={value}"));
+        assert_invalid_json(
+            &fx,
+            &with(&request, key, value.clone()),
+            &format!("{key}={value}"),
+        );
     }
     sibling_success(&fx);
 }
@@ -270,7 +288,11 @@ fn relative_repo_or_contract_is_invalid() {
 fn empty_old_text_is_invalid() {
     let fx = fixture();
     let request = valid(&fx);
-    assert_invalid_json(&fx, &with(&request, "old_text", json!("")), "empty old_text");
+    assert_invalid_json(
+        &fx,
+        &with(&request, "old_text", json!("")),
+        "empty old_text",
+    );
     // Even on an undeclared path, an empty file, or with a null revision.
     let empty = Fixture::new(&[("e.txt", b"")], &["*"]);
     let run = protocol(&empty.request("e.txt", None, "", "x"));
@@ -358,7 +380,10 @@ fn assert_check(stdout: &str, status: i32, code: &str, expected_status: i32) {
     assert_eq!(response["version"], 1);
     assert_eq!(response["ok"], code == "OK");
     if code == "OK" {
-        assert_eq!(stdout, "{\"version\":1,\"ok\":true,\"code\":\"OK\",\"message\":\"\"}\n");
+        assert_eq!(
+            stdout,
+            "{\"version\":1,\"ok\":true,\"code\":\"OK\",\"message\":\"\"}\n"
+        );
     } else {
         assert!(!response["message"].as_str().expect("message").is_empty());
         assert!(stdout.starts_with("{\"version\":1,\"ok\":false,\"code\":"));
@@ -374,11 +399,26 @@ fn contract_cases() -> Vec<(&'static str, ContractFile, &'static str, i32)> {
     std::fs::remove_file(&missing.path).expect("rm");
     vec![
         ("good", ContractFile::new("cand", &["*.txt"]), "OK", 0),
-        ("no writable_paths", ContractFile::raw("id: x\ntask: t\n"), "OK", 0),
+        (
+            "no writable_paths",
+            ContractFile::raw("id: x\ntask: t\n"),
+            "OK",
+            0,
+        ),
         ("missing file", missing, "CONTRACT_UNREADABLE", 3),
         ("a directory", dir_contract, "CONTRACT_UNREADABLE", 3),
-        ("yaml syntax", ContractFile::raw("id: [x\ntask: t\n"), "CONTRACT_INVALID", 4),
-        ("not a mapping", ContractFile::raw("- id\n- task\n"), "CONTRACT_INVALID", 4),
+        (
+            "yaml syntax",
+            ContractFile::raw("id: [x\ntask: t\n"),
+            "CONTRACT_INVALID",
+            4,
+        ),
+        (
+            "not a mapping",
+            ContractFile::raw("- id\n- task\n"),
+            "CONTRACT_INVALID",
+            4,
+        ),
         (
             "unknown key",
             ContractFile::raw("id: x\ntask: t\nwritable: [a]\n"),
@@ -397,8 +437,18 @@ fn contract_cases() -> Vec<(&'static str, ContractFile, &'static str, i32)> {
             "CONTRACT_INVALID",
             4,
         ),
-        ("no id", ContractFile::raw("task: t\n"), "CONTRACT_MISSING_FIELD", 5),
-        ("no task", ContractFile::raw("id: x\n"), "CONTRACT_MISSING_FIELD", 5),
+        (
+            "no id",
+            ContractFile::raw("task: t\n"),
+            "CONTRACT_MISSING_FIELD",
+            5,
+        ),
+        (
+            "no task",
+            ContractFile::raw("id: x\n"),
+            "CONTRACT_MISSING_FIELD",
+            5,
+        ),
         (
             "writable_paths not a list",
             ContractFile::raw("id: x\ntask: t\nwritable_paths: a.txt\n"),
@@ -452,7 +502,10 @@ fn check_operation_responses() {
     for (what, contract, code, status) in contract_cases() {
         let run = protocol(&check_request(repos.good.path(), &contract.path));
         assert_check(&run.stdout, run.status, code, status);
-        assert!(run.response.get("result").is_none(), "{what}: no result key");
+        assert!(
+            run.response.get("result").is_none(),
+            "{what}: no result key"
+        );
     }
     let good = ContractFile::new("cand", &["*"]);
     for repo in repos.unavailable() {
@@ -468,7 +521,10 @@ fn check_operation_responses() {
     bad["path"] = json!("a.txt");
     let run = protocol(&bad);
     assert_check(&run.stdout, run.status, "INVALID_REQUEST", 7);
-    let run = protocol(&without(&check_request(repos.good.path(), &good.path), "repo"));
+    let run = protocol(&without(
+        &check_request(repos.good.path(), &good.path),
+        "repo",
+    ));
     assert_check(&run.stdout, run.status, "INVALID_REQUEST", 7);
     let run = protocol(&with(
         &check_request(repos.good.path(), &good.path),
@@ -584,4 +640,60 @@ fn usage_errors_exit_2_with_nothing_on_stdout() {
     // The same command, correctly spelled, succeeds.
     let (status, stdout, _) = host(&["check".as_ref(), "--repo".as_ref(), r.as_ref(), c.as_ref()]);
     assert_check(&stdout, status, "OK", 0);
+}
+
+#[test]
+fn malformed_requests_are_invalid_before_the_contract_and_repo_are_read() {
+    let fx = fixture();
+    let missing_repo = fx.repo.path().join("no-such-repo");
+    let missing_contract = fx.contract.dir.path().join("no-such-contract.yaml");
+    let sha = fx.sha("a.txt");
+    // Every malformed part of a request is INVALID_REQUEST even when the repository and
+    // the contract are unusable: the request is judged first.
+    for path in ["../x", "/etc/passwd", "a//b", "./a", "a/", "a\0b", ""] {
+        for (repo, contract) in [
+            (missing_repo.as_path(), fx.contract.path.as_path()),
+            (fx.repo.path(), missing_contract.as_path()),
+        ] {
+            let request =
+                crate::support::replace_request(repo, contract, path, Some(&sha), "world", "x");
+            let run = protocol(&request);
+            assert_eq!(run.response["code"], "INVALID_REQUEST", "{path:?}: {run:?}");
+            assert_invalid(&run);
+        }
+    }
+    for (key, value) in [
+        ("old_text", json!("")),
+        ("expected_sha256", json!("ABC")),
+        ("new_text", json!(1)),
+    ] {
+        let request = crate::support::replace_request(
+            &missing_repo,
+            &missing_contract,
+            "a.txt",
+            Some(&sha),
+            "world",
+            "x",
+        );
+        assert_invalid(&protocol(&with(&request, key, value)));
+    }
+    sibling_success(&fx);
+}
+
+#[test]
+fn lone_surrogates_are_invalid() {
+    let fx = fixture();
+    let good = valid(&fx).to_string();
+    for (from, to) in [
+        ("\"new_text\":\"there\"", "\"new_text\":\"\\ud800\""),
+        ("\"old_text\":\"world\"", "\"old_text\":\"\\udfff\""),
+        ("\"path\":\"a.txt\"", "\"path\":\"a\\ud800.txt\""),
+    ] {
+        assert!(good.contains(from), "{good}");
+        assert_invalid_raw(&fx, good.replace(from, to).as_bytes(), to);
+    }
+    // A valid surrogate pair is an ordinary character.
+    let pair = good.replace("\"new_text\":\"there\"", "\"new_text\":\"\\ud83d\\ude00\"");
+    let run = protocol_raw(pair.as_bytes());
+    crate::protocol_common::assert_ok(&run, "a.txt", "hello \u{1f600}\n".as_bytes());
 }

@@ -24,7 +24,12 @@ pub fn git(dir: &Path) -> Command {
         .env("GIT_COMMITTER_NAME", "test")
         .env("GIT_COMMITTER_EMAIL", "test@example.invalid")
         .env("LC_ALL", "C");
-    for var in ["GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_NAMESPACE"] {
+    for var in [
+        "GIT_DIR",
+        "GIT_WORK_TREE",
+        "GIT_INDEX_FILE",
+        "GIT_NAMESPACE",
+    ] {
         cmd.env_remove(var);
     }
     cmd
@@ -80,7 +85,10 @@ impl ContractFile {
     pub fn new(id: &str, writable: &[&str]) -> Self {
         let mut text = format!("id: {id}\ntask: edit the files\nwritable_paths:\n");
         for w in writable {
-            text.push_str(&format!("  - {}\n", serde_json::to_string(w).expect("json")));
+            text.push_str(&format!(
+                "  - {}\n",
+                serde_json::to_string(w).expect("json")
+            ));
         }
         if writable.is_empty() {
             text = format!("id: {id}\ntask: edit the files\n");
@@ -99,7 +107,10 @@ impl ContractFile {
 /// SHA-256 of bytes, lowercase hex.
 pub fn sha256_hex(bytes: &[u8]) -> String {
     use sha2::{Digest, Sha256};
-    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 /// SHA-256 of a file's current bytes.
@@ -143,7 +154,10 @@ pub fn protocol_with(input: &[u8], adjust: impl FnOnce(&mut Command)) -> Protoco
         "exactly one response line expected, got {stdout:?} (stderr {stderr:?})"
     );
     let response: Value = serde_json::from_str(stdout.trim_end()).expect("response is JSON");
-    assert!(!stderr.contains("panicked"), "panic trace on stderr: {stderr}");
+    assert!(
+        !stderr.contains("panicked"),
+        "panic trace on stderr: {stderr}"
+    );
     ProtocolRun {
         status: out.status.code().expect("exited normally"),
         response,

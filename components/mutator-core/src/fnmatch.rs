@@ -186,10 +186,7 @@ fn escape_backslashes(chars: &[char]) -> String {
 fn range_chunks(pat: &[char], mut i: usize, j: usize) -> Vec<Vec<char>> {
     let mut chunks: Vec<Vec<char>> = Vec::new();
     let mut k = if pat[i] == '!' { i + 2 } else { i + 1 };
-    loop {
-        let Some(found) = (k..j).find(|&x| pat[x] == '-') else {
-            break;
-        };
+    while let Some(found) = (k..j).find(|&x| pat[x] == '-') {
         chunks.push(pat[i..found].to_vec());
         i = found + 1;
         k = found + 3;

@@ -41,7 +41,9 @@ fn reference(
         || path.starts_with('/')
         || path.contains('\0')
         || path.contains('\\')
-        || path.split('/').any(|s| s.is_empty() || s == "." || s == "..");
+        || path
+            .split('/')
+            .any(|s| s.is_empty() || s == "." || s == "..");
     if bad_shape || old.is_empty() {
         return Err(None);
     }

@@ -1,8 +1,106 @@
-//! `satyrn-host deliver`: being built in its own change (issue 3).
+//! `satyrn-host deliver --repo REPO [--timeout SECONDS] CONTRACT -- COMMAND [ARG ...]`:
+//! runs one attempt in a detached worktree and prints one receipt (see
+//! [`crate::deliver`] and `docs/delivery.md`).
+//!
+//! - A literal `--` is required; every token after it is the command's argv, exactly.
+//!   A missing `--` or an empty command is a usage error: exit 2, no receipt.
+//! - `--timeout` takes finite positive seconds (fractions allowed); default 600.
+//! - stdout carries exactly one compact JSON receipt line; the command's output is
+//!   forwarded to stderr.
+
 use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::code::Code;
+use crate::deliver::{self, DEFAULT_TIMEOUT, Request, receipt::Outcome, receipt::Receipt};
+
+/// Parses `deliver`'s arguments. `Err` is a usage message.
+///
+/// # Errors
+///
+/// A usage message for a missing `--`, an empty command, a missing or repeated
+/// `--repo`/`--timeout`/CONTRACT, an unknown option, or an invalid timeout.
+pub fn parse(args: &[OsString]) -> Result<Request, String> {
+    let Some(sep) = args.iter().position(|a| a == "--") else {
+        return Err("deliver needs a literal -- before the command".to_owned());
+    };
+    let (ours, command) = (&args[..sep], &args[sep + 1..]);
+    if command.is_empty() {
+        return Err("deliver needs a command after --".to_owned());
+    }
+    let mut repo: Option<PathBuf> = None;
+    let mut timeout: Option<Duration> = None;
+    let mut contract: Option<PathBuf> = None;
+    let mut iter = ours.iter();
+    while let Some(arg) = iter.next() {
+        if arg == "--repo" {
+            match iter.next() {
+                Some(value) if repo.is_none() => repo = Some(PathBuf::from(value)),
+                Some(_) => return Err("--repo given twice".to_owned()),
+                None => return Err("--repo needs a value".to_owned()),
+            }
+        } else if arg == "--timeout" {
+            match iter.next() {
+                Some(value) if timeout.is_none() => timeout = Some(parse_timeout(value)?),
+                Some(_) => return Err("--timeout given twice".to_owned()),
+                None => return Err("--timeout needs a value".to_owned()),
+            }
+        } else if arg.to_string_lossy().starts_with('-') {
+            return Err(format!("deliver: unknown option {arg:?}"));
+        } else if contract.is_none() {
+            contract = Some(PathBuf::from(arg));
+        } else {
+            return Err("deliver takes one CONTRACT".to_owned());
+        }
+    }
+    let (Some(repo), Some(contract)) = (repo, contract) else {
+        return Err("deliver needs --repo REPO and CONTRACT".to_owned());
+    };
+    Ok(Request {
+        repo,
+        contract,
+        timeout: timeout.unwrap_or(DEFAULT_TIMEOUT),
+        argv: command.to_vec(),
+    })
+}
+
+/// Finite, positive seconds that fit a [`Duration`].
+fn parse_timeout(value: &OsString) -> Result<Duration, String> {
+    let bad = || format!("--timeout must be finite positive seconds, got {value:?}");
+    let text = value.to_str().ok_or_else(bad)?;
+    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
+        return Err(bad());
+    }
+    let secs: f64 = text.parse().map_err(|_| bad())?;
+    if !secs.is_finite() || secs <= 0.0 {
+        return Err(bad());
+    }
+    Duration::try_from_secs_f64(secs)
+        .ok()
+        .filter(|d| !d.is_zero())
+        .ok_or_else(bad)
+}
 
 /// Runs `deliver`.
 #[must_use]
-pub fn run(_args: &[OsString]) -> u8 {
-    super::usage_error("deliver is not available in this build")
+pub fn run(args: &[OsString]) -> u8 {
+    let request = match parse(args) {
+        Ok(r) => r,
+        Err(message) => return super::usage_error(&message),
+    };
+    let receipt = match deliver::signals::install() {
+        Ok(()) => deliver::deliver(&request),
+        Err(e) => {
+            let repo = deliver::normalize(&request.repo);
+            Receipt::new(
+                Outcome::Refused,
+                Code::InternalError,
+                format!("cannot install signal handlers: {e}"),
+                &repo.to_string_lossy(),
+            )
+        }
+    };
+    super::print_json_line(&receipt.to_json());
+    receipt.exit_status()
 }

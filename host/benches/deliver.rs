@@ -1,0 +1,139 @@
+//! Delivery overhead: `satyrn-host deliver` with a trivial command (`true`) against the bare
+//! git baseline (`git worktree add --detach` + `git worktree remove`) on a generated
+//! repository of 20 000 files, interleaved in the same run.
+//!
+//! Run: `cargo bench -p satyrn-host --bench deliver` (release binary). Prints p50/p95 of
+//! each and the ratio of the p50s (target ≤ 1.3×).
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const FILES: usize = 20_000;
+const PER_DIR: usize = 100;
+const RUNS: usize = 10;
+
+fn git(dir: &Path) -> Command {
+    let mut cmd = Command::new("git");
+    cmd.current_dir(dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_AUTHOR_NAME", "bench")
+        .env("GIT_AUTHOR_EMAIL", "bench@example.invalid")
+        .env("GIT_COMMITTER_NAME", "bench")
+        .env("GIT_COMMITTER_EMAIL", "bench@example.invalid")
+        .env("LC_ALL", "C")
+        .stdin(Stdio::null());
+    for var in ["GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_NAMESPACE"] {
+        cmd.env_remove(var);
+    }
+    cmd
+}
+
+fn ok(cmd: &mut Command) {
+    let out = cmd.output().expect("spawn");
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.1} ms", d.as_secs_f64() * 1000.0)
+}
+
+fn main() {
+    let mut out = std::io::stdout().lock();
+    let host = env!("CARGO_BIN_EXE_satyrn-host");
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let repo = tmp.path().join("repo");
+    std::fs::create_dir(&repo).expect("mkdir");
+    ok(git(&repo).args(["init", "-q", "-b", "main", "."]));
+    for i in 0..FILES {
+        let dir = repo.join(format!("d{:03}", i / PER_DIR));
+        if i % PER_DIR == 0 {
+            std::fs::create_dir(&dir).expect("mkdir");
+        }
+        std::fs::write(
+            dir.join(format!("f{i:05}.txt")),
+            format!("file {i}\n").repeat(8),
+        )
+        .expect("write");
+    }
+    ok(git(&repo).args(["add", "-A"]));
+    ok(git(&repo).args(["commit", "-q", "-m", "bench"]));
+    let contract = tmp.path().join("contract.yaml");
+    let scratch = tmp.path().join("scratch");
+    std::fs::create_dir(&scratch).expect("mkdir");
+    let _ = writeln!(out, "satyrn-host: {host}");
+    let _ = writeln!(
+        out,
+        "repository: {FILES} files in {} directories; {RUNS} interleaved runs each",
+        FILES / PER_DIR
+    );
+
+    let mut satyrn = Vec::with_capacity(RUNS);
+    let mut baseline = Vec::with_capacity(RUNS);
+    // One warm-up of each (page cache, git's first-run costs), not measured.
+    for round in 0..=RUNS {
+        let wt = scratch.join(format!("wt{round}"));
+        let started = Instant::now();
+        ok(git(&repo)
+            .args(["worktree", "add", "--detach", "--quiet"])
+            .arg(&wt)
+            .arg("HEAD"));
+        ok(git(&repo).args(["worktree", "remove", "--force"]).arg(&wt));
+        let base = started.elapsed();
+
+        std::fs::write(&contract, format!("id: bench-{round}\ntask: bench\n")).expect("contract");
+        let started = Instant::now();
+        let run = Command::new(host)
+            .arg("deliver")
+            .arg("--repo")
+            .arg(&repo)
+            .arg(&contract)
+            .args(["--", "true"])
+            .env_remove("GIT_DIR")
+            .stdin(Stdio::null())
+            .output()
+            .expect("run deliver");
+        let ours = started.elapsed();
+        let receipt = String::from_utf8_lossy(&run.stdout);
+        assert!(
+            receipt.contains("\"code\":\"NO_CHANGE\""),
+            "unexpected receipt {receipt} (stderr {})",
+            String::from_utf8_lossy(&run.stderr)
+        );
+        if round > 0 {
+            baseline.push(base);
+            satyrn.push(ours);
+        }
+    }
+    satyrn.sort();
+    baseline.sort();
+    let (s50, s95) = (percentile(&satyrn, 50.0), percentile(&satyrn, 95.0));
+    let (b50, b95) = (percentile(&baseline, 50.0), percentile(&baseline, 95.0));
+    let _ = writeln!(out);
+    let _ = writeln!(
+        out,
+        "| measure | p50 | p95 |\n|---|---|---|\n| `satyrn-host deliver … -- true` | {} | {} |\n| git baseline (`worktree add --detach` + `worktree remove`) | {} | {} |",
+        ms(s50),
+        ms(s95),
+        ms(b50),
+        ms(b95)
+    );
+    let _ = writeln!(out);
+    let _ = writeln!(
+        out,
+        "ratio deliver / baseline: p50 {:.2}×, p95 {:.2}× (target ≤ 1.3×)",
+        s50.as_secs_f64() / b50.as_secs_f64(),
+        s95.as_secs_f64() / b95.as_secs_f64()
+    );
+}

@@ -1,0 +1,311 @@
+//! Benchmark: one whole `satyrn-host protocol` replace on 10 KiB, 1 MiB and 64 MiB files,
+//! beside the same operation done natively without the sandbox, measured in the same run.
+//!
+//! Run: `cargo bench -p satyrn-host --bench protocol` (optionally `-- --runs N`).
+//!
+//! For each size it prints p50/p95 of
+//! - `satyrn`: the whole `satyrn-host protocol` process (spawn, contract, lock, engine and
+//!   component load, decide in wasm, publish);
+//! - `native process`: this bench re-executed as a child that reads, hashes, counts the
+//!   anchor, writes a temporary, fsyncs and renames (the same work, no sandbox, no JSON);
+//! - `native in-process`: the same work as a function call;
+//!
+//! and the ratios, the split of satyrn's cost (engine + component load, instantiate,
+//! decide, publish) measured in-process through the library, and the peak RSS of one
+//! satyrn process on the largest file.
+
+use std::io::Write;
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use satyrn_host::engine::{Loaded, ReplaceRequest};
+use satyrn_host::publish;
+use satyrn_host::repo::RepoRoot;
+use satyrn_mutator_core::revision::Revision;
+use sha2::{Digest, Sha256};
+
+const ANCHORS: [&str; 2] = ["ANCHOR_ALPHA_0001", "ANCHOR_BRAVO_0002"];
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some("--native-child") {
+        native_replace(Path::new(&args[2]), &args[3], &args[4]);
+        return;
+    }
+    let runs = args
+        .iter()
+        .position(|a| a == "--runs")
+        .and_then(|i| args.get(i + 1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(30usize);
+    let host = PathBuf::from(env!("CARGO_BIN_EXE_satyrn-host"));
+    println!("satyrn-host: {}", host.display());
+    println!("runs per figure: {runs} (64 MiB: {})", runs.min(20).max(20));
+    println!();
+    println!(
+        "| size | satyrn p50 | satyrn p95 | native process p50 | native in-process p50 | satyrn / native process | satyrn / native in-process |"
+    );
+    println!("|---|---|---|---|---|---|---|");
+    let mut splits = Vec::new();
+    for (label, size, n) in [
+        ("10 KiB", 10 * 1024, runs),
+        ("1 MiB", 1024 * 1024, runs),
+        ("64 MiB", 64 * 1024 * 1024, 20usize.max(runs.min(20))),
+    ] {
+        let fixture = Fixture::new(size);
+        let satyrn = fixture.measure(n, |f| f.satyrn_once(&host));
+        let native_process = fixture.measure(n, |f| f.native_process_once());
+        let native_in_process = fixture.measure(n, |f| {
+            let (old, new) = f.next_pair();
+            let started = Instant::now();
+            native_replace(&f.file, old, new);
+            started.elapsed()
+        });
+        let (s50, s95) = percentiles(&satyrn);
+        let (np50, _) = percentiles(&native_process);
+        let (ni50, _) = percentiles(&native_in_process);
+        println!(
+            "| {label} | {} | {} | {} | {} | {:.2}× | {:.2}× |",
+            ms(s50),
+            ms(s95),
+            ms(np50),
+            ms(ni50),
+            s50.as_secs_f64() / np50.as_secs_f64(),
+            s50.as_secs_f64() / ni50.as_secs_f64()
+        );
+        splits.push((label, fixture.split(n.min(20))));
+        if size == 64 * 1024 * 1024 {
+            let rss = fixture.satyrn_peak_rss(&host);
+            println!();
+            println!(
+                "peak RSS of one satyrn-host process on the 64 MiB file: {:.1} MiB ({:.2}× the file)",
+                rss as f64 / 1024.0 / 1024.0,
+                rss as f64 / size as f64
+            );
+        }
+    }
+    println!();
+    println!("split of satyrn's cost, in-process through the library (p50):");
+    println!();
+    println!("| size | engine + component load | instantiate | decide (wasm) | publish |");
+    println!("|---|---|---|---|---|");
+    for (label, [load, inst, decide, publish]) in splits {
+        println!(
+            "| {label} | {} | {} | {} | {} |",
+            ms(load),
+            ms(inst),
+            ms(decide),
+            ms(publish)
+        );
+    }
+}
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    repo: PathBuf,
+    contract: PathBuf,
+    file: PathBuf,
+    flip: std::cell::Cell<usize>,
+}
+
+impl Fixture {
+    fn new(size: usize) -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let repo = dir.path().join("repo");
+        std::fs::create_dir_all(repo.join(".git")).expect("repo");
+        let line = "let value = compute(input, 42); // some ordinary source text\n";
+        let mut text = String::with_capacity(size + 64);
+        while text.len() + line.len() < size - ANCHORS[0].len() - 1 {
+            text.push_str(line);
+        }
+        text.insert_str(text.len() / 2, ANCHORS[0]);
+        let file = repo.join("data.txt");
+        std::fs::write(&file, &text).expect("write fixture");
+        let contract = dir.path().join("contract.yaml");
+        std::fs::write(
+            &contract,
+            "id: bench\ntask: bench\nwritable_paths: ['*.txt']\n",
+        )
+        .expect("contract");
+        Self {
+            _dir: dir,
+            repo,
+            contract,
+            file,
+            flip: std::cell::Cell::new(0),
+        }
+    }
+
+    /// The anchor now in the file and the one to put there; alternates every call.
+    fn next_pair(&self) -> (&'static str, &'static str) {
+        let i = self.flip.get();
+        self.flip.set(i + 1);
+        (ANCHORS[i % 2], ANCHORS[(i + 1) % 2])
+    }
+
+    fn measure(&self, n: usize, mut once: impl FnMut(&Self) -> Duration) -> Vec<Duration> {
+        once(self); // warm the page cache and the binary
+        (0..n).map(|_| once(self)).collect()
+    }
+
+    fn request(&self, old: &str, new: &str) -> String {
+        let sha = hex(&Sha256::digest(std::fs::read(&self.file).expect("read")));
+        serde_json::json!({
+            "version": 1, "operation": "replace",
+            "repo": self.repo, "contract": self.contract, "path": "data.txt",
+            "expected_sha256": sha, "old_text": old, "new_text": new,
+        })
+        .to_string()
+    }
+
+    fn satyrn_once(&self, host: &Path) -> Duration {
+        let (old, new) = self.next_pair();
+        let request = self.request(old, new);
+        let started = Instant::now();
+        let mut child = Command::new(host)
+            .arg("protocol")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("spawn satyrn-host");
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(request.as_bytes())
+            .expect("write request");
+        let out = child.wait_with_output().expect("wait");
+        let elapsed = started.elapsed();
+        assert!(
+            out.status.success(),
+            "satyrn-host failed: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        elapsed
+    }
+
+    fn native_process_once(&self) -> Duration {
+        let (old, new) = self.next_pair();
+        let started = Instant::now();
+        let status = Command::new(std::env::current_exe().expect("current exe"))
+            .arg("--native-child")
+            .arg(&self.file)
+            .arg(old)
+            .arg(new)
+            .status()
+            .expect("spawn native child");
+        let elapsed = started.elapsed();
+        assert!(
+            status.success(),
+            "native child failed: {status:?} {:?}",
+            status.signal()
+        );
+        elapsed
+    }
+
+    fn split(&self, n: usize) -> [Duration; 4] {
+        let mut samples: [Vec<Duration>; 4] = Default::default();
+        let root = RepoRoot::open(&self.repo).expect("repo");
+        let writable = vec!["*.txt".to_string()];
+        for _ in 0..n {
+            let (old, new) = self.next_pair();
+            let expected = hex(&Sha256::digest(std::fs::read(&self.file).expect("read")));
+            let t0 = Instant::now();
+            let loaded = Loaded::new().expect("load");
+            let t1 = Instant::now();
+            let mut mutator = loaded.instantiate(root.dir()).expect("instantiate");
+            let t2 = Instant::now();
+            let plan = mutator
+                .replace(&ReplaceRequest {
+                    path: "data.txt".into(),
+                    writable_paths: writable.clone(),
+                    expected_sha256: Some(expected),
+                    old_text: old.into(),
+                    new_text: new.into(),
+                })
+                .expect("no trap")
+                .expect("a plan");
+            let t3 = Instant::now();
+            let base = Revision::parse(&plan.base_sha256).expect("revision");
+            publish::publish(root.dir(), &plan.path, &base, &plan.new_content).expect("publish");
+            let t4 = Instant::now();
+            for (slot, d) in samples.iter_mut().zip([t1 - t0, t2 - t1, t3 - t2, t4 - t3]) {
+                slot.push(d);
+            }
+        }
+        samples.map(|s| percentiles(&s).0)
+    }
+
+    /// Peak RSS (bytes) of one whole satyrn-host process, from `wait4`'s rusage.
+    fn satyrn_peak_rss(&self, host: &Path) -> u64 {
+        let (old, new) = self.next_pair();
+        let request = self.request(old, new);
+        let mut child = Command::new(host)
+            .arg("protocol")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("spawn satyrn-host");
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(request.as_bytes())
+            .expect("write request");
+        let pid = libc::pid_t::try_from(child.id()).expect("pid");
+        let mut status = 0;
+        // SAFETY: plain wait4 on our own child with valid out-pointers.
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        let reaped = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+        assert_eq!(reaped, pid, "wait4");
+        assert!(
+            libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+            "satyrn-host failed"
+        );
+        u64::try_from(usage.ru_maxrss).expect("maxrss") * 1024
+    }
+}
+
+/// The native baseline: read, hash, count the anchor, splice, write a temporary, fsync,
+/// rename, fsync the directory. No sandbox, no lock, no JSON.
+fn native_replace(file: &Path, old: &str, new: &str) {
+    let bytes = std::fs::read(file).expect("read");
+    let _base = Sha256::digest(&bytes);
+    let at = memchr::memmem::find(&bytes, old.as_bytes()).expect("anchor");
+    assert!(
+        memchr::memmem::find(&bytes[at + 1..], old.as_bytes()).is_none(),
+        "unique anchor"
+    );
+    let mut out = Vec::with_capacity(bytes.len() - old.len() + new.len());
+    out.extend_from_slice(&bytes[..at]);
+    out.extend_from_slice(new.as_bytes());
+    out.extend_from_slice(&bytes[at + old.len()..]);
+    let _next = Sha256::digest(&out);
+    let dir = file.parent().expect("parent");
+    let temp = dir.join(".native.tmp");
+    let mut f = std::fs::File::create(&temp).expect("create temp");
+    f.write_all(&out).expect("write");
+    f.sync_all().expect("fsync");
+    std::fs::rename(&temp, file).expect("rename");
+    std::fs::File::open(dir)
+        .expect("dir")
+        .sync_all()
+        .expect("fsync dir");
+}
+
+fn percentiles(samples: &[Duration]) -> (Duration, Duration) {
+    let mut sorted = samples.to_vec();
+    sorted.sort();
+    let at = |q: f64| sorted[((sorted.len() - 1) as f64 * q).round() as usize];
+    (at(0.50), at(0.95))
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.2} ms", d.as_secs_f64() * 1000.0)
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}

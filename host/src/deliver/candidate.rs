@@ -1,0 +1,205 @@
+//! The candidate: id validation, the ref, the commit, its paths and its publication.
+
+use crate::git::{self, Git, GitError};
+
+/// The namespace of candidate refs: `refs/satyrn/candidates/<id>/head`.
+pub const REF_PREFIX: &str = "refs/satyrn/candidates/";
+
+/// The fixed identity of every candidate commit (author and committer).
+pub const IDENTITY_NAME: &str = "satyrn";
+/// The fixed e-mail of every candidate commit.
+pub const IDENTITY_EMAIL: &str = "satyrn@satyrn.invalid";
+/// The fixed date of every candidate commit (2000-01-01T00:00:00Z, git internal format), so
+/// the same change on the same base gives the same commit.
+pub const FIXED_DATE: &str = "946684800 +0000";
+
+/// The candidate ref of `id`.
+#[must_use]
+pub fn ref_name(id: &str) -> String {
+    format!("{REF_PREFIX}{id}/head")
+}
+
+/// Why an id is refused (`INVALID_CANDIDATE_ID`), or `Ok` when it is one valid ref
+/// component. Never normalized.
+///
+/// # Errors
+///
+/// A message naming the problem; [`GitError`] only when git cannot be run.
+pub fn check_id(git: &Git, id: &str) -> Result<Result<(), String>, GitError> {
+    if id.contains('/') {
+        return Ok(Err(format!(
+            "candidate id {id:?} contains '/'; it must be a single ref component"
+        )));
+    }
+    if id.contains('\0') {
+        return Ok(Err(format!("candidate id {id:?} contains NUL")));
+    }
+    let out = git.output(&["check-ref-format", &ref_name(id)])?;
+    if out.status.success() {
+        Ok(Ok(()))
+    } else {
+        Ok(Err(format!(
+            "candidate id {id:?} does not give a valid ref name ({})",
+            ref_name(id)
+        )))
+    }
+}
+
+/// Whether `name` exists as a ref: ordinary, symbolic, or dangling symbolic.
+///
+/// # Errors
+///
+/// [`GitError`] when git cannot answer.
+pub fn ref_exists(git: &Git, name: &str) -> Result<bool, GitError> {
+    let sym = git.output(&["symbolic-ref", "-q", name])?;
+    match sym.status.code() {
+        Some(0) => return Ok(true),
+        Some(1) => {}
+        _ => return Err(git::failed(&["symbolic-ref", "-q", name], &sym)),
+    }
+    let verify = git.output(&["rev-parse", "-q", "--verify", "--end-of-options", name])?;
+    Ok(verify.status.success())
+}
+
+/// What the command left in the worktree.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Change {
+    /// The staged tree equals the base tree.
+    None,
+    /// A commit whose only parent is the base, and its changed paths sorted by bytes.
+    Commit {
+        /// The new commit.
+        commit: String,
+        /// The changed paths.
+        paths: Vec<String>,
+    },
+}
+
+/// Why the candidate could not be built (`GIT_FAILED`).
+#[derive(Debug)]
+pub enum CandidateError {
+    /// A git step failed.
+    Git(GitError),
+    /// A changed path is not UTF-8 (lossy spelling in the message).
+    NonUtf8Path(String),
+}
+
+impl std::fmt::Display for CandidateError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Git(e) => write!(f, "{e}"),
+            Self::NonUtf8Path(p) => write!(f, "changed path {p:?} is not UTF-8"),
+        }
+    }
+}
+
+impl std::error::Error for CandidateError {}
+
+impl From<GitError> for CandidateError {
+    fn from(e: GitError) -> Self {
+        Self::Git(e)
+    }
+}
+
+/// Stages everything in the worktree (`add -A`), writes the tree and, when it differs from
+/// the base's, commits it with exactly `base` as parent, the fixed identity and date and no
+/// signature; the paths come from `diff-tree -z` of that commit.
+///
+/// # Errors
+///
+/// [`CandidateError`] when a git step fails or a changed path is not UTF-8.
+pub fn build(wt: &Git, id: &str, base: &str) -> Result<Change, CandidateError> {
+    wt.run(&["add", "-A", "--", "."])?;
+    let tree = wt.line(&["write-tree"])?;
+    let base_tree = wt.line(&["rev-parse", "--verify", &format!("{base}^{{tree}}")])?;
+    if tree == base_tree {
+        return Ok(Change::None);
+    }
+    let message = format!("satyrn candidate {id}\n\nBase: {base}\n");
+    let envs = [
+        ("GIT_AUTHOR_NAME", IDENTITY_NAME),
+        ("GIT_AUTHOR_EMAIL", IDENTITY_EMAIL),
+        ("GIT_AUTHOR_DATE", FIXED_DATE),
+        ("GIT_COMMITTER_NAME", IDENTITY_NAME),
+        ("GIT_COMMITTER_EMAIL", IDENTITY_EMAIL),
+        ("GIT_COMMITTER_DATE", FIXED_DATE),
+    ];
+    let args = [
+        "-c",
+        "i18n.commitEncoding=UTF-8",
+        "commit-tree",
+        "--no-gpg-sign",
+        &tree,
+        "-p",
+        base,
+        "-m",
+        &message,
+    ];
+    let out = wt.run_env(&args, &envs)?;
+    let commit = String::from_utf8_lossy(&out).trim().to_owned();
+    let listed = wt.run(&[
+        "diff-tree",
+        "-r",
+        "-z",
+        "--no-renames",
+        "--no-ext-diff",
+        "--no-commit-id",
+        "--name-only",
+        "--ignore-submodules=none",
+        &commit,
+    ])?;
+    let mut paths = Vec::new();
+    for raw in git::split_z(&listed) {
+        match std::str::from_utf8(raw) {
+            Ok(p) => paths.push(p.to_owned()),
+            Err(_) => {
+                return Err(CandidateError::NonUtf8Path(
+                    String::from_utf8_lossy(raw).into_owned(),
+                ));
+            }
+        }
+    }
+    // String order is raw UTF-8 byte order.
+    paths.sort();
+    Ok(Change::Commit { commit, paths })
+}
+
+/// How a publish ended.
+#[derive(Debug)]
+pub enum Published {
+    /// The ref now names the commit.
+    Created,
+    /// The ref already existed (`CANDIDATE_EXISTS`).
+    Exists,
+    /// The ref could not be created and does not exist (`GIT_FAILED`).
+    Failed(GitError),
+}
+
+/// `git update-ref --no-deref <ref> <commit> ""`: creates the ref only if absent; after a
+/// failure, re-reads it.
+///
+/// # Errors
+///
+/// [`GitError`] when git cannot be run at all.
+pub fn publish(repo: &Git, name: &str, commit: &str) -> Result<Published, GitError> {
+    let args = [
+        "-c",
+        "core.filesRefLockTimeout=2000",
+        "update-ref",
+        "--no-deref",
+        "-m",
+        "satyrn deliver",
+        name,
+        commit,
+        "",
+    ];
+    let out = repo.output(&args)?;
+    if out.status.success() {
+        return Ok(Published::Created);
+    }
+    if ref_exists(repo, name)? {
+        Ok(Published::Exists)
+    } else {
+        Ok(Published::Failed(git::failed(&args, &out)))
+    }
+}

@@ -1,0 +1,305 @@
+//! Running the delivered command: once, exact argv, no shell, stdin from `/dev/null`, in a
+//! new session (and so a new process group), with a timeout.
+//!
+//! stdout and stderr go to two spool *files* (never pipes a descendant could hold open,
+//! never memory) and are forwarded to our stderr in chunks while the command runs and once
+//! more after it ends.
+//!
+//! Stopping the group ([`stop_group`]): `SIGTERM` to the group, up to [`GRACE`] for its
+//! members to exit, `SIGKILL` to what remains. It runs on timeout, on interruption, and
+//! after a normal exit whenever a descendant is still alive, always *before* the direct
+//! child is reaped: the un-reaped leader keeps the group id from being reused. A descendant
+//! that leaves the group (`setsid`, `setpgid`) escapes; see `docs/delivery.md`.
+
+use std::ffi::OsString;
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use rustix::event::{PollFd, PollFlags, Timespec};
+use rustix::process::{Pid, PidfdFlags, Signal};
+
+use super::signals;
+
+/// The grace between `SIGTERM` and `SIGKILL`: 5 s.
+pub const GRACE: Duration = Duration::from_secs(5);
+
+/// How often output is forwarded and liveness re-checked while waiting.
+const TICK: Duration = Duration::from_millis(100);
+
+/// The forwarding chunk size: 64 KiB.
+const CHUNK: usize = 64 * 1024;
+
+/// How the command ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Finished {
+    /// The exit status, when it exited.
+    pub exit_code: Option<i32>,
+    /// The terminating signal, when one ended it.
+    pub signal: Option<i32>,
+    /// The deadline passed first.
+    pub timed_out: bool,
+    /// `deliver` received `SIGINT`/`SIGTERM` first.
+    pub interrupted: bool,
+}
+
+impl Finished {
+    /// Exited with status 0.
+    #[must_use]
+    pub fn succeeded(&self) -> bool {
+        self.exit_code == Some(0)
+    }
+}
+
+/// Why the command could not be run to an end.
+#[derive(Debug)]
+pub enum CommandError {
+    /// The executable could not be started (`COMMAND_UNAVAILABLE`).
+    Unavailable(io::Error),
+    /// Spooling or waiting failed (the group was stopped).
+    Io(String),
+}
+
+impl std::fmt::Display for CommandError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Unavailable(e) => write!(f, "cannot start the command: {e}"),
+            Self::Io(m) => f.write_str(m),
+        }
+    }
+}
+
+impl std::error::Error for CommandError {}
+
+/// Runs `argv` in `cwd` with `timeout` (`None`: no deadline), spooling into `spool_dir`.
+///
+/// The environment is ours minus [`crate::git::scrub_env`]'s variables.
+///
+/// # Errors
+///
+/// [`CommandError::Unavailable`] when the program cannot be executed;
+/// [`CommandError::Io`] when spooling or waiting fails (the group is stopped first).
+pub fn run(
+    argv: &[OsString],
+    cwd: &Path,
+    spool_dir: &Path,
+    timeout: Option<Duration>,
+) -> Result<Finished, CommandError> {
+    let Some((program, args)) = argv.split_first() else {
+        return Err(CommandError::Unavailable(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "empty command",
+        )));
+    };
+    let io_err = |what: &str, e: io::Error| CommandError::Io(format!("{what}: {e}"));
+    let out_path = spool_dir.join("stdout");
+    let err_path = spool_dir.join("stderr");
+    let out_file = File::options()
+        .write(true)
+        .create_new(true)
+        .open(&out_path)
+        .map_err(|e| io_err("cannot create the stdout spool", e))?;
+    let err_file = File::options()
+        .write(true)
+        .create_new(true)
+        .open(&err_path)
+        .map_err(|e| io_err("cannot create the stderr spool", e))?;
+    let mut forward = [
+        Forward::open(&out_path).map_err(|e| io_err("cannot read the stdout spool", e))?,
+        Forward::open(&err_path).map_err(|e| io_err("cannot read the stderr spool", e))?,
+    ];
+
+    let mut cmd = Command::new(program);
+    cmd.args(args)
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(out_file))
+        .stderr(Stdio::from(err_file));
+    crate::git::scrub_env(&mut cmd).map_err(|e| CommandError::Io(e.to_string()))?;
+    // SAFETY: setsid(2) is async-signal-safe and touches no memory of the parent.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::setsid() < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let started = Instant::now();
+    let mut child = cmd.spawn().map_err(CommandError::Unavailable)?;
+    let deadline = timeout.and_then(|t| started.checked_add(t));
+    let result = wait(&mut child, deadline, &mut forward);
+    // Whatever happened, no member of the group outlives this call.
+    let pgid = child_pid(&child);
+    let mut finished = match result {
+        Ok(w) => w,
+        Err(e) => {
+            stop_group(pgid);
+            let _ = child.wait();
+            pump_all(&mut forward);
+            return Err(io_err("cannot wait for the command", e));
+        }
+    };
+    stop_group(pgid);
+    let status = child
+        .wait()
+        .map_err(|e| io_err("cannot reap the command", e))?;
+    pump_all(&mut forward);
+    finished.exit_code = status.code();
+    finished.signal = status.signal();
+    Ok(finished)
+}
+
+fn child_pid(child: &Child) -> Option<Pid> {
+    i32::try_from(child.id()).ok().and_then(Pid::from_raw)
+}
+
+/// Waits until the child exits (left un-reaped), the deadline passes or a signal arrives.
+fn wait(
+    child: &mut Child,
+    deadline: Option<Instant>,
+    forward: &mut [Forward; 2],
+) -> io::Result<Finished> {
+    let mut finished = Finished {
+        exit_code: None,
+        signal: None,
+        timed_out: false,
+        interrupted: false,
+    };
+    let pid = child_pid(child).ok_or_else(|| io::Error::other("child pid out of range"))?;
+    let pidfd = rustix::process::pidfd_open(pid, PidfdFlags::empty())?;
+    loop {
+        if signals::received().is_some() {
+            finished.interrupted = true;
+            return Ok(finished);
+        }
+        let mut tick = TICK;
+        if let Some(deadline) = deadline {
+            let now = Instant::now();
+            if now >= deadline {
+                finished.timed_out = true;
+                return Ok(finished);
+            }
+            tick = tick.min(deadline - now);
+        }
+        let timespec = Timespec {
+            tv_sec: 0,
+            tv_nsec: i64::from(tick.subsec_nanos()).max(1_000_000),
+        };
+        let ready = {
+            let mut fds = Vec::with_capacity(2);
+            fds.push(PollFd::new(&pidfd, PollFlags::IN));
+            if let Some(wake) = signals::wake_fd() {
+                fds.push(PollFd::from_borrowed_fd(wake, PollFlags::IN));
+            }
+            match rustix::event::poll(&mut fds, Some(&timespec)) {
+                Ok(_) | Err(rustix::io::Errno::INTR) => {}
+                Err(e) => return Err(e.into()),
+            }
+            !fds[0].revents().is_empty()
+        };
+        signals::drain();
+        for f in forward.iter_mut() {
+            f.pump(4);
+        }
+        if ready {
+            return Ok(finished);
+        }
+    }
+}
+
+/// Stops the process group `pgid`: nothing to do when no member is alive; otherwise
+/// `SIGTERM`, up to [`GRACE`], then `SIGKILL`, then a bounded wait for the members to die.
+pub fn stop_group(pgid: Option<Pid>) {
+    let Some(pgid) = pgid else { return };
+    if !group_alive(pgid) {
+        return;
+    }
+    let _ = rustix::process::kill_process_group(pgid, Signal::TERM);
+    let grace_end = Instant::now() + GRACE;
+    while Instant::now() < grace_end {
+        std::thread::sleep(Duration::from_millis(20));
+        if !group_alive(pgid) {
+            return;
+        }
+    }
+    let _ = rustix::process::kill_process_group(pgid, Signal::KILL);
+    let kill_end = Instant::now() + Duration::from_secs(2);
+    while group_alive(pgid) && Instant::now() < kill_end {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Whether any member of the group is alive (zombies excluded), read from `/proc`. Without
+/// `/proc`, whether the group exists at all.
+#[must_use]
+pub fn group_alive(pgid: Pid) -> bool {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return rustix::process::test_kill_process_group(pgid).is_ok();
+    };
+    let want = pgid.as_raw_nonzero().get();
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        if !name.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        let Ok(stat) = std::fs::read(entry.path().join("stat")) else {
+            continue;
+        };
+        // "pid (comm) state ppid pgrp ...": comm may contain anything, so split after the
+        // last ')'.
+        let Some(close) = stat.iter().rposition(|b| *b == b')') else {
+            continue;
+        };
+        let rest = String::from_utf8_lossy(&stat[close + 1..]);
+        let mut fields = rest.split_ascii_whitespace();
+        let (Some(state), Some(_ppid), Some(pgrp)) = (fields.next(), fields.next(), fields.next())
+        else {
+            continue;
+        };
+        if pgrp.parse::<i32>() == Ok(want) && state != "Z" && state != "X" {
+            return true;
+        }
+    }
+    false
+}
+
+/// Forwards one spool file to our stderr from where it last stopped.
+struct Forward {
+    file: File,
+    buf: Vec<u8>,
+}
+
+impl Forward {
+    fn open(path: &Path) -> io::Result<Self> {
+        Ok(Self {
+            file: File::open(path)?,
+            buf: vec![0; CHUNK],
+        })
+    }
+
+    /// Forwards at most `chunks` chunks; returns whether the end of file was reached.
+    fn pump(&mut self, chunks: usize) -> bool {
+        let mut err = io::stderr().lock();
+        for _ in 0..chunks {
+            match self.file.read(&mut self.buf) {
+                Ok(0) | Err(_) => return true,
+                Ok(n) => {
+                    let _ = err.write_all(&self.buf[..n]);
+                }
+            }
+        }
+        let _ = err.flush();
+        false
+    }
+}
+
+fn pump_all(forward: &mut [Forward; 2]) {
+    for f in forward.iter_mut() {
+        while !f.pump(16) {}
+    }
+}

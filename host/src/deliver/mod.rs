@@ -1,0 +1,401 @@
+//! Delivery: one attempt in a disposable detached worktree, at most one candidate ref.
+//!
+//! [`deliver`] runs the whole sequence and always returns exactly one [`Receipt`]:
+//!
+//! 1. load the contract; resolve `--repo` (a worktree root); refuse a dirty tree, an invalid
+//!    candidate id and an existing candidate ref — before creating anything;
+//! 2. capture `HEAD^{commit}`; create a private temporary parent outside every worktree and
+//!    `git worktree add --detach` there at that commit;
+//! 3. run the command once (see [`command`]);
+//! 4. classify: `HEAD_MOVED`, `COMMAND_FAILED`, `NO_CHANGE`, or build the candidate commit;
+//! 5. remove the worktree and prune, *then* publish the ref create-only;
+//! 6. a cleanup failure supersedes everything (`CLEANUP_FAILED`) and publishes nothing.
+//!
+//! See `docs/delivery.md` for the receipt, the codes and the decisions.
+
+pub mod candidate;
+pub mod command;
+pub mod receipt;
+pub mod signals;
+pub mod worktree;
+
+use std::ffi::OsString;
+use std::path::{Component, Path, PathBuf};
+use std::time::Duration;
+
+use crate::code::Code;
+use crate::contract;
+use crate::git::{self, Git, GitError};
+use candidate::{Change, Published};
+use receipt::{Outcome, Receipt};
+use worktree::{Attempt, WorktreeError};
+
+/// The default `--timeout`: 600 s.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// One delivery request, as parsed from the command line.
+#[derive(Debug, Clone)]
+pub struct Request {
+    /// `--repo`, as given.
+    pub repo: PathBuf,
+    /// The contract path.
+    pub contract: PathBuf,
+    /// How long the command may run.
+    pub timeout: Duration,
+    /// The command's argv (non-empty), preserved exactly.
+    pub argv: Vec<OsString>,
+}
+
+/// `path` made absolute against the current directory and lexically normalized: `.`,
+/// repeated and trailing separators dropped, `..` resolved lexically. Symlinks are kept as
+/// spelled (nothing is canonicalized).
+#[must_use]
+pub fn normalize(path: &Path) -> PathBuf {
+    let joined = if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        std::env::current_dir()
+            .unwrap_or_else(|_| PathBuf::from("/"))
+            .join(path)
+    };
+    let mut out = PathBuf::from("/");
+    for c in joined.components() {
+        match c {
+            Component::Normal(n) => out.push(n),
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
+        }
+    }
+    out
+}
+
+/// The receipt being built: fields fill in as the attempt progresses.
+struct Progress {
+    receipt: Receipt,
+    started: bool,
+}
+
+impl Progress {
+    fn finish(mut self, code: Code, message: impl Into<String>) -> Receipt {
+        self.receipt.code = code;
+        self.receipt.message = message.into();
+        self.receipt.outcome = if code == Code::Ok {
+            Outcome::CandidateCreated
+        } else if self.started {
+            Outcome::Discarded
+        } else {
+            Outcome::Refused
+        };
+        if code != Code::Ok {
+            self.receipt.candidate_ref = None;
+            self.receipt.candidate_commit = None;
+            self.receipt.paths.clear();
+        }
+        self.receipt
+    }
+}
+
+/// A pending result before cleanup.
+struct Pending {
+    code: Code,
+    message: String,
+    candidate: Option<(String, Vec<String>)>,
+}
+
+impl Pending {
+    fn fail(code: Code, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            message: message.into(),
+            candidate: None,
+        }
+    }
+}
+
+fn interrupted_message(signal: i32) -> String {
+    let name = match signal {
+        libc::SIGINT => "SIGINT",
+        libc::SIGTERM => "SIGTERM",
+        _ => "a signal",
+    };
+    format!("deliver received {name}; the attempt was stopped and cleaned up")
+}
+
+/// Runs one delivery. Never panics on a handled path; always returns one receipt.
+#[must_use]
+pub fn deliver(request: &Request) -> Receipt {
+    let repo_path = normalize(&request.repo);
+    let mut progress = Progress {
+        receipt: Receipt::new(
+            Outcome::Refused,
+            Code::InternalError,
+            "",
+            &repo_path.to_string_lossy(),
+        ),
+        started: false,
+    };
+
+    // 1. Contract first, then the repository.
+    let contract = match contract::load(&request.contract) {
+        Ok(c) => c,
+        Err(e) => {
+            let code = e.code();
+            return progress.finish(code, e.to_string());
+        }
+    };
+    progress.receipt.contract_id = Some(contract.id.clone());
+    let repo = match resolve_root(&repo_path) {
+        Ok(Ok(git)) => git,
+        Ok(Err(message)) => return progress.finish(Code::RepoUnavailable, message),
+        Err(e) => return progress.finish(Code::GitFailed, e.to_string()),
+    };
+    match preflight(&repo, &contract.id) {
+        Ok(None) => {}
+        Ok(Some((code, message))) => return progress.finish(code, message),
+        Err(e) => return progress.finish(Code::GitFailed, e.to_string()),
+    }
+    if let Some(s) = signals::received() {
+        return progress.finish(Code::Interrupted, interrupted_message(s));
+    }
+
+    // 2. The pinned base and the worktree.
+    let base = match repo.line(&["rev-parse", "--verify", "--end-of-options", "HEAD^{commit}"]) {
+        Ok(b) => b,
+        Err(e) => {
+            return progress.finish(Code::GitFailed, format!("HEAD does not name a commit: {e}"));
+        }
+    };
+    progress.receipt.base_commit = Some(base.clone());
+    let mut attempt = match Attempt::create(&repo) {
+        Ok(a) => a,
+        Err(e) => return progress.finish(Code::GitFailed, e.to_string()),
+    };
+    progress.started = true;
+    let pending = run_attempt(request, &contract.id, &base, &mut attempt, &mut progress);
+
+    // 5. Cleanup before publishing; its failure supersedes.
+    match attempt.cleanup() {
+        Ok(()) => {}
+        Err(WorktreeError::Retained(path, detail)) => {
+            progress.receipt.retained_worktree = Some(path.to_string_lossy().into_owned());
+            return progress.finish(
+                Code::CleanupFailed,
+                format!(
+                    "the attempt's worktree {} could not be removed and is retained; nothing was published ({detail}); pending result was {}",
+                    path.display(),
+                    pending.code
+                ),
+            );
+        }
+        Err(e) => {
+            return progress.finish(
+                Code::CleanupFailed,
+                format!("cleanup failed: {e}; nothing was published"),
+            );
+        }
+    }
+    let Some((commit, paths)) = pending.candidate else {
+        return progress.finish(pending.code, pending.message);
+    };
+    if let Some(s) = signals::received() {
+        return progress.finish(Code::Interrupted, interrupted_message(s));
+    }
+    let name = candidate::ref_name(&contract.id);
+    match candidate::publish(&repo, &name, &commit) {
+        Ok(Published::Created) => {
+            progress.receipt.candidate_ref = Some(name);
+            progress.receipt.candidate_commit = Some(commit);
+            progress.receipt.paths = paths;
+            progress.finish(Code::Ok, "")
+        }
+        Ok(Published::Exists) => progress.finish(
+            Code::CandidateExists,
+            format!("candidate ref {name} already exists; nothing was published"),
+        ),
+        Ok(Published::Failed(e)) => {
+            progress.finish(Code::GitFailed, format!("cannot publish {name}: {e}"))
+        }
+        Err(e) => progress.finish(Code::GitFailed, format!("cannot publish {name}: {e}")),
+    }
+}
+
+/// Steps 2–4 inside the worktree; returns the pending result (cleanup still to do).
+fn run_attempt(
+    request: &Request,
+    id: &str,
+    base: &str,
+    attempt: &mut Attempt,
+    progress: &mut Progress,
+) -> Pending {
+    if let Err(e) = attempt.add(base) {
+        if let Some(s) = signals::received() {
+            return Pending::fail(Code::Interrupted, interrupted_message(s));
+        }
+        return Pending::fail(Code::GitFailed, format!("cannot create the worktree: {e}"));
+    }
+    if let Some(s) = signals::received() {
+        return Pending::fail(Code::Interrupted, interrupted_message(s));
+    }
+
+    // 3. The command.
+    let finished = match command::run(
+        &request.argv,
+        attempt.worktree(),
+        attempt.parent(),
+        Some(request.timeout),
+    ) {
+        Ok(f) => f,
+        Err(command::CommandError::Unavailable(e)) => {
+            return Pending::fail(
+                Code::CommandUnavailable,
+                format!(
+                    "cannot start {:?}: {e}",
+                    request
+                        .argv
+                        .first()
+                        .map(|a| a.to_string_lossy().into_owned())
+                        .unwrap_or_default()
+                ),
+            );
+        }
+        Err(e) => return Pending::fail(Code::GitFailed, e.to_string()),
+    };
+    progress.receipt.exit_code = finished.exit_code;
+    progress.receipt.signal = finished.signal;
+    if finished.interrupted {
+        let s = signals::received().unwrap_or(libc::SIGTERM);
+        return Pending::fail(Code::Interrupted, interrupted_message(s));
+    }
+    if finished.timed_out {
+        return Pending::fail(
+            Code::CommandTimeout,
+            format!(
+                "the command did not finish within {} s; its process group was stopped",
+                request.timeout.as_secs_f64()
+            ),
+        );
+    }
+
+    // 4. Classify.
+    let wt = attempt.git();
+    match head_moved(&wt, base) {
+        Ok(None) => {}
+        Ok(Some(m)) => return Pending::fail(Code::HeadMoved, m),
+        Err(e) => return Pending::fail(Code::GitFailed, e.to_string()),
+    }
+    if !finished.succeeded() {
+        let how = match (finished.exit_code, finished.signal) {
+            (Some(c), _) => format!("exited with status {c}"),
+            (None, Some(s)) => format!("was killed by signal {s}"),
+            (None, None) => "ended abnormally".to_owned(),
+        };
+        return Pending::fail(Code::CommandFailed, format!("the command {how}"));
+    }
+    match candidate::build(&wt, id, base) {
+        Ok(Change::None) => Pending::fail(Code::NoChange, "the command changed nothing"),
+        Ok(Change::Commit { commit, paths }) => Pending {
+            code: Code::Ok,
+            message: String::new(),
+            candidate: Some((commit, paths)),
+        },
+        Err(e) => Pending::fail(Code::GitFailed, format!("cannot build the candidate: {e}")),
+    }
+}
+
+/// `None` when the worktree's `HEAD` is still detached at `base`, else why not.
+fn head_moved(wt: &Git, base: &str) -> Result<Option<String>, GitError> {
+    let sym = wt.output(&["symbolic-ref", "-q", "HEAD"])?;
+    if sym.status.success() {
+        return Ok(Some(format!(
+            "the command attached HEAD to {}",
+            String::from_utf8_lossy(&sym.stdout).trim()
+        )));
+    }
+    let head = wt.output(&["rev-parse", "-q", "--verify", "HEAD^{commit}"])?;
+    let now = String::from_utf8_lossy(&head.stdout).trim().to_owned();
+    if !head.status.success() || now != base {
+        return Ok(Some(format!(
+            "the command moved HEAD from {base} to {}",
+            if now.is_empty() { "nothing" } else { &now }
+        )));
+    }
+    Ok(None)
+}
+
+/// Resolves `path` as a worktree root. `Ok(Err(message))` is `REPO_UNAVAILABLE`.
+fn resolve_root(path: &Path) -> Result<Result<Git, String>, GitError> {
+    let meta = match std::fs::metadata(path) {
+        Ok(m) => m,
+        Err(e) => {
+            return Ok(Err(format!(
+                "repository {} is not accessible: {e}",
+                path.display()
+            )));
+        }
+    };
+    if !meta.is_dir() {
+        return Ok(Err(format!(
+            "repository {} is not a directory",
+            path.display()
+        )));
+    }
+    let git = Git::at(path);
+    let out = git.output(&["rev-parse", "--show-toplevel"])?;
+    if !out.status.success() {
+        return Ok(Err(format!(
+            "{} is not inside a git worktree: {}",
+            path.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    use std::os::unix::ffi::OsStrExt;
+    let top_bytes = out.stdout.strip_suffix(b"\n").unwrap_or(&out.stdout);
+    let top = PathBuf::from(std::ffi::OsStr::from_bytes(top_bytes));
+    let real = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let top_real = std::fs::canonicalize(&top).unwrap_or_else(|_| top.clone());
+    if real != top_real {
+        return Ok(Err(format!(
+            "{} is not a worktree root; the root of its worktree is {}",
+            path.display(),
+            top.display()
+        )));
+    }
+    Ok(Ok(git))
+}
+
+/// The refusals that need nothing created: dirty tree, invalid id, existing candidate.
+fn preflight(repo: &Git, id: &str) -> Result<Option<(Code, String)>, GitError> {
+    let status = repo.run(&[
+        "status",
+        "--porcelain=v1",
+        "-z",
+        "--untracked-files=all",
+        "--ignore-submodules=none",
+    ])?;
+    let entries = git::split_z(&status);
+    if !entries.is_empty() {
+        let shown: Vec<String> = entries
+            .iter()
+            .filter(|e| e.len() > 3 && e[2] == b' ')
+            .take(5)
+            .map(|e| String::from_utf8_lossy(e).into_owned())
+            .collect();
+        return Ok(Some((
+            Code::RepoDirty,
+            format!("the worktree has uncommitted changes or untracked files: {shown:?}"),
+        )));
+    }
+    if let Err(m) = candidate::check_id(repo, id)? {
+        return Ok(Some((Code::InvalidCandidateId, m)));
+    }
+    let name = candidate::ref_name(id);
+    if candidate::ref_exists(repo, &name)? {
+        return Ok(Some((
+            Code::CandidateExists,
+            format!("candidate ref {name} already exists"),
+        )));
+    }
+    Ok(None)
+}

@@ -1,0 +1,250 @@
+//! The attempt's disposable, detached, linked worktree and its cleanup.
+//!
+//! Layout: a fresh private (`0700`) directory `satyrn-deliver-<pid>-<n>-<nanos>` under the
+//! system temporary directory, verified to lie outside every registered worktree, holding
+//! `worktree/` (the checkout) and the command's `stdout`/`stderr` spools.
+//!
+//! The cleanup state becomes *uncertain* before `git worktree add` runs, so an interruption
+//! or failure after git registered the worktree still removes it. Cleanup is
+//! `git worktree remove --force` (one `--force`: a worktree the command *locked* is not
+//! removed, which is `CLEANUP_FAILED`), then `git worktree prune`, then the directory.
+
+use std::os::unix::fs::DirBuilderExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::git::{self, Git, GitError};
+
+/// Why the worktree could not be created or removed.
+#[derive(Debug)]
+pub enum WorktreeError {
+    /// The temporary parent could not be created or verified (`GIT_FAILED`).
+    Parent(String),
+    /// A git step failed (`GIT_FAILED`).
+    Git(GitError),
+    /// The worktree could not be removed (`CLEANUP_FAILED`); it is retained at this path.
+    Retained(PathBuf, String),
+}
+
+impl std::fmt::Display for WorktreeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Parent(m) => f.write_str(m),
+            Self::Git(e) => write!(f, "{e}"),
+            Self::Retained(p, m) => write!(f, "cannot remove worktree {}: {m}", p.display()),
+        }
+    }
+}
+
+impl std::error::Error for WorktreeError {}
+
+impl From<GitError> for WorktreeError {
+    fn from(e: GitError) -> Self {
+        Self::Git(e)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    /// No `worktree add` was attempted.
+    Clean,
+    /// `worktree add` was started: the worktree may or may not be registered.
+    Uncertain,
+    /// Removed (or found absent); nothing left to do.
+    Done,
+}
+
+/// A temporary parent directory and, once added, its detached worktree. Dropping it
+/// without [`Attempt::cleanup`] still tries to clean up (errors ignored).
+#[derive(Debug)]
+pub struct Attempt {
+    repo: Git,
+    parent: PathBuf,
+    worktree: PathBuf,
+    git_dir: Option<PathBuf>,
+    state: State,
+    parent_removed: bool,
+}
+
+static COUNTER: AtomicU64 = AtomicU64::new(0);
+
+impl Attempt {
+    /// Creates the private temporary parent and verifies it lies outside every worktree of
+    /// the repository `repo` (whose worktree root is `root`).
+    ///
+    /// # Errors
+    ///
+    /// [`WorktreeError::Parent`] when it cannot be created or lies inside a worktree;
+    /// [`WorktreeError::Git`] when the worktrees cannot be listed.
+    pub fn create(repo: &Git) -> Result<Self, WorktreeError> {
+        let base = std::env::temp_dir();
+        let base = std::fs::canonicalize(&base).map_err(|e| {
+            WorktreeError::Parent(format!(
+                "temporary directory {} is unusable: {e}",
+                base.display()
+            ))
+        })?;
+        for wt in git::worktree_paths(repo)? {
+            let wt = std::fs::canonicalize(&wt).unwrap_or(wt);
+            if base.starts_with(&wt) {
+                return Err(WorktreeError::Parent(format!(
+                    "temporary directory {} lies inside worktree {}; set TMPDIR elsewhere",
+                    base.display(),
+                    wt.display()
+                )));
+            }
+        }
+        let mut last_err = None;
+        for _ in 0..16 {
+            let nanos = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.subsec_nanos())
+                .unwrap_or(0);
+            let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+            let parent = base.join(format!(
+                "satyrn-deliver-{}-{n}-{nanos:09}",
+                std::process::id()
+            ));
+            match std::fs::DirBuilder::new().mode(0o700).create(&parent) {
+                Ok(()) => {
+                    return Ok(Self {
+                        repo: repo.clone(),
+                        worktree: parent.join("worktree"),
+                        parent,
+                        git_dir: None,
+                        state: State::Clean,
+                        parent_removed: false,
+                    });
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last_err = Some(e),
+                Err(e) => {
+                    return Err(WorktreeError::Parent(format!(
+                        "cannot create a temporary directory in {}: {e}",
+                        base.display()
+                    )));
+                }
+            }
+        }
+        Err(WorktreeError::Parent(format!(
+            "cannot create a unique temporary directory in {}: {}",
+            base.display(),
+            last_err.map_or_else(String::new, |e| e.to_string())
+        )))
+    }
+
+    /// The temporary parent (spool files live here).
+    #[must_use]
+    pub fn parent(&self) -> &Path {
+        &self.parent
+    }
+
+    /// The worktree path.
+    #[must_use]
+    pub fn worktree(&self) -> &Path {
+        &self.worktree
+    }
+
+    /// git pinned to the worktree and its administrative directory (after [`Attempt::add`]).
+    #[must_use]
+    pub fn git(&self) -> Git {
+        match &self.git_dir {
+            Some(dir) => Git::pinned(&self.worktree, dir),
+            None => Git::at(&self.worktree),
+        }
+    }
+
+    /// `git worktree add --detach <worktree> <commit>`, then pins the worktree's git dir.
+    ///
+    /// # Errors
+    ///
+    /// [`WorktreeError::Git`] when git fails (cleanup stays pending).
+    pub fn add(&mut self, commit: &str) -> Result<(), WorktreeError> {
+        self.state = State::Uncertain;
+        let mut args: Vec<std::ffi::OsString> = vec![
+            "worktree".into(),
+            "add".into(),
+            "--detach".into(),
+            "--quiet".into(),
+        ];
+        args.push(self.worktree.clone().into_os_string());
+        args.push(commit.into());
+        self.repo.run(&args)?;
+        let dir = Git::at(&self.worktree).line(&["rev-parse", "--absolute-git-dir"])?;
+        self.git_dir = Some(PathBuf::from(dir));
+        Ok(())
+    }
+
+    /// Removes the worktree (if one may exist), prunes, and removes the temporary parent.
+    ///
+    /// # Errors
+    ///
+    /// [`WorktreeError::Retained`] when the worktree is still registered or present
+    /// afterwards (the spools are removed; the worktree and its parent are kept).
+    pub fn cleanup(&mut self) -> Result<(), WorktreeError> {
+        if self.state == State::Uncertain {
+            let mut args: Vec<std::ffi::OsString> =
+                vec!["worktree".into(), "remove".into(), "--force".into()];
+            args.push(self.worktree.clone().into_os_string());
+            let removed = self.repo.output(&args);
+            let removed_ok = matches!(&removed, Ok(out) if out.status.success());
+            if !removed_ok {
+                let detail = match removed {
+                    Ok(out) => git::failed(&args, &out).to_string(),
+                    Err(e) => e.to_string(),
+                };
+                if self.registered()? {
+                    let _ = std::fs::remove_file(self.parent.join("stdout"));
+                    let _ = std::fs::remove_file(self.parent.join("stderr"));
+                    self.state = State::Done;
+                    self.parent_removed = true;
+                    return Err(WorktreeError::Retained(self.worktree.clone(), detail));
+                }
+                // Not registered (interrupted before git finished registering, or the
+                // command unregistered it): the directory is only ours.
+                if let Err(e) = remove_tree(&self.worktree) {
+                    self.state = State::Done;
+                    self.parent_removed = true;
+                    return Err(WorktreeError::Retained(
+                        self.worktree.clone(),
+                        format!("{detail}; {e}"),
+                    ));
+                }
+            }
+            self.repo.run(&["worktree", "prune"])?;
+            self.state = State::Done;
+        }
+        self.state = State::Done;
+        if !self.parent_removed {
+            self.parent_removed = true;
+            remove_tree(&self.parent).map_err(|e| {
+                WorktreeError::Parent(format!(
+                    "cannot remove temporary directory {}: {e}",
+                    self.parent.display()
+                ))
+            })?;
+        }
+        Ok(())
+    }
+
+    fn registered(&self) -> Result<bool, WorktreeError> {
+        let ours = std::fs::canonicalize(&self.worktree).unwrap_or_else(|_| self.worktree.clone());
+        Ok(git::worktree_paths(&self.repo)?
+            .iter()
+            .any(|p| *p == self.worktree || *p == ours))
+    }
+}
+
+fn remove_tree(path: &Path) -> std::io::Result<()> {
+    match std::fs::remove_dir_all(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        other => other,
+    }
+}
+
+impl Drop for Attempt {
+    fn drop(&mut self) {
+        if self.state != State::Done || !self.parent_removed {
+            let _ = self.cleanup();
+        }
+    }
+}

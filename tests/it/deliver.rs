@@ -1,0 +1,1272 @@
+//! `satyrn-host deliver`: real git, real processes, real signals, temporary repositories.
+//!
+//! Every case checks the caller's repository afterwards ([`Caller`]): status, index bytes,
+//! `HEAD`, branch, every ref other than the new candidate, and the registered worktrees.
+//! Each refusal is followed by a sibling success in the same repository.
+
+use std::ffi::{OsStr, OsString};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::support::{ContractFile, git, git_ok, host_bin};
+
+/// A fixed date for test commits, so base (and so candidate) commits are reproducible.
+const TEST_DATE: &str = "1700000000 +0000";
+
+/// A repository whose first commit is reproducible (fixed identity and dates).
+pub struct FixedRepo {
+    pub dir: tempfile::TempDir,
+}
+
+impl FixedRepo {
+    pub fn with_files(files: &[(&str, &[u8])]) -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path().join("repo");
+        std::fs::create_dir(&root).expect("mkdir repo");
+        git_ok(&root, &["init", "-q", "-b", "main", "."]);
+        for (path, content) in files {
+            let full = root.join(path);
+            std::fs::create_dir_all(full.parent().expect("parent")).expect("mkdir");
+            std::fs::write(&full, content).expect("write");
+        }
+        commit_all(&root, "init");
+        Self { dir }
+    }
+
+    pub fn path(&self) -> PathBuf {
+        self.dir.path().join("repo")
+    }
+}
+
+/// `git add -A && git commit` with the fixed date.
+pub fn commit_all(root: &Path, message: &str) {
+    git_ok(root, &["add", "-A"]);
+    let out = git(root)
+        .args(["commit", "-q", "--allow-empty", "-m", message])
+        .env("GIT_AUTHOR_DATE", TEST_DATE)
+        .env("GIT_COMMITTER_DATE", TEST_DATE)
+        .output()
+        .expect("git commit");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Everything of the caller's repository that `deliver` must not change.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Caller {
+    status: Vec<u8>,
+    index: Option<Vec<u8>>,
+    head: String,
+    branch: String,
+    refs: Vec<String>,
+    worktrees: Vec<u8>,
+}
+
+fn quiet_git(dir: &Path, args: &[&str]) -> Vec<u8> {
+    let out = git(dir)
+        .env("GIT_OPTIONAL_LOCKS", "0")
+        .args(args)
+        .output()
+        .expect("git runs");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
+impl Caller {
+    pub fn capture(root: &Path) -> Self {
+        let git_dir = String::from_utf8(quiet_git(root, &["rev-parse", "--absolute-git-dir"]))
+            .expect("utf-8");
+        // The index is read before any git command that could refresh it runs.
+        let index = std::fs::read(Path::new(git_dir.trim()).join("index")).ok();
+        let status = quiet_git(
+            root,
+            &[
+                "status",
+                "--porcelain=v1",
+                "-z",
+                "--untracked-files=all",
+                "--ignore-submodules=none",
+            ],
+        );
+        let head = String::from_utf8(quiet_git(root, &["rev-parse", "HEAD"])).expect("utf-8");
+        let branch = git(root)
+            .env("GIT_OPTIONAL_LOCKS", "0")
+            .args(["symbolic-ref", "-q", "HEAD"])
+            .output()
+            .expect("git");
+        let refs = String::from_utf8(quiet_git(
+            root,
+            &[
+                "for-each-ref",
+                "--format=%(refname) %(objectname) %(symref)",
+            ],
+        ))
+        .expect("utf-8")
+        .lines()
+        .map(str::to_owned)
+        .collect();
+        let worktrees = quiet_git(root, &["worktree", "list", "--porcelain", "-z"]);
+        Self {
+            status,
+            index,
+            head,
+            branch: String::from_utf8_lossy(&branch.stdout).into_owned(),
+            refs,
+            worktrees,
+        }
+    }
+
+    /// Asserts nothing changed except, when given, the new candidate ref.
+    pub fn assert_unchanged(&self, root: &Path, new_ref: Option<&str>) {
+        let mut now = Self::capture(root);
+        if let Some(name) = new_ref {
+            let before = now.refs.len();
+            now.refs.retain(|r| !r.starts_with(&format!("{name} ")));
+            assert_eq!(
+                before,
+                now.refs.len() + 1,
+                "the candidate ref {name} must exist"
+            );
+        }
+        assert_eq!(self, &now, "the caller's repository changed");
+    }
+}
+
+/// One `deliver` run.
+#[derive(Debug)]
+pub struct Run {
+    pub status: i32,
+    pub receipt: Value,
+    pub stdout: String,
+    pub stderr: String,
+    pub elapsed: Duration,
+}
+
+impl Run {
+    pub fn code(&self) -> &str {
+        self.receipt["code"].as_str().expect("code")
+    }
+    pub fn outcome(&self) -> &str {
+        self.receipt["outcome"].as_str().expect("outcome")
+    }
+    /// The receipt line with `repo` replaced by `@REPO@`.
+    pub fn normalized(&self, repo: &Path) -> String {
+        let spelled = serde_json::to_string(&repo.to_string_lossy()).expect("json");
+        self.stdout.replace(&spelled, "\"@REPO@\"")
+    }
+}
+
+pub fn deliver_cmd(repo: &Path, contract: &Path, opts: &[&str], argv: &[&OsStr]) -> Command {
+    let mut cmd = Command::new(host_bin());
+    cmd.arg("deliver")
+        .arg("--repo")
+        .arg(repo)
+        .args(opts)
+        .arg(contract)
+        .arg("--")
+        .args(argv)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for var in [
+        "GIT_DIR",
+        "GIT_WORK_TREE",
+        "GIT_INDEX_FILE",
+        "GIT_NAMESPACE",
+    ] {
+        cmd.env_remove(var);
+    }
+    cmd
+}
+
+/// Checks the one-receipt promise and parses the receipt.
+pub fn finish(out: std::process::Output, elapsed: Duration) -> Run {
+    let stdout = String::from_utf8(out.stdout).expect("utf-8 stdout");
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(
+        stdout.ends_with('\n') && stdout.matches('\n').count() == 1,
+        "exactly one receipt line expected, got {stdout:?} (stderr {stderr:?})"
+    );
+    assert!(!stderr.contains("panicked"), "panic on stderr: {stderr}");
+    let receipt: Value = serde_json::from_str(stdout.trim_end()).expect("receipt is JSON");
+    let keys: Vec<&str> = receipt
+        .as_object()
+        .expect("object")
+        .keys()
+        .map(String::as_str)
+        .collect();
+    let mut in_order = keys.clone();
+    in_order.sort_by_key(|k| FIELDS.iter().position(|f| f == k));
+    assert_eq!(keys.len(), FIELDS.len(), "every field present: {stdout}");
+    Run {
+        status: out.status.code().expect("exited normally"),
+        receipt,
+        stdout,
+        stderr,
+        elapsed,
+    }
+}
+
+/// The frozen field order (checked against the raw line, not the parsed map).
+pub const FIELDS: [&str; 13] = [
+    "version",
+    "outcome",
+    "code",
+    "message",
+    "contract_id",
+    "repo",
+    "base_commit",
+    "candidate_ref",
+    "candidate_commit",
+    "paths",
+    "retained_worktree",
+    "exit_code",
+    "signal",
+];
+
+pub fn assert_field_order(line: &str) {
+    let mut at = 0;
+    for f in FIELDS {
+        let needle = format!("\"{f}\":");
+        let pos = line[at..]
+            .find(&needle)
+            .unwrap_or_else(|| panic!("{f} missing or out of order in {line}"));
+        at += pos + needle.len();
+    }
+}
+
+pub fn deliver_os(repo: &Path, contract: &Path, opts: &[&str], argv: &[&OsStr]) -> Run {
+    let started = Instant::now();
+    let out = deliver_cmd(repo, contract, opts, argv)
+        .output()
+        .expect("run deliver");
+    let run = finish(out, started.elapsed());
+    assert_field_order(&run.stdout);
+    run
+}
+
+pub fn deliver(repo: &Path, contract: &Path, argv: &[&str]) -> Run {
+    let argv: Vec<&OsStr> = argv.iter().map(OsStr::new).collect();
+    deliver_os(repo, contract, &[], &argv)
+}
+
+/// `sh -c SCRIPT`.
+pub fn sh(script: &str) -> Vec<&str> {
+    vec!["sh", "-c", script]
+}
+
+/// Runs a successful delivery with a fresh id in `root` and checks it and the caller.
+pub fn sibling_success(root: &Path, id: &str) {
+    let before = Caller::capture(root);
+    let contract = ContractFile::new(id, &[]);
+    let run = deliver(root, &contract.path, &sh("echo sibling > sibling-file.txt"));
+    assert_eq!(run.code(), "OK", "sibling success: {}", run.stdout);
+    assert_eq!(run.status, 0);
+    let name = format!("refs/satyrn/candidates/{id}/head");
+    assert_eq!(run.receipt["candidate_ref"], name.as_str());
+    before.assert_unchanged(root, Some(&name));
+}
+
+/// Asserts a refusal/discard: code, exit 8 (or `exit`), no candidate, caller unchanged.
+pub fn assert_no_candidate(run: &Run, code: &str, exit: i32) {
+    assert_eq!(run.code(), code, "{}", run.stdout);
+    assert_eq!(run.status, exit, "{}", run.stdout);
+    assert_eq!(run.receipt["candidate_ref"], Value::Null);
+    assert_eq!(run.receipt["candidate_commit"], Value::Null);
+    assert_eq!(run.receipt["paths"], serde_json::json!([]));
+    assert_eq!(run.receipt["retained_worktree"], Value::Null);
+}
+
+/// Compares `actual` with the committed fixture `name`. With `SATYRN_BLESS_FIXTURES=1` the
+/// fixture is (re)written instead: review the diff before committing it.
+pub fn assert_fixture(name: &str, actual: &str) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/fixtures/receipts")
+        .join(name);
+    if std::env::var_os("SATYRN_BLESS_FIXTURES").is_some_and(|v| v == "1") {
+        std::fs::write(&path, actual).expect("bless fixture");
+        return;
+    }
+    assert_eq!(actual, fixture(name), "receipt differs from fixture {name}");
+}
+
+pub fn fixture(name: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/fixtures/receipts")
+        .join(name);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn show(root: &Path, spec: &str) -> Vec<u8> {
+    let out = git(root)
+        .args(["cat-file", "blob", spec])
+        .output()
+        .expect("git");
+    assert!(
+        out.status.success(),
+        "{spec}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
+/// Asserts a private `TMPDIR` given to `deliver` holds nothing afterwards.
+fn assert_empty_tmp(tmp: &Path) {
+    let left = crate::support::dir_entries(tmp);
+    assert!(left.is_empty(), "temporary files left behind: {left:?}");
+}
+
+// ---------------------------------------------------------------------------------------
+// Success and the main outcomes
+
+#[test]
+fn modify_add_delete_creates_a_candidate_on_the_base() {
+    let repo = FixedRepo::with_files(&[("a.txt", b"a\n"), ("b.txt", b"b\n"), ("keep.txt", b"k\n")]);
+    let root = repo.path();
+    let before = Caller::capture(&root);
+    let base = git_ok(&root, &["rev-parse", "HEAD"]).trim().to_owned();
+    let contract = ContractFile::new("feature-1", &[]);
+    let run = deliver(
+        &root,
+        &contract.path,
+        &sh(
+            "echo changed > a.txt && rm b.txt && echo new > c.txt && echo to-stdout && echo to-stderr >&2",
+        ),
+    );
+    assert_eq!(run.code(), "OK", "{}", run.stdout);
+    assert_eq!(run.status, 0);
+    assert_eq!(run.outcome(), "candidate-created");
+    let name = "refs/satyrn/candidates/feature-1/head";
+    before.assert_unchanged(&root, Some(name));
+    let commit = git_ok(&root, &["rev-parse", name]).trim().to_owned();
+    assert_eq!(run.receipt["candidate_commit"], commit.as_str());
+    assert_eq!(run.receipt["base_commit"], base.as_str());
+    assert_eq!(
+        git_ok(&root, &["rev-parse", &format!("{commit}^@")]).trim(),
+        base
+    );
+    let changes = git_ok(
+        &root,
+        &[
+            "diff-tree",
+            "-r",
+            "--no-renames",
+            "--name-status",
+            "--no-commit-id",
+            &commit,
+        ],
+    );
+    assert_eq!(changes, "M\ta.txt\nD\tb.txt\nA\tc.txt\n");
+    assert_eq!(show(&root, &format!("{commit}:a.txt")), b"changed\n");
+    assert_eq!(show(&root, &format!("{commit}:c.txt")), b"new\n");
+    // Fixed identity and date, no signature, a message naming id and base.
+    let raw = git_ok(&root, &["cat-file", "commit", &commit]);
+    assert!(
+        raw.contains("author satyrn <satyrn@satyrn.invalid> 946684800 +0000\n"),
+        "{raw}"
+    );
+    assert!(
+        raw.contains("committer satyrn <satyrn@satyrn.invalid> 946684800 +0000\n"),
+        "{raw}"
+    );
+    assert!(!raw.contains("gpgsig"), "{raw}");
+    assert!(raw.contains("feature-1") && raw.contains(&base), "{raw}");
+    // The command's output went to our stderr, never stdout.
+    assert!(
+        run.stderr.contains("to-stdout") && run.stderr.contains("to-stderr"),
+        "{}",
+        run.stderr
+    );
+    assert_fixture("ok.json", &run.normalized(&root));
+}
+
+#[test]
+fn candidate_identity_ignores_inherited_author_and_committer() {
+    let repo = FixedRepo::with_files(&[("a.txt", b"a\n")]);
+    let root = repo.path();
+    let contract = ContractFile::new("ident", &[]);
+    let mut cmd = deliver_cmd(
+        &root,
+        &contract.path,
+        &[],
+        &[
+            OsStr::new("sh"),
+            OsStr::new("-c"),
+            OsStr::new("echo x > a.txt"),
+        ],
+    );
+    for (k, v) in [
+        ("GIT_AUTHOR_NAME", "Mallory"),
+        ("GIT_AUTHOR_EMAIL", "m@example.invalid"),
+        ("GIT_AUTHOR_DATE", "1234567890 +0100"),
+        ("GIT_COMMITTER_NAME", "Mallory"),
+        ("GIT_COMMITTER_EMAIL", "m@example.invalid"),
+        ("GIT_COMMITTER_DATE", "1234567890 +0100"),
+    ] {
+        cmd.env(k, v);
+    }
+    let run = finish(cmd.output().expect("run"), Duration::ZERO);
+    assert_eq!(run.code(), "OK", "{}", run.stdout);
+    let raw = git_ok(
+        &root,
+        &["cat-file", "commit", "refs/satyrn/candidates/ident/head"],
+    );
+    assert!(
+        !raw.contains("Mallory") && !raw.contains("1234567890"),
+        "{raw}"
+    );
+}
+
+#[test]
+fn no_change_is_discarded_and_a_sibling_succeeds() {
+    let repo = FixedRepo::with_files(&[("a.txt", b"a\n")]);
+    let root = repo.path();
+    let before = Caller::capture(&root);
+    let contract = ContractFile::new("nothing", &[]);
+    // Rewriting a file with identical bytes is no change either.
+    let run = deliver(&root, &contract.path, &sh("echo a > a.txt"));
+    assert_no_candidate(&run, "NO_CHANGE", 8);
+    assert_eq!(run.outcome(), "discarded");
+    assert_eq!(run.receipt["exit_code"], 0);
+    before.assert_unchanged(&root, None);
+    assert_fixture("no_change.json", &run.normalized(&root));
+    sibling_success(&root, "nothing-sibling");
+}
+
+#[test]
+fn non_zero_exit_is_command_failed_even_with_changes() {
+    let repo = FixedRepo::with_files(&[("a.txt", b"a\n")]);
+    let root = repo.path();
+    let before = Caller::capture(&root);
+    let contract = ContractFile::new("fails", &[]);
+    let run = deliver(&root, &contract.path, &sh("echo changed > a.txt; exit 3"));
+    assert_no_candidate(&run, "COMMAND_FAILED", 8);
+    assert_eq!(run.receipt["exit_code"], 3);
+    assert_eq!(run.receipt["signal"], Value::Null);
+    before.assert_unchanged(&root, None);
+    assert_fixture("command_failed.json", &run.normalized(&root));
+    // Killed by a signal: the signal is reported.
+    let run = deliver(&root, &contract.path, &sh("kill -USR1 $$"));
+    assert_no_candidate(&run, "COMMAND_FAILED", 8);
+    assert_eq!(run.receipt["exit_code"], Value::Null);
+    assert_eq!(run.receipt["signal"], libc::SIGUSR1);
+    before.assert_unchanged(&root, None);
+    sibling_success(&root, "fails");
+}
+
+#[test]
+fn missing_or_unexecutable_program_is_command_unavailable() {
+    let repo = FixedRepo::with_files(&[("script.sh", b"echo hi\n")]);
+    let root = repo.path();
+    let before = Caller::capture(&root);
+    let contract = ContractFile::new("unavailable", &[]);
+    let run = deliver(
+        &root,
+        &contract.path,
+        &["satyrn-no-such-program-xyz", "arg"],
+    );
+    assert_no_candidate(&run, "COMMAND_UNAVAILABLE", 8);
+    assert_eq!(run.outcome(), "discarded");
+    assert_eq!(run.receipt["exit_code"], Value::Null);
+    assert_eq!(run.receipt["signal"], Value::Null);
+    // A relative path resolves in the worktree; the checked-out script is not executable.
+    let run = deliver(&root, &contract.path, &["./script.sh"]);
+    assert_no_candidate(&run, "COMMAND_UNAVAILABLE", 8);
+    before.assert_unchanged(&root, None);
+    sibling_success(&root, "unavailable");
+}
+
+#[test]
+fn a_command_that_moves_head_is_refused() {
+    let repo = FixedRepo::with_files(&[("a.txt", b"a\n")]);
+    let root = repo.path();
+    let before = Caller::capture(&root);
+    let contract = ContractFile::new("mover", &[]);
+    let run = deliver(
+        &root,
+        &contract.path,
+        &sh("echo x > a.txt && git -c user.name=x -c user.email=x@x.invalid commit -qam moved"),
+    );
+    assert_no_candidate(&run, "HEAD_MOVED", 8);
+    assert_eq!(run.receipt["exit_code"], 0);
+    before.assert_unchanged(&root, None);
+    sibling_success(&root, "mover");
+}
+
+#[test]
+fn usage_errors_print_no_receipt() {
+    let repo = FixedRepo::with_files(&[("a.txt", b"a\n")]);
+    let root = repo.path();
+    let contract = ContractFile::new("usage", &[]);
+    let r = root.to_str().expect("utf-8");
+    let c = contract.path.to_str().expect("utf-8");
+    let cases: Vec<Vec<&str>> = vec![
+        vec!["--repo", r, c, "true"],
+        vec!["--repo", r, c, "--"],
+        vec!["--repo", r, c],
+        vec!["--repo", r, "--"],
+        vec![c, "--", "true"],
+        vec!["--repo", r, "--timeout", "0", c, "--", "true"],
+        vec!["--repo", r, "--timeout", "-1", c, "--", "true"],
+        vec!["--repo", r, "--timeout", "nan", c, "--", "true"],
+        vec!["--repo", r, "--timeout", "inf", c, "--", "true"],
+        vec!["--repo", r, "--timeout", "1e999", c, "--", "true"],
+        vec!["--repo", r, "--timeout", "abc", c, "--", "true"],
+        vec!["--repo", r, "--timeout", "", c, "--", "true"],
+        vec![
+            "--repo",
+            r,
+            "--timeout",
+            "99999999999999999999999",
+            c,
+            "--",
+            "true",
+        ],
+        vec!["--repo", r, "--bogus", c, "--", "true"],
+    ];
+    let before = Caller::capture(&root);
+    for args in cases {
+        let out = Command::new(host_bin())
+            .arg("deliver")
+            .args(&args)
+            .output()
+            .expect("run");
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(
+            out.stdout.is_empty(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("usage"),
+            "{args:?}"
+        );
+    }
+    before.assert_unchanged(&root, None);
+    // The same line with a valid timeout (fractional seconds allowed) succeeds.
+    let run = deliver_os(
+        &root,
+        &contract.path,
+        &["--timeout", "2.5"],
+        &[
+            OsStr::new("sh"),
+            OsStr::new("-c"),
+            OsStr::new("echo 1 > a.txt"),
+        ],
+    );
+    assert_eq!(run.code(), "OK", "{}", run.stdout);
+}
+
+#[test]
+fn argv_after_the_separator_is_preserved_exactly() {
+    let repo = FixedRepo::with_files(&[("a.txt", b"a\n")]);
+    let root = repo.path();
+    let contract = ContractFile::new("argv", &[]);
+    let args: Vec<OsString> = vec![
+        "sh".into(),
+        "-c".into(),
+        "for a in \"$@\"; do printf '[%s]' \"$a\"; done > args.out".into(),
+        "sh".into(),
+        "a b".into(),
+        "".into(),
+        "--".into(),
+        "--repo".into(),
+        "*".into(),
+        "$HOME".into(),
+        OsString::from(std::ffi::OsStr::from_bytes(b"\xffraw")),
+    ];
+    let argv: Vec<&OsStr> = args.iter().map(OsString::as_os_str).collect();
+    let run = deliver_os(&root, &contract.path, &[], &argv);
+    assert_eq!(run.code(), "OK", "{}", run.stdout);
+    assert_eq!(
+        show(&root, "refs/satyrn/candidates/argv/head:args.out"),
+        b"[a b][][--][--repo][*][$HOME][\xffraw]"
+    );
+}
+
+#[test]
+fn contract_and_repository_refusals_keep_their_exit_statuses() {
+    let repo = FixedRepo::with_files(&[("a.txt", b"a\n")]);
+    let root = repo.path();
+    let before = Caller::capture(&root);
+    let missing = root.join("no-such-contract.yaml");
+    let run = deliver(&root, &missing, &["true"]);
+    assert_no_candidate(&run, "CONTRACT_UNREADABLE", 3);
+    assert_eq!(run.outcome(), "refused");
+    assert_eq!(run.receipt["contract_id"], Value::Null);
+    let invalid = ContractFile::raw("id: [unclosed\n");
+    let run = deliver(&root, &invalid.path, &["true"]);
+    assert_no_candidate(&run, "CONTRACT_INVALID", 4);
+    let missing_field = ContractFile::raw("task: no id\n");
+    let run = deliver(&root, &missing_field.path, &["true"]);
+    assert_no_candidate(&run, "CONTRACT_MISSING_FIELD", 5);
+    // The contract parsed: its id is reported even though the repository is refused.
+    let contract = ContractFile::new("repo-missing", &[]);
+    let run = deliver(&root.join("absent"), &contract.path, &["true"]);
+    assert_no_candidate(&run, "REPO_UNAVAILABLE", 6);
+    assert_eq!(run.receipt["contract_id"], "repo-missing");
+    assert_eq!(run.receipt["base_commit"], Value::Null);
+    let not_git = tempfile::tempdir().expect("tempdir");
+    let run = deliver(not_git.path(), &contract.path, &["true"]);
+    assert_no_candidate(&run, "REPO_UNAVAILABLE", 6);
+    // The contract is parsed before the repository is looked at.
+    let run = deliver(&root.join("absent"), &missing, &["true"]);
+    assert_eq!(run.code(), "CONTRACT_UNREADABLE");
+    before.assert_unchanged(&root, None);
+    sibling_success(&root, "repo-missing");
+}
+
+#[test]
+fn repo_field_is_absolute_and_normalized_keeping_symlinks() {
+    let repo = FixedRepo::with_files(&[("a.txt", b"a\n")]);
+    let root = repo.path();
+    let link = repo.dir.path().join("link");
+    std::os::unix::fs::symlink(&root, &link).expect("symlink");
+    let contract = ContractFile::new("spelled", &[]);
+    let spelled = PathBuf::from(format!("{}/.//./", link.display()));
+    let run = deliver(&spelled, &contract.path, &sh("echo 2 > a.txt"));
+    assert_eq!(run.code(), "OK", "{}", run.stdout);
+    assert_eq!(run.receipt["repo"], link.to_str().expect("utf-8"));
+    // Relative to the current directory.
+    let out = deliver_cmd(
+        Path::new("link"),
+        &contract.path,
+        &[],
+        &[OsStr::new("true")],
+    )
+    .current_dir(repo.dir.path())
+    .output()
+    .expect("run");
+    let run = finish(out, Duration::ZERO);
+    assert_eq!(run.code(), "CANDIDATE_EXISTS");
+    assert_eq!(run.receipt["repo"], link.to_str().expect("utf-8"));
+}
+
+// ---------------------------------------------------------------------------------------
+// Refusals before anything is created
+
+#[test]
+fn dirty_trees_are_refused_then_a_clean_one_succeeds() {
+    let repo = FixedRepo::with_files(&[("a.txt", b"a\n"), ("b.txt", b"b\n")]);
+    let root = repo.path();
+    let contract = ContractFile::new("dirty", &[]);
+    type Dirty = fn(&Path);
+    let cases: [(&str, Dirty, Dirty); 4] = [
+        (
+            "tracked",
+            |r| std::fs::write(r.join("a.txt"), "changed\n").expect("write"),
+            |r| std::fs::write(r.join("a.txt"), "a\n").expect("write"),
+        ),
+        (
+            "deleted",
+            |r| std::fs::remove_file(r.join("b.txt")).expect("rm"),
+            |r| std::fs::write(r.join("b.txt"), "b\n").expect("write"),
+        ),
+        (
+            "untracked",
+            |r| {
+                std::fs::create_dir_all(r.join("new/deep")).expect("mkdir");
+                std::fs::write(r.join("new/deep/u.txt"), "u\n").expect("write");
+            },
+            |r| std::fs::remove_dir_all(r.join("new")).expect("rm"),
+        ),
+        (
+            "staged",
+            |r| {
+                std::fs::write(r.join("a.txt"), "staged\n").expect("write");
+                git_ok(r, &["add", "a.txt"]);
+            },
+            |r| {
+                git_ok(r, &["reset", "-q", "--hard"]);
+            },
+        ),
+    ];
+    for (what, dirty, clean) in cases {
+        dirty(&root);
+        let before = Caller::capture(&root);
+        let run = deliver(&root, &contract.path, &sh("echo never > ran.txt"));
+        assert_no_candidate(&run, "REPO_DIRTY", 8);
+        assert_eq!(run.outcome(), "refused", "{what}");
+        assert_eq!(run.receipt["base_commit"], Value::Null, "{what}");
+        assert_eq!(run.receipt["exit_code"], Value::Null, "{what}");
+        assert!(!root.join("ran.txt").exists());
+        before.assert_unchanged(&root, None);
+        if what == "tracked" {
+            assert_fixture("repo_dirty.json", &run.normalized(&root));
+        }
+        clean(&root);
+    }
+    sibling_success(&root, "dirty");
+}
+
+#[test]
+fn subdirectory_is_refused_naming_the_root() {
+    let repo = FixedRepo::with_files(&[("sub/a.txt", b"a\n")]);
+    let root = repo.path();
+    let before = Caller::capture(&root);
+    let contract = ContractFile::new("subdir", &[]);
+    let run = deliver(&root.join("sub"), &contract.path, &["true"]);
+    assert_no_candidate(&run, "REPO_UNAVAILABLE", 6);
+    let message = run.receipt["message"].as_str().expect("message");
+    let real_root = std::fs::canonicalize(&root).expect("realpath");
+    assert!(
+        message.contains(real_root.to_str().expect("utf-8")),
+        "{message}"
+    );
+    // The .git directory itself is no worktree root either.
+    let run = deliver(&root.join(".git"), &contract.path, &["true"]);
+    assert_no_candidate(&run, "REPO_UNAVAILABLE", 6);
+    before.assert_unchanged(&root, None);
+    sibling_success(&root, "subdir");
+}
+
+#[test]
+fn a_linked_worktree_root_is_accepted() {
+    let repo = FixedRepo::with_files(&[("a.txt", b"a\n")]);
+    let root = repo.path();
+    let linked = repo.dir.path().join("linked");
+    git_ok(
+        &root,
+        &[
+            "worktree",
+            "add",
+            "-q",
+            "-b",
+            "side",
+            linked.to_str().expect("utf-8"),
+        ],
+    );
+    std::fs::write(linked.join("side.txt"), "side\n").expect("write");
+    commit_all(&linked, "side");
+    let main_before = Caller::capture(&root);
+    let before = Caller::capture(&linked);
+    let contract = ContractFile::new("linked", &[]);
+    let run = deliver(&linked, &contract.path, &sh("echo L > a.txt"));
+    assert_eq!(run.code(), "OK", "{}", run.stdout);
+    let side = git_ok(&linked, &["rev-parse", "HEAD"]).trim().to_owned();
+    assert_eq!(run.receipt["base_commit"], side.as_str());
+    before.assert_unchanged(&linked, Some("refs/satyrn/candidates/linked/head"));
+    main_before.assert_unchanged(&root, Some("refs/satyrn/candidates/linked/head"));
+}
+
+#[test]
+fn invalid_ids_are_refused_never_normalized() {
+    let repo = FixedRepo::with_files(&[("a.txt", b"a\n")]);
+    let root = repo.path();
+    let before = Caller::capture(&root);
+    for id in [
+        "a/b",
+        "\"/lead\"",
+        "a..b",
+        "x.lock",
+        ".hidden",
+        "\"a b\"",
+        "a~1",
+        "a^b",
+        "a:b",
+        "\"a?b\"",
+        "\"a*b\"",
+        "\"a[b\"",
+        "\"a\\\\b\"",
+        "\"@{x}\"",
+        "\"tab\\there\"",
+    ] {
+        let contract = ContractFile::raw(&format!("id: {id}\ntask: t\n"));
+        let run = deliver(&root, &contract.path, &sh("echo never > ran.txt"));
+        assert_no_candidate(&run, "INVALID_CANDIDATE_ID", 8);
+        assert_eq!(run.outcome(), "refused", "{id}");
+        assert!(run.receipt["contract_id"].is_string(), "{id}");
+        assert!(!root.join("ran.txt").exists());
+    }
+    before.assert_unchanged(&root, None);
+    sibling_success(&root, "valid-id_1.2");
+}
+
+#[test]
+fn existing_ordinary_symbolic_and_dangling_refs_are_refused() {
+    let repo = FixedRepo::with_files(&[("a.txt", b"a\n")]);
+    let root = repo.path();
+    git_ok(
+        &root,
+        &["update-ref", "refs/satyrn/candidates/ordinary/head", "HEAD"],
+    );
+    git_ok(
+        &root,
+        &[
+            "symbolic-ref",
+            "refs/satyrn/candidates/symbolic/head",
+            "refs/heads/main",
+        ],
+    );
+    git_ok(
+        &root,
+        &[
+            "symbolic-ref",
+            "refs/satyrn/candidates/dangling/head",
+            "refs/heads/nowhere",
+        ],
+    );
+    let before = Caller::capture(&root);
+    for id in ["ordinary", "symbolic", "dangling"] {
+        let contract = ContractFile::new(id, &[]);
+        let run = deliver(&root, &contract.path, &sh("echo never > ran.txt"));
+        assert_no_candidate(&run, "CANDIDATE_EXISTS", 8);
+        assert_eq!(run.outcome(), "refused", "{id}");
+        if id == "ordinary" {
+            assert_fixture("candidate_exists.json", &run.normalized(&root));
+        }
+    }
+    before.assert_unchanged(&root, None);
+    assert_eq!(
+        git_ok(
+            &root,
+            &["symbolic-ref", "refs/satyrn/candidates/dangling/head"]
+        )
+        .trim(),
+        "refs/heads/nowhere"
+    );
+    sibling_success(&root, "fresh");
+}
+
+#[test]
+fn an_ancestor_ref_collision_is_git_failed_not_candidate_exists() {
+    let repo = FixedRepo::with_files(&[("a.txt", b"a\n")]);
+    let root = repo.path();
+    git_ok(&root, &["update-ref", "refs/satyrn/candidates/x", "HEAD"]);
+    git_ok(
+        &root,
+        &["update-ref", "refs/satyrn/candidates/y/head/z", "HEAD"],
+    );
+    let before = Caller::capture(&root);
+    for id in ["x", "y"] {
+        let contract = ContractFile::new(id, &[]);
+        let run = deliver(&root, &contract.path, &sh("echo changed > a.txt"));
+        assert_no_candidate(&run, "GIT_FAILED", 8);
+        assert_eq!(run.outcome(), "discarded");
+    }
+    before.assert_unchanged(&root, None);
+    sibling_success(&root, "xx");
+}
+
+// ---------------------------------------------------------------------------------------
+// Paths
+
+#[test]
+fn paths_are_sorted_by_raw_utf8_bytes() {
+    let repo = FixedRepo::with_files(&[("keep.txt", b"k\n")]);
+    let root = repo.path();
+    let before = Caller::capture(&root);
+    let contract = ContractFile::new("utf8", &[]);
+    let run = deliver(
+        &root,
+        &contract.path,
+        &sh(
+            "for f in é.txt z.txt Z.txt a.txt Ä.txt ß.txt a-b.txt 'sp ace.txt'; do echo x > \"$f\"; done; mkdir a; echo y > a/b.txt",
+        ),
+    );
+    assert_eq!(run.code(), "OK", "{}", run.stdout);
+    let paths: Vec<&str> = run.receipt["paths"]
+        .as_array()
+        .expect("paths")
+        .iter()
+        .map(|p| p.as_str().expect("string"))
+        .collect();
+    assert_eq!(
+        paths,
+        [
+            "Z.txt",
+            "a-b.txt",
+            "a.txt",
+            "a/b.txt",
+            "sp ace.txt",
+            "z.txt",
+            "Ä.txt",
+            "ß.txt",
+            "é.txt"
+        ]
+    );
+    before.assert_unchanged(&root, Some("refs/satyrn/candidates/utf8/head"));
+}
+
+#[test]
+fn a_non_utf8_path_is_git_failed_and_publishes_nothing() {
+    let repo = FixedRepo::with_files(&[("keep.txt", b"k\n")]);
+    let root = repo.path();
+    let before = Caller::capture(&root);
+    let contract = ContractFile::new("bytes", &[]);
+    let run = deliver(
+        &root,
+        &contract.path,
+        &sh("echo x > \"$(printf 'bad\\377name')\""),
+    );
+    assert_no_candidate(&run, "GIT_FAILED", 8);
+    assert_eq!(run.outcome(), "discarded");
+    before.assert_unchanged(&root, None);
+    sibling_success(&root, "bytes");
+}
+
+// ---------------------------------------------------------------------------------------
+// Git hardening
+
+#[test]
+fn hooks_never_fire_while_a_clean_filter_participates() {
+    let repo = FixedRepo::with_files(&[
+        ("a.txt", b"a\n"),
+        (".gitattributes", b"*.up filter=upper\n"),
+    ]);
+    let root = repo.path();
+    let sentinels = tempfile::tempdir().expect("tempdir");
+    let hooks = root.join(".git/hooks");
+    std::fs::create_dir_all(&hooks).expect("hooks dir");
+    let hook_dir2 = repo.dir.path().join("hooks2");
+    std::fs::create_dir_all(&hook_dir2).expect("hooks2");
+    for dir in [&hooks, &hook_dir2] {
+        for hook in [
+            "post-checkout",
+            "reference-transaction",
+            "post-index-change",
+            "pre-commit",
+            "post-commit",
+            "pre-auto-gc",
+        ] {
+            let path = dir.join(hook);
+            std::fs::write(
+                &path,
+                format!("#!/bin/sh\ntouch '{}/{hook}'\n", sentinels.path().display()),
+            )
+            .expect("hook");
+            std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+                .expect("chmod");
+        }
+    }
+    git_ok(
+        &root,
+        &[
+            "config",
+            "core.hooksPath",
+            hook_dir2.to_str().expect("utf-8"),
+        ],
+    );
+    git_ok(&root, &["config", "filter.upper.clean", "tr a-z A-Z"]);
+    git_ok(&root, &["config", "filter.upper.smudge", "cat"]);
+    let before = Caller::capture(&root);
+    let contract = ContractFile::new("hooked", &[]);
+    let run = deliver(
+        &root,
+        &contract.path,
+        &sh("echo hello > x.up && echo b > a.txt"),
+    );
+    assert_eq!(run.code(), "OK", "{}", run.stdout);
+    assert_eq!(
+        show(&root, "refs/satyrn/candidates/hooked/head:x.up"),
+        b"HELLO\n"
+    );
+    let fired: Vec<String> = crate::support::dir_entries(sentinels.path());
+    assert!(fired.is_empty(), "hooks fired: {fired:?}");
+    before.assert_unchanged(&root, Some("refs/satyrn/candidates/hooked/head"));
+    // Control: the same hooks do fire for an ordinary git call.
+    git_ok(&root, &["update-ref", "refs/probe", "HEAD"]);
+    assert!(
+        sentinels.path().join("reference-transaction").exists(),
+        "control hook did not fire"
+    );
+}
+
+#[test]
+fn inherited_git_environment_changes_nothing() {
+    let repo = FixedRepo::with_files(&[("a.txt", b"a\n")]);
+    let root = repo.path();
+    let decoy = FixedRepo::with_files(&[("decoy.txt", b"d\n")]);
+    let decoy_root = decoy.path();
+    let decoy_before = Caller::capture(&decoy_root);
+    let before = Caller::capture(&root);
+    let contract = ContractFile::new("env", &[]);
+    let mut cmd = deliver_cmd(
+        &root,
+        &contract.path,
+        &[],
+        &[
+            OsStr::new("sh"),
+            OsStr::new("-c"),
+            OsStr::new(
+                "echo e > a.txt; env | grep -E '^GIT_(DIR|WORK_TREE|NAMESPACE|INDEX_FILE|CONFIG_PARAMETERS)=' > seen.txt; true",
+            ),
+        ],
+    );
+    cmd.env("GIT_DIR", decoy_root.join(".git"))
+        .env("GIT_WORK_TREE", &decoy_root)
+        .env("GIT_INDEX_FILE", decoy_root.join(".git/index"))
+        .env("GIT_NAMESPACE", "elsewhere")
+        .env("GIT_CONFIG_PARAMETERS", "'core.hookspath'='/tmp/evil'");
+    let run = finish(cmd.output().expect("run"), Duration::ZERO);
+    assert_eq!(run.code(), "OK", "{}", run.stdout);
+    assert_eq!(
+        run.receipt["paths"],
+        serde_json::json!(["a.txt", "seen.txt"])
+    );
+    assert_eq!(show(&root, "refs/satyrn/candidates/env/head:seen.txt"), b"");
+    before.assert_unchanged(&root, Some("refs/satyrn/candidates/env/head"));
+    decoy_before.assert_unchanged(&decoy_root, None);
+    // The namespace was ignored: the ref is in the plain namespace.
+    assert!(git_ok(&root, &["for-each-ref", "refs/namespaces"]).is_empty());
+}
+
+// ---------------------------------------------------------------------------------------
+// Timeouts, signals, descendants
+
+#[test]
+fn timeout_stops_the_group_and_no_descendant_outlives_it() {
+    let repo = FixedRepo::with_files(&[("a.txt", b"a\n")]);
+    let root = repo.path();
+    let before = Caller::capture(&root);
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let sentinel_dir = tempfile::tempdir().expect("tempdir");
+    let sentinel = sentinel_dir.path().join("late");
+    let contract = ContractFile::new("slow", &[]);
+    let script = format!(
+        "echo changed > a.txt; (sleep 2; touch '{}') & sleep 30",
+        sentinel.display()
+    );
+    let argv: Vec<&OsStr> = sh(&script).into_iter().map(OsStr::new).collect();
+    let t0 = Instant::now();
+    let out = deliver_cmd(&root, &contract.path, &["--timeout", "1"], &argv)
+        .env("TMPDIR", tmp.path())
+        .output()
+        .expect("run");
+    let run = finish(out, t0.elapsed());
+    assert_no_candidate(&run, "COMMAND_TIMEOUT", 8);
+    assert_eq!(run.outcome(), "discarded");
+    assert_eq!(run.receipt["signal"], libc::SIGTERM);
+    assert!(run.elapsed < Duration::from_secs(4), "{:?}", run.elapsed);
+    assert_fixture("timeout.json", &run.normalized(&root));
+    std::thread::sleep(Duration::from_millis(2500));
+    assert!(!sentinel.exists(), "a descendant outlived the attempt");
+    before.assert_unchanged(&root, None);
+    assert_empty_tmp(tmp.path());
+    sibling_success(&root, "slow");
+}
+
+#[test]
+fn a_group_ignoring_sigterm_is_killed_after_the_grace() {
+    let repo = FixedRepo::with_files(&[("a.txt", b"a\n")]);
+    let root = repo.path();
+    let before = Caller::capture(&root);
+    let sentinel_dir = tempfile::tempdir().expect("tempdir");
+    let sentinel = sentinel_dir.path().join("late");
+    let contract = ContractFile::new("stubborn", &[]);
+    let script = format!(
+        "trap '' TERM; (sleep 6.5; touch '{}') & sleep 30",
+        sentinel.display()
+    );
+    let argv: Vec<&OsStr> = sh(&script).into_iter().map(OsStr::new).collect();
+    let run = deliver_os(&root, &contract.path, &["--timeout", "1"], &argv);
+    assert_no_candidate(&run, "COMMAND_TIMEOUT", 8);
+    assert_eq!(run.receipt["signal"], libc::SIGKILL);
+    assert!(
+        run.elapsed >= Duration::from_secs(6),
+        "grace not honoured: {:?}",
+        run.elapsed
+    );
+    assert!(run.elapsed < Duration::from_secs(9), "{:?}", run.elapsed);
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(!sentinel.exists(), "a descendant outlived the attempt");
+    before.assert_unchanged(&root, None);
+}
+
+#[test]
+fn background_descendants_of_a_finished_command_are_stopped() {
+    let repo = FixedRepo::with_files(&[("a.txt", b"a\n")]);
+    let root = repo.path();
+    let sentinel_dir = tempfile::tempdir().expect("tempdir");
+    let sentinel = sentinel_dir.path().join("late");
+    let contract = ContractFile::new("bg", &[]);
+    let script = format!(
+        "echo bg > a.txt; (sleep 1; touch '{}') > /dev/null 2>&1 &",
+        sentinel.display()
+    );
+    let run = deliver(&root, &contract.path, &sh(&script));
+    assert_eq!(run.code(), "OK", "{}", run.stdout);
+    assert!(run.elapsed < Duration::from_secs(3), "{:?}", run.elapsed);
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(
+        !sentinel.exists(),
+        "a background descendant outlived the attempt"
+    );
+}
+
+fn interrupt_case(signal: i32, id: &str) {
+    let repo = FixedRepo::with_files(&[("a.txt", b"a\n")]);
+    let root = repo.path();
+    let before = Caller::capture(&root);
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let marks = tempfile::tempdir().expect("tempdir");
+    let started = marks.path().join("started");
+    let late = marks.path().join("late");
+    let contract = ContractFile::new(id, &[]);
+    let script = format!(
+        "echo x > a.txt; touch '{}'; (sleep 2; touch '{}') & sleep 30",
+        started.display(),
+        late.display()
+    );
+    let argv: Vec<&OsStr> = sh(&script).into_iter().map(OsStr::new).collect();
+    let t0 = Instant::now();
+    let child = deliver_cmd(&root, &contract.path, &[], &argv)
+        .env("TMPDIR", tmp.path())
+        .spawn()
+        .expect("spawn");
+    while !started.exists() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "command never started"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let pid = i32::try_from(child.id()).expect("pid");
+    // SAFETY: kill(2) on our own child.
+    assert_eq!(unsafe { libc::kill(pid, signal) }, 0);
+    let run = finish(child.wait_with_output().expect("wait"), t0.elapsed());
+    assert_no_candidate(&run, "INTERRUPTED", 8);
+    assert_eq!(run.outcome(), "discarded");
+    assert_eq!(run.receipt["signal"], libc::SIGTERM);
+    std::thread::sleep(Duration::from_millis(2200));
+    assert!(
+        !late.exists(),
+        "a descendant outlived the interrupted attempt"
+    );
+    before.assert_unchanged(&root, None);
+    assert_empty_tmp(tmp.path());
+    sibling_success(&root, id);
+}
+
+#[test]
+fn sigterm_to_deliver_stops_cleans_up_and_prints_a_receipt() {
+    interrupt_case(libc::SIGTERM, "term");
+}
+
+#[test]
+fn sigint_to_deliver_stops_cleans_up_and_prints_a_receipt() {
+    interrupt_case(libc::SIGINT, "int");
+}
+
+// ---------------------------------------------------------------------------------------
+// Cleanup failure and the publication race
+
+#[test]
+fn a_command_that_locks_its_worktree_is_cleanup_failed() {
+    let repo = FixedRepo::with_files(&[("a.txt", b"a\n")]);
+    let root = repo.path();
+    let before = Caller::capture(&root);
+    let contract = ContractFile::new("locked", &[]);
+    let run = deliver(
+        &root,
+        &contract.path,
+        &sh("echo x > a.txt && git worktree lock --reason mine \"$PWD\""),
+    );
+    assert_eq!(run.code(), "CLEANUP_FAILED", "{}", run.stdout);
+    assert_eq!(run.status, 8);
+    assert_eq!(run.outcome(), "discarded");
+    assert_eq!(run.receipt["candidate_ref"], Value::Null);
+    let retained = PathBuf::from(
+        run.receipt["retained_worktree"]
+            .as_str()
+            .expect("retained path"),
+    );
+    assert!(retained.join("a.txt").exists(), "{}", retained.display());
+    assert!(git_ok(&root, &["worktree", "list", "--porcelain"]).contains("locked mine"));
+    assert!(
+        git_ok(&root, &["for-each-ref", "refs/satyrn"]).is_empty(),
+        "nothing published"
+    );
+    // The user can remove it; then everything is as before.
+    let r = retained.to_str().expect("utf-8");
+    git_ok(&root, &["worktree", "unlock", r]);
+    git_ok(&root, &["worktree", "remove", "--force", r]);
+    std::fs::remove_dir_all(retained.parent().expect("parent")).expect("rm parent");
+    before.assert_unchanged(&root, None);
+    sibling_success(&root, "locked");
+}
+
+#[test]
+fn two_racing_delivers_give_exactly_one_ok_and_one_candidate_exists() {
+    let repo = FixedRepo::with_files(&[("a.txt", b"a\n")]);
+    let root = repo.path();
+    let sync = tempfile::tempdir().expect("tempdir");
+    for round in 0..10 {
+        let id = format!("race-{round}");
+        let before = Caller::capture(&root);
+        let contract = ContractFile::new(&id, &[]);
+        let mut children = Vec::new();
+        for (me, other) in [("one", "two"), ("two", "one")] {
+            let mine = sync.path().join(format!("{round}-{me}"));
+            let theirs = sync.path().join(format!("{round}-{other}"));
+            let script = format!(
+                "echo {me} > a.txt; touch '{}'; n=0; while [ ! -e '{}' ]; do n=$((n+1)); [ $n -gt 500 ] && exit 9; sleep 0.01; done",
+                mine.display(),
+                theirs.display()
+            );
+            let argv: Vec<&OsStr> = sh(&script).into_iter().map(OsStr::new).collect();
+            children.push(
+                deliver_cmd(&root, &contract.path, &[], &argv)
+                    .spawn()
+                    .expect("spawn"),
+            );
+        }
+        let mut codes: Vec<String> = children
+            .into_iter()
+            .map(|c| {
+                finish(c.wait_with_output().expect("wait"), Duration::ZERO)
+                    .code()
+                    .to_owned()
+            })
+            .collect();
+        codes.sort();
+        assert_eq!(codes, ["CANDIDATE_EXISTS", "OK"], "round {round}");
+        before.assert_unchanged(&root, Some(&format!("refs/satyrn/candidates/{id}/head")));
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The renderer against the committed fixtures
+
+#[test]
+fn renderer_matches_the_fixture_bytes() {
+    use satyrn_host::code::Code;
+    use satyrn_host::deliver::receipt::{Outcome, Receipt};
+    let mut full = Receipt::new(
+        Outcome::Discarded,
+        Code::CleanupFailed,
+        "kept \"it\"\n",
+        "/r/é",
+    );
+    full.contract_id = Some("id-1".to_owned());
+    full.base_commit = Some("a".repeat(40));
+    full.candidate_ref = Some("refs/satyrn/candidates/id-1/head".to_owned());
+    full.candidate_commit = Some("b".repeat(40));
+    full.paths = vec!["a.txt".to_owned(), "é.txt".to_owned()];
+    full.retained_worktree = Some("/tmp/satyrn-deliver-1/worktree".to_owned());
+    full.exit_code = Some(0);
+    full.signal = Some(9);
+    assert_fixture("render_every_field.json", &format!("{}\n", full.to_json()));
+    let empty = Receipt::new(Outcome::Refused, Code::ContractUnreadable, "m", "/r");
+    assert_fixture("render_empty.json", &format!("{}\n", empty.to_json()));
+    assert_eq!(empty.exit_status(), 3);
+    assert_eq!(
+        Receipt::new(Outcome::CandidateCreated, Code::Ok, "", "/").exit_status(),
+        0
+    );
+    assert_eq!(
+        Receipt::new(Outcome::Discarded, Code::Interrupted, "", "/").exit_status(),
+        8
+    );
+}
