@@ -25,7 +25,12 @@ fn git(dir: &Path) -> Command {
         .env("GIT_COMMITTER_EMAIL", "bench@example.invalid")
         .env("LC_ALL", "C")
         .stdin(Stdio::null());
-    for var in ["GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_NAMESPACE"] {
+    for var in [
+        "GIT_DIR",
+        "GIT_WORK_TREE",
+        "GIT_INDEX_FILE",
+        "GIT_NAMESPACE",
+    ] {
         cmd.env_remove(var);
     }
     cmd

@@ -321,3 +321,27 @@ fn order_utf8_before_anchors() {
         DIRS,
     );
 }
+
+#[test]
+fn git_administrative_files_are_never_writable_even_under_star() {
+    // A contract that declares everything still cannot edit `.git/…` (hooks, config) or a
+    // linked worktree's `.git` pointer, in any letter case.
+    let fx = Fixture::new(&[("a.txt", b"hello world\n")], &["*"]);
+    std::fs::write(fx.file(".git/description"), b"hello world\n").expect("write");
+    let watch = &["a.txt", ".git/config", ".git/description"];
+    for path in [".git/config", ".git/description", ".GIT/description"] {
+        let run = fx.refuse(
+            &fx.request(path, Some(&sha256_hex(b"hello world\n")), "world", "there"),
+            "PATH_UNDECLARED",
+            watch,
+            &["", ".git"],
+        );
+        let message = run.response["message"].as_str().expect("message");
+        assert!(message.contains(".git"), "{message}");
+    }
+    fx.succeed(
+        &fx.fresh("a.txt", "world", "there"),
+        "a.txt",
+        b"hello there\n",
+    );
+}

@@ -8,7 +8,7 @@ use core::fmt;
 use crate::anchor::{self, Occurrences};
 use crate::fnmatch;
 use crate::path;
-use crate::revision::Revision;
+use crate::revision::{Hasher, Revision};
 use crate::worktree::Worktree;
 
 /// The largest file, in bytes, that `replace` reads: 256 MiB. Larger targets are
@@ -141,6 +141,9 @@ pub fn decide<W: Worktree + ?Sized>(
         ));
     }
     let path = request.path;
+    if is_git_admin(&segments) {
+        return Err(refuse(RefusalCode::PathUndeclared, git_admin_message(path)));
+    }
     if !fnmatch::matches_any(path, request.writable_paths) {
         return Err(refuse(
             RefusalCode::PathUndeclared,
@@ -156,7 +159,19 @@ pub fn decide<W: Worktree + ?Sized>(
     let bytes = worktree
         .read_regular(&segments, MAX_FILE_BYTES)
         .map_err(|e| refuse(RefusalCode::MutationFailed, e.0))?;
-    let base = Revision::of(&bytes);
+    // Found now but decided only after the revision and UTF-8 gates: knowing the match
+    // lets one pass hash the base and keep the prefix's state for the next revision.
+    let found = anchor::occurrences(&bytes, request.old_text.as_bytes());
+    let mut hasher = Hasher::new();
+    let mut unique = None;
+    if let Occurrences::One(at) = found {
+        hasher.update(&bytes[..at]);
+        unique = Some((at, hasher.clone()));
+        hasher.update(&bytes[at..]);
+    } else {
+        hasher.update(&bytes);
+    }
+    let base = hasher.finish();
     if base != expected {
         return Err(refuse(
             RefusalCode::RevisionStale,
@@ -171,20 +186,18 @@ pub fn decide<W: Worktree + ?Sized>(
             format!("`{path}` is not valid UTF-8 text"),
         ));
     }
-    let at = match anchor::occurrences(&bytes, request.old_text.as_bytes()) {
-        Occurrences::One(at) => at,
-        Occurrences::None => {
-            return Err(refuse(
+    let Some((at, mut next)) = unique else {
+        return Err(if found == Occurrences::None {
+            refuse(
                 RefusalCode::AnchorMissing,
                 format!("old_text does not occur in `{path}`"),
-            ));
-        }
-        Occurrences::Many => {
-            return Err(refuse(
+            )
+        } else {
+            refuse(
                 RefusalCode::AnchorAmbiguous,
                 format!("old_text occurs more than once in `{path}`; include more context"),
-            ));
-        }
+            )
+        });
     };
     let new_content = anchor::splice(
         &bytes,
@@ -192,7 +205,9 @@ pub fn decide<W: Worktree + ?Sized>(
         request.old_text.len(),
         request.new_text.as_bytes(),
     );
-    let next = Revision::of(&new_content);
+    next.update(request.new_text.as_bytes());
+    next.update(&bytes[at + request.old_text.len()..]);
+    let next = next.finish();
     Ok(Plan {
         path: path.to_string(),
         base,
@@ -225,11 +240,22 @@ pub fn revision<W: Worktree + ?Sized>(
 ) -> Result<Revision, RevisionError> {
     let segments =
         path::segments(path).map_err(|e| RevisionError::InvalidRequest(format!("path: {e}")))?;
-    if !fnmatch::matches_any(path, writable_paths) {
+    if is_git_admin(&segments) || !fnmatch::matches_any(path, writable_paths) {
         return Err(RevisionError::Undeclared);
     }
     let bytes = worktree
         .read_regular(&segments, MAX_FILE_BYTES)
         .map_err(|e| RevisionError::NotEditable(e.0))?;
     Ok(Revision::of(&bytes))
+}
+
+/// Whether a segment is `.git` (in any letter case): git's administrative files (or a
+/// linked worktree's `.git` pointer) are never writable, whatever the contract declares —
+/// editing them could point git elsewhere or make it run commands (hooks, `core.*`).
+fn is_git_admin(segments: &[&str]) -> bool {
+    segments.iter().any(|s| s.eq_ignore_ascii_case(".git"))
+}
+
+fn git_admin_message(path: &str) -> String {
+    format!("`{path}` is inside git's administrative files (`.git`), which are never writable")
 }

@@ -62,6 +62,35 @@ impl Revision {
     }
 }
 
+/// An incremental SHA-256, for hashing a file in pieces (and reusing a shared prefix).
+#[derive(Clone, Default)]
+pub struct Hasher(Sha256);
+
+impl Hasher {
+    /// A hasher with nothing hashed yet.
+    #[must_use]
+    pub fn new() -> Self {
+        Self(Sha256::new())
+    }
+
+    /// Appends `bytes`.
+    pub fn update(&mut self, bytes: &[u8]) {
+        self.0.update(bytes);
+    }
+
+    /// The revision of everything appended.
+    #[must_use]
+    pub fn finish(self) -> Revision {
+        Revision(self.0.finalize().into())
+    }
+}
+
+impl fmt::Debug for Hasher {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Hasher")
+    }
+}
+
 fn nibble(c: u8) -> Result<u8, RevisionShapeError> {
     match c {
         b'0'..=b'9' => Ok(c - b'0'),

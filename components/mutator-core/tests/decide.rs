@@ -47,7 +47,9 @@ fn reference(
     if bad_shape || old.is_empty() {
         return Err(None);
     }
-    if !writable.iter().any(|p| p == "*" || p == path) {
+    if path.split('/').any(|s| s.eq_ignore_ascii_case(".git"))
+        || !writable.iter().any(|p| p == "*" || p == path)
+    {
         return Err(Some(RefusalCode::PathUndeclared));
     }
     let Some(expected) = expected else {
@@ -95,7 +97,7 @@ proptest! {
         invalid_utf8 in any::<bool>(),
         old in text_strategy(),
         new in text_strategy(),
-        path in prop::sample::select(vec!["f.txt", "d/f.txt", "g.txt", "missing.txt", "dir", "../f.txt", "", "d//f.txt"]),
+        path in prop::sample::select(vec!["f.txt", "d/f.txt", "g.txt", "missing.txt", "dir", "../f.txt", "", "d//f.txt", ".git/config", "d/.GIT"]),
         declared in any::<bool>(),
         revision_kind in 0u8..3,
     ) {
@@ -108,6 +110,8 @@ proptest! {
         files.insert("d/f.txt".to_string(), Some(bytes.clone()));
         files.insert("g.txt".to_string(), Some(b"other".to_vec()));
         files.insert("dir".to_string(), None);
+        files.insert(".git/config".to_string(), Some(bytes.clone()));
+        files.insert("d/.GIT".to_string(), Some(bytes.clone()));
         let writable = if declared { vec!["*".to_string()] } else { vec!["nothing".to_string()] };
         let current = files.get(path).cloned().flatten().unwrap_or_default();
         let expected = match revision_kind {
