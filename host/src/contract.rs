@@ -89,6 +89,16 @@ impl From<ContractError> for Failure {
 /// [`ContractError::Unreadable`] when the file cannot be opened or read (missing, a
 /// directory, no permission); otherwise as [`parse`].
 pub fn load(path: &Path) -> Result<Contract, ContractError> {
+    load_with_bytes(path).map(|(contract, _)| contract)
+}
+
+/// Like [`load`], also returning the exact bytes that were parsed (read once), so a caller
+/// can freeze precisely what it validated.
+///
+/// # Errors
+///
+/// As [`load`].
+pub fn load_with_bytes(path: &Path) -> Result<(Contract, Vec<u8>), ContractError> {
     let bytes = read_bounded(path).map_err(|e| {
         ContractError::Unreadable(format!("cannot read contract {}: {e}", path.display()))
     })?;
@@ -98,7 +108,8 @@ pub fn load(path: &Path) -> Result<Contract, ContractError> {
             path.display()
         ))
     })?;
-    parse(&bytes)
+    let contract = parse(&bytes)?;
+    Ok((contract, bytes))
 }
 
 fn read_bounded(path: &Path) -> std::io::Result<Option<Vec<u8>>> {

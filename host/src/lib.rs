@@ -10,11 +10,13 @@
 //! - [`git`] builds every (hardened) git invocation;
 //! - [`cli`] has one module per subcommand.
 
+pub mod attempt;
 pub mod cli;
 pub mod code;
 pub mod contract;
 pub mod deliver;
 pub mod engine;
+pub mod fsid;
 pub mod git;
 pub mod lock;
 pub mod protocol;

@@ -8,7 +8,9 @@ use std::io::Write;
 
 use crate::code::USAGE_EXIT;
 
+pub mod attempt;
 pub mod check;
+pub mod component;
 pub mod deliver;
 pub mod protocol;
 
@@ -17,6 +19,8 @@ usage:
   satyrn-host check --repo REPO CONTRACT
   satyrn-host protocol < REQUEST.json
   satyrn-host deliver --repo REPO [--timeout SECONDS] CONTRACT -- COMMAND [ARG ...]
+  satyrn-host attempt [--model MODEL] CONTRACT
+  satyrn-host component export --out DIR
   satyrn-host --version | --help
 ";
 
@@ -30,6 +34,8 @@ pub fn run(args: &[OsString]) -> u8 {
         Some("check") => check::run(rest),
         Some("protocol") => protocol::run(rest),
         Some("deliver") => deliver::run(rest),
+        Some("attempt") => attempt::run(rest),
+        Some("component") => component::run(rest),
         Some("--help" | "-h" | "help") => {
             let _ = std::io::stdout().write_all(USAGE.as_bytes());
             0

@@ -1,0 +1,258 @@
+//! `satyrn-host attempt`: one Pi process in the current worktree, every edit through the
+//! sandboxed mutator.
+//!
+//! 1. Check the contract and the repository (the current directory); require a readable
+//!    `HEAD`; freeze the contract's exact bytes in a private temporary directory outside
+//!    the worktree, so editing the contract file cannot widen permissions mid-run.
+//! 2. Check and pin the artifact destinations ([`artifacts`]).
+//! 3. Build the revision map ([`revisions`]); none → `ATTEMPT_FAILED`.
+//! 4. Run Pi once ([`pi`]) with the mutation context, its stdout spooled to a regular file.
+//! 5. After Pi is reaped: copy the transcript to stdout and publish it; compute the patch
+//!    (`git diff --binary` against the captured `HEAD`) and publish it when non-empty.
+//! 6. Remove the temporary directory. A cleanup failure is a visible `ATTEMPT_FAILED`
+//!    naming what was retained; a secondary error never hides the primary one.
+//!
+//! Exit 0 when Pi exited zero and every artifact was published; 2 usage; 3–6 the check's
+//! refusals; 10 `ATTEMPT_FAILED` otherwise. Messages go to stderr; stdout carries Pi's
+//! transcript bytes only.
+
+pub mod artifacts;
+pub mod pi;
+pub mod prompt;
+pub mod revisions;
+
+use std::fs::File;
+use std::io::{Read, Seek, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use crate::code::{Code, Failure};
+use crate::contract;
+use crate::deliver::signals;
+use crate::fsid;
+use crate::git::{self, Git};
+use crate::repo::RepoRoot;
+use artifacts::Destination;
+
+/// Where the transcript is published, when set.
+pub const TRANSCRIPT_VAR: &str = "SATYRN_ATTEMPT_TRANSCRIPT";
+/// Where a non-empty patch is published, when set.
+pub const PATCH_VAR: &str = "SATYRN_ATTEMPT_PATCH";
+
+/// What `attempt` was asked to do.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The model, passed to Pi as `--model MODEL`.
+    pub model: String,
+    /// The contract, relative to the current directory or absolute.
+    pub contract: PathBuf,
+}
+
+/// Runs one attempt in the current directory and returns the exit status.
+#[must_use]
+pub fn run(options: &Options) -> u8 {
+    let mut cleanup = Cleanup::default();
+    let result = attempt(options, &mut cleanup);
+    let cleaned = cleanup.finish();
+    let failure = match (result, cleaned) {
+        (Ok(()), Ok(())) => return 0,
+        (Err(primary), Ok(())) => primary,
+        (Ok(()), Err(retained)) => Failure::new(Code::AttemptFailed, retained),
+        (Err(primary), Err(retained)) => Failure::new(
+            primary.code,
+            format!("{}; also, {retained}", primary.message),
+        ),
+    };
+    let _ = writeln!(std::io::stderr(), "satyrn-host attempt: {failure}");
+    failure.code.exit_status()
+}
+
+fn failed(message: impl Into<String>) -> Failure {
+    Failure::new(Code::AttemptFailed, message)
+}
+
+fn attempt(options: &Options, cleanup: &mut Cleanup) -> Result<(), Failure> {
+    let cwd = std::env::current_dir()
+        .map_err(|e| failed(format!("cannot read the current directory: {e}")))?;
+    let contract_path = cwd.join(&options.contract);
+    let (contract, contract_bytes) = contract::load_with_bytes(&contract_path)?;
+    let root = RepoRoot::open(&cwd)?;
+    let git = Git::at(&cwd);
+    let head = git
+        .line(&["rev-parse", "--verify", "--quiet", "HEAD^{commit}"])
+        .map_err(|e| failed(format!("HEAD is not a readable commit: {e}")))?;
+    let host = std::env::current_exe()
+        .map_err(|e| failed(format!("cannot locate satyrn-host itself: {e}")))?;
+    if fsid::is_within(&contract_path, &cwd).unwrap_or(false) {
+        let _ = writeln!(
+            std::io::stderr(),
+            "satyrn-host attempt: contract read from the repository and frozen"
+        );
+    }
+
+    let forbidden = forbidden_roots(&git)?;
+    let transcript_dest = destination(TRANSCRIPT_VAR, &forbidden)?;
+    let patch_dest = destination(PATCH_VAR, &forbidden)?;
+
+    let private = cleanup.private_dir(&cwd)?;
+    let frozen = private.join("contract.yaml");
+    std::fs::write(&frozen, &contract_bytes)
+        .map_err(|e| failed(format!("cannot freeze the contract: {e}")))?;
+
+    let revisions = revisions::map(&root, &contract.writable_paths).map_err(failed)?;
+    if revisions.is_empty() {
+        return Err(failed(revisions::describe_empty(&cwd)));
+    }
+    let writable: Vec<&str> = revisions.keys().map(String::as_str).collect();
+    let context = serde_json::json!({
+        "version": 1,
+        "repo": cwd,
+        "contract": frozen,
+        "revisions": revisions,
+    })
+    .to_string();
+    let prompt = prompt::build(&contract.task, &writable);
+    let (engine, mutator) = pi::write_extensions(&private.join("pi"))
+        .map_err(|e| failed(format!("cannot write the Pi extensions: {e}")))?;
+
+    let spool_path = private.join("transcript.jsonl");
+    let spool = File::options()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .open(&spool_path)
+        .map_err(|e| failed(format!("cannot create the transcript spool: {e}")))?;
+    let program = pi::executable().map_err(failed)?;
+    let mut cmd = Command::new(&program);
+    cmd.args(pi::args(&options.model, &engine, &mutator, &prompt))
+        .current_dir(&cwd)
+        .stdin(Stdio::null())
+        .stdout(
+            spool
+                .try_clone()
+                .map_err(|e| failed(format!("cannot share the spool: {e}")))?,
+        )
+        .stderr(Stdio::inherit());
+    pi::environment(&mut cmd, &context, &host).map_err(|e| failed(e.to_string()))?;
+    // Survive the SIGTERM/SIGINT delivery sends to the whole group: Pi gets it too; we
+    // wait for it and still publish what it produced.
+    let _ = signals::install();
+    let status = cmd.status().map_err(|e| {
+        failed(format!(
+            "cannot start pi ({}): {e}",
+            Path::new(&program).display()
+        ))
+    })?;
+
+    // Everything below runs whatever Pi's outcome: artifacts are preserved on failure too.
+    let mut errors: Vec<String> = Vec::new();
+    if !status.success() {
+        errors.push(format!("pi exited unsuccessfully ({status})"));
+    }
+    let transcript =
+        read_spool(spool).map_err(|e| failed(format!("cannot read the transcript spool: {e}")))?;
+    {
+        let mut out = std::io::stdout().lock();
+        if let Err(e) = out.write_all(&transcript).and_then(|()| out.flush()) {
+            errors.push(format!("writing the transcript to stdout failed: {e}"));
+        }
+    }
+    if let Some(dest) = &transcript_dest {
+        if let Err(e) = dest.publish(&transcript) {
+            errors.push(e.to_string());
+        }
+    }
+    match patch(&git, &head) {
+        Ok(bytes) if bytes.is_empty() => {}
+        Ok(bytes) => {
+            if let Some(dest) = &patch_dest {
+                if let Err(e) = dest.publish(&bytes) {
+                    errors.push(e.to_string());
+                }
+            }
+        }
+        Err(e) => errors.push(format!("computing the patch failed: {e}")),
+    }
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(failed(errors.join("; ")))
+    }
+}
+
+/// Registered worktrees plus git's administrative and common directories.
+fn forbidden_roots(git: &Git) -> Result<Vec<PathBuf>, Failure> {
+    let mut roots =
+        git::worktree_paths(git).map_err(|e| failed(format!("listing worktrees failed: {e}")))?;
+    for query in ["--absolute-git-dir", "--git-common-dir"] {
+        let dir = git
+            .line(&["rev-parse", "--path-format=absolute", query])
+            .map_err(|e| failed(format!("locating git's directories failed: {e}")))?;
+        roots.push(PathBuf::from(dir));
+    }
+    Ok(roots)
+}
+
+fn destination(
+    variable: &'static str,
+    forbidden: &[PathBuf],
+) -> Result<Option<Destination>, Failure> {
+    match std::env::var_os(variable) {
+        None => Ok(None),
+        Some(value) => Destination::prepare(variable, Path::new(&value), forbidden)
+            .map(Some)
+            .map_err(|e| failed(e.to_string())),
+    }
+}
+
+fn read_spool(mut spool: File) -> std::io::Result<Vec<u8>> {
+    spool.rewind()?;
+    let mut bytes = Vec::new();
+    spool.read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
+/// The binary-capable diff of the worktree against the captured `HEAD`.
+fn patch(git: &Git, head: &str) -> Result<Vec<u8>, git::GitError> {
+    git.run(&[
+        "diff",
+        "--binary",
+        "--no-ext-diff",
+        "--no-textconv",
+        "--no-color",
+        "--full-index",
+        head,
+        "--",
+    ])
+}
+
+/// The attempt's private temporary directory, removed at the end.
+#[derive(Debug, Default)]
+struct Cleanup {
+    dir: Option<PathBuf>,
+}
+
+impl Cleanup {
+    /// Creates the private directory (mode 0700) outside the worktree `cwd`.
+    fn private_dir(&mut self, cwd: &Path) -> Result<PathBuf, Failure> {
+        let dir = tempfile::Builder::new()
+            .prefix("satyrn-attempt-")
+            .tempdir()
+            .map_err(|e| failed(format!("cannot create a temporary directory: {e}")))?
+            .keep();
+        self.dir = Some(dir.clone());
+        if fsid::is_within(&dir, cwd).unwrap_or(true) {
+            return Err(failed(format!(
+                "the temporary directory {} lies inside the worktree; set TMPDIR elsewhere",
+                dir.display()
+            )));
+        }
+        Ok(dir)
+    }
+
+    fn finish(self) -> Result<(), String> {
+        let Some(dir) = self.dir else { return Ok(()) };
+        std::fs::remove_dir_all(&dir)
+            .map_err(|e| format!("cleanup failed, retained {}: {e}", dir.display()))
+    }
+}

@@ -1,0 +1,163 @@
+/**
+ * The real Pi CLI (pinned, installed by npm from the registry) end to end, with the
+ * scripted model on 127.0.0.1 standing in for the LLM: read → a refused edit → a correct
+ * edit → a final message, through `satyrn-host attempt` alone and through
+ * `satyrn-host deliver … -- satyrn-host attempt …`.
+ */
+
+import assert from "node:assert/strict";
+import { execFileSync, spawn } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync, mkdirSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, test } from "node:test";
+
+import { hostBin, ROOT } from "./helpers.ts";
+import { MODEL, offeredTools, startScriptedModel, toolResults, writeAgentDir, type Step } from "./scripted-model.ts";
+
+const PI = join(ROOT, "pi", "node_modules", ".bin", "pi");
+const dirs: string[] = [];
+after(() => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+
+function tempDir(): string {
+  const d = mkdtempSync(join(tmpdir(), "satyrn-e2e-"));
+  dirs.push(d);
+  return d;
+}
+
+function git(cwd: string, args: string[]): string {
+  return execFileSync("git", args, {
+    cwd,
+    encoding: "utf8",
+    env: { ...process.env, GIT_AUTHOR_NAME: "t", GIT_AUTHOR_EMAIL: "t@example.invalid", GIT_COMMITTER_NAME: "t", GIT_COMMITTER_EMAIL: "t@example.invalid" },
+  });
+}
+
+const GREETING = "export function greeting(): string {\n  return \"hello world\";\n}\n";
+
+function repository(): { base: string; repo: string; contract: string } {
+  const base = tempDir();
+  const repo = join(base, "repo");
+  mkdirSync(join(repo, "src"), { recursive: true });
+  writeFileSync(join(repo, "src", "greeting.ts"), GREETING);
+  writeFileSync(join(repo, "README.md"), "hello world\n");
+  git(repo, ["init", "-q", "-b", "main"]);
+  git(repo, ["add", "-A"]);
+  git(repo, ["commit", "-q", "-m", "init"]);
+  const contract = join(base, "contract.yaml");
+  writeFileSync(contract, "id: e2e-greeting\ntask: Make the greeting say hello satyrn.\nwritable_paths:\n  - 'src/*.ts'\n");
+  return { base, repo, contract };
+}
+
+const SCRIPT: Step[] = [
+  { toolCalls: [{ name: "read", arguments: { path: "src/greeting.ts" } }] },
+  { toolCalls: [{ name: "edit", arguments: { path: "src/greeting.ts", edits: [{ oldText: "hello planet", newText: "hello satyrn" }] } }] },
+  { toolCalls: [{ name: "edit", arguments: { path: "src/greeting.ts", edits: [{ oldText: "hello world", newText: "hello satyrn" }] } }] },
+  { text: "Done: the greeting now says hello satyrn." },
+];
+
+interface Run {
+  code: number | null;
+  stdout: Buffer;
+  stderr: string;
+}
+
+function run(command: string, args: string[], cwd: string, env: NodeJS.ProcessEnv): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { cwd, env, stdio: ["ignore", "pipe", "pipe"] });
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    child.stdout.on("data", (c: Buffer) => out.push(c));
+    child.stderr.on("data", (c: Buffer) => err.push(c));
+    child.on("error", reject);
+    child.on("close", (code) => resolve({ code, stdout: Buffer.concat(out), stderr: Buffer.concat(err).toString() }));
+  });
+}
+
+function attemptEnv(agentDir: string, extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
+  return {
+    ...process.env,
+    PI_CODING_AGENT_DIR: agentDir,
+    PI_OFFLINE: "1",
+    SATYRN_PI_BIN: PI,
+    ...extra,
+  };
+}
+
+function assertScriptedConversation(requests: Array<Record<string, unknown>>): void {
+  assert.equal(requests.length, 4, "the model was asked four times");
+  const tools = offeredTools(requests[0]);
+  assert.deepEqual([...tools.keys()].sort(), ["edit", "read"], "only read and satyrn's edit are offered");
+  assert.match(tools.get("edit") ?? "", /declared writable by the task contract/);
+  const afterRefusal = toolResults(requests[2]).join("\n");
+  assert.match(afterRefusal, /ANCHOR_MISSING/, "the refusal reached the model");
+  const afterSuccess = toolResults(requests[3]).join("\n");
+  assert.match(afterSuccess, /Edited src\/greeting\.ts/);
+}
+
+test("satyrn-host attempt runs the real Pi: refused edit reaches the model, the correct edit lands", async () => {
+  assert.ok(existsSync(PI), `pi is not installed at ${PI}: run npm ci in pi/`);
+  const { base, repo, contract } = repository();
+  const model = await startScriptedModel(SCRIPT);
+  try {
+    const transcript = join(base, "transcript.jsonl");
+    const patch = join(base, "attempt.patch");
+    const result = await run(
+      hostBin(),
+      ["attempt", "--model", MODEL, contract],
+      repo,
+      attemptEnv(writeAgentDir(join(base, "agent"), model.baseUrl), {
+        SATYRN_ATTEMPT_TRANSCRIPT: transcript,
+        SATYRN_ATTEMPT_PATCH: patch,
+      }),
+    );
+    assert.equal(result.code, 0, result.stderr);
+    assert.equal(readFileSync(join(repo, "src", "greeting.ts"), "utf8"), GREETING.replace("hello world", "hello satyrn"));
+    assert.equal(readFileSync(join(repo, "README.md"), "utf8"), "hello world\n");
+    assertScriptedConversation(model.requests);
+    // The transcript: Pi's exact stdout, on our stdout and at the destination.
+    assert.deepEqual(readFileSync(transcript), result.stdout);
+    const events = result.stdout.toString("utf8").trim().split("\n").map((l) => JSON.parse(l) as Record<string, unknown>);
+    const edits = events.filter((e) => e.type === "tool_execution_end" && e.toolName === "edit");
+    assert.deepEqual(edits.map((e) => e.isError), [true, false]);
+    const patchText = readFileSync(patch, "utf8");
+    assert.match(patchText, /^diff --git a\/src\/greeting\.ts b\/src\/greeting\.ts/m);
+    assert.match(patchText, /\+  return "hello satyrn";/);
+  } finally {
+    await model.close();
+  }
+});
+
+test("deliver + attempt + real Pi: a candidate ref with only the declared file, the caller's checkout untouched", async () => {
+  const { base, repo, contract } = repository();
+  const model = await startScriptedModel(SCRIPT);
+  try {
+    const head = git(repo, ["rev-parse", "HEAD"]).trim();
+    const host = hostBin();
+    const result = await run(
+      host,
+      ["deliver", "--repo", repo, "--timeout", "120", contract, "--", host, "attempt", "--model", MODEL, contract],
+      repo,
+      attemptEnv(writeAgentDir(join(base, "agent"), model.baseUrl)),
+    );
+    const receipt = JSON.parse(result.stdout.toString("utf8")) as Record<string, unknown>;
+    assert.equal(receipt.code, "OK", result.stderr);
+    assert.equal(result.code, 0);
+    assert.equal(receipt.candidate_ref, "refs/satyrn/candidates/e2e-greeting/head");
+    assert.deepEqual(receipt.paths, ["src/greeting.ts"]);
+    const candidate = String(receipt.candidate_commit);
+    assert.equal(git(repo, ["rev-parse", `${candidate}^`]).trim(), head, "the candidate's parent is the base");
+    assert.equal(git(repo, ["show", `${candidate}:src/greeting.ts`]), GREETING.replace("hello world", "hello satyrn"));
+    assert.equal(git(repo, ["diff", "--name-only", head, candidate]).trim(), "src/greeting.ts");
+    // The caller's checkout is untouched.
+    assert.equal(git(repo, ["status", "--porcelain=v1", "--untracked-files=all"]), "");
+    assert.equal(git(repo, ["rev-parse", "HEAD"]).trim(), head);
+    assert.equal(readFileSync(join(repo, "src", "greeting.ts"), "utf8"), GREETING);
+    assert.equal(git(repo, ["worktree", "list", "--porcelain"]).split("\n").filter((l) => l.startsWith("worktree ")).length, 1);
+    assertScriptedConversation(model.requests);
+  } finally {
+    await model.close();
+  }
+});
