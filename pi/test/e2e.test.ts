@@ -161,3 +161,91 @@ test("deliver + attempt + real Pi: a candidate ref with only the declared file, 
     await model.close();
   }
 });
+
+test("pi install loads the package; an ordinary session keeps Pi's built-in edit", async () => {
+  const { base, repo } = repository();
+  const agent = writeAgentDir(join(base, "agent"), "http://127.0.0.1:9/v1");
+  const env = { ...process.env, PI_CODING_AGENT_DIR: agent, PI_OFFLINE: "1" };
+  for (const key of ["SATYRN_MUTATION_CONTEXT", "SATYRN_HOST_BIN", "SATYRN_MODEL"]) delete env[key];
+  const installed = await run(PI, ["install", join(ROOT, "pi")], repo, env);
+  assert.equal(installed.code, 0, installed.stderr);
+  const model = await startScriptedModel([
+    { toolCalls: [{ name: "edit", arguments: { path: "README.md", edits: [{ oldText: "hello world", newText: "hello built-in" }] } }] },
+    { text: "Done." },
+  ]);
+  try {
+    writeAgentDir(agent, model.baseUrl);
+    const result = await run(PI, ["--print", "--mode", "json", "--no-session", "--model", MODEL, "Edit the readme."], repo, env);
+    assert.equal(result.code, 0, result.stderr);
+    const edit = offeredTools(model.requests[0]).get("edit") ?? "";
+    assert.ok(edit !== "" && !/declared writable by the task contract/.test(edit), `built-in edit expected, got: ${edit}`);
+    assert.equal(readFileSync(join(repo, "README.md"), "utf8"), "hello built-in\n");
+  } finally {
+    await model.close();
+  }
+});
+
+test("/implement in a real Pi session (RPC mode) delivers a candidate through the installed package", async () => {
+  const { base, repo, contract } = repository();
+  const agent = writeAgentDir(join(base, "agent"), "http://127.0.0.1:9/v1");
+  const env: NodeJS.ProcessEnv = { ...process.env, PI_CODING_AGENT_DIR: agent, PI_OFFLINE: "1" };
+  delete env.SATYRN_MUTATION_CONTEXT;
+  const installed = await run(PI, ["install", join(ROOT, "pi")], repo, env);
+  assert.equal(installed.code, 0, installed.stderr);
+  const model = await startScriptedModel(SCRIPT);
+  try {
+    writeAgentDir(agent, model.baseUrl);
+    const pi = spawn(PI, ["--mode", "rpc", "--no-session", "--model", MODEL], {
+      cwd: repo,
+      env: { ...env, SATYRN_MODEL: MODEL, SATYRN_HOST_BIN: hostBin(), SATYRN_PI_BIN: PI },
+      stdio: ["pipe", "pipe", "pipe"],
+    });
+    const events: Array<Record<string, unknown>> = [];
+    let buffer = "";
+    const waiters: Array<() => void> = [];
+    pi.stdout.on("data", (chunk: Buffer) => {
+      buffer += chunk.toString("utf8");
+      let nl: number;
+      while ((nl = buffer.indexOf("\n")) >= 0) {
+        const line = buffer.slice(0, nl);
+        buffer = buffer.slice(nl + 1);
+        try {
+          events.push(JSON.parse(line) as Record<string, unknown>);
+        } catch {
+          // not an event
+        }
+        for (const w of waiters.splice(0)) w();
+      }
+    });
+    const waitFor = async (pred: (e: Record<string, unknown>) => boolean, ms: number) => {
+      const deadline = Date.now() + ms;
+      for (;;) {
+        const found = events.find(pred);
+        if (found) return found;
+        if (Date.now() > deadline) throw new Error(`timed out; events: ${JSON.stringify(events).slice(0, 2000)}`);
+        await new Promise<void>((r) => {
+          waiters.push(r);
+          setTimeout(r, 200);
+        });
+      }
+    };
+    try {
+      pi.stdin.write(`${JSON.stringify({ id: "c1", type: "get_commands" })}\n`);
+      const commands = await waitFor((e) => e.type === "response" && e.command === "get_commands", 30_000);
+      const names = ((commands.data as { commands: Array<{ name: string }> }).commands ?? []).map((c) => c.name);
+      assert.ok(names.includes("implement"), `commands: ${names}`);
+      pi.stdin.write(`${JSON.stringify({ id: "p1", type: "prompt", message: `/implement ${contract}` })}\n`);
+      const notify = await waitFor((e) => e.type === "extension_ui_request" && e.method === "notify", 120_000);
+      assert.match(String(notify.message), /^satyrn: candidate refs\/satyrn\/candidates\/e2e-greeting\/head at [0-9a-f]{40}$/);
+    } finally {
+      pi.stdin.end();
+      pi.kill("SIGTERM");
+    }
+    const candidate = git(repo, ["rev-parse", "refs/satyrn/candidates/e2e-greeting/head"]).trim();
+    assert.equal(git(repo, ["show", `${candidate}:src/greeting.ts`]), GREETING.replace("hello world", "hello satyrn"));
+    assert.equal(git(repo, ["status", "--porcelain=v1", "--untracked-files=all"]), "");
+    assertScriptedConversation(model.requests);
+  } finally {
+    await model.close();
+  }
+});

@@ -1,0 +1,154 @@
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, test } from "node:test";
+
+import { contractPath, findHost, implement, parseReceipt, summary } from "../lib/implement.ts";
+import { FakeChild, hostBin } from "./helpers.ts";
+
+const dirs: string[] = [];
+after(() => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+
+function repo(): { base: string; root: string } {
+  const base = mkdtempSync(join(tmpdir(), "satyrn-impl-"));
+  dirs.push(base);
+  const root = join(base, "repo");
+  mkdirSync(join(root, "sub"), { recursive: true });
+  execFileSync("git", ["init", "-q", root]);
+  writeFileSync(join(root, "contract.yaml"), "id: x\ntask: t\n");
+  writeFileSync(join(root, "..hidden.yaml"), "id: x\ntask: t\n");
+  writeFileSync(join(base, "outside.yaml"), "id: x\ntask: t\n");
+  symlinkSync(root, join(base, "alias"));
+  return { base, root };
+}
+
+test("a contract inside the repository is passed repository-relative, by identity not by prefix", () => {
+  const { base, root } = repo();
+  assert.equal(contractPath(root, join(root, "contract.yaml")), "contract.yaml");
+  assert.equal(contractPath(root, join(root, "..hidden.yaml")), "..hidden.yaml");
+  assert.equal(contractPath(root, join(base, "alias", "contract.yaml")), "contract.yaml");
+  assert.equal(contractPath(root, join(root, "sub", "..", "contract.yaml")), "contract.yaml");
+  assert.equal(contractPath(root, join(base, "outside.yaml")), join(base, "outside.yaml"));
+  assert.equal(contractPath(root, join(base, "missing.yaml")), undefined);
+});
+
+test("the host is SATYRN_HOST_BIN when absolute, else satyrn-host on PATH", () => {
+  const { base } = repo();
+  assert.equal(findHost({ SATYRN_HOST_BIN: "/opt/satyrn-host" }), "/opt/satyrn-host");
+  assert.equal(findHost({ SATYRN_HOST_BIN: "relative" }), undefined);
+  assert.equal(findHost({ PATH: "/nonexistent" }), undefined);
+  const bin = join(base, "bin");
+  mkdirSync(bin);
+  writeFileSync(join(bin, "satyrn-host"), "#!/bin/sh\n", { mode: 0o755 });
+  assert.equal(findHost({ PATH: `/nonexistent:${bin}` }), join(bin, "satyrn-host"));
+});
+
+test("refusals before anything is spawned", async () => {
+  const { base, root } = repo();
+  let spawned = 0;
+  const spawn = () => ((spawned += 1), new FakeChild().asChild());
+  const env = { SATYRN_MODEL: "p/m", SATYRN_HOST_BIN: hostBin() };
+  const cases: Array<[string, string, NodeJS.ProcessEnv, RegExp]> = [
+    ["", root, env, /usage/],
+    ["contract.yaml", root, { SATYRN_HOST_BIN: hostBin() }, /SATYRN_MODEL/],
+    ["contract.yaml", root, { ...env, SATYRN_MODEL: "--help" }, /must not start/],
+    ["contract.yaml", root, { SATYRN_MODEL: "p/m", PATH: "/nonexistent" }, /satyrn-host was not found/],
+    ["contract.yaml", base, env, /not inside a git worktree/],
+    ["missing.yaml", root, env, /does not exist/],
+  ];
+  for (const [arg, cwd, e, why] of cases) {
+    const outcome = await implement(arg, { cwd, env: e, spawn });
+    assert.equal(outcome.kind, "refused", arg);
+    if (outcome.kind === "refused") assert.match(outcome.reason, why);
+  }
+  assert.equal(spawned, 0);
+});
+
+test("the delivery argv, its own process group, and the receipt", async () => {
+  const { root } = repo();
+  const child = new FakeChild();
+  let seen: { command: string; args: readonly string[]; detached: unknown } | undefined;
+  const pending = implement("sub/../contract.yaml", {
+    cwd: root,
+    env: { SATYRN_MODEL: "p/m", SATYRN_HOST_BIN: "/opt/satyrn-host" },
+    spawn: (command, args, options) => {
+      seen = { command, args, detached: options.detached };
+      setImmediate(() => {
+        child.emit("spawn");
+        child.answer('{"version":1,"outcome":"candidate-created","code":"OK","message":"","candidate_ref":"refs/satyrn/candidates/x/head","candidate_commit":"abc"}\n');
+      });
+      return child.asChild();
+    },
+  });
+  const outcome = await pending;
+  const real = execFileSync("git", ["rev-parse", "--show-toplevel"], { cwd: root, encoding: "utf8" }).trim();
+  assert.deepEqual(seen, {
+    command: "/opt/satyrn-host",
+    args: ["deliver", "--repo", real, "contract.yaml", "--", "/opt/satyrn-host", "attempt", "--model", "p/m", "contract.yaml"],
+    detached: true,
+  });
+  assert.equal(outcome.kind, "receipt");
+  assert.equal(summary(outcome), "satyrn: candidate refs/satyrn/candidates/x/head at abc");
+});
+
+test("a deadline sends SIGTERM (never SIGKILL) and reports only after close and an empty group", async () => {
+  const { root } = repo();
+  const child = new FakeChild();
+  let probes = 0;
+  const events: string[] = [];
+  const pending = implement("contract.yaml", {
+    cwd: root,
+    env: { SATYRN_MODEL: "p/m", SATYRN_HOST_BIN: "/opt/satyrn-host" },
+    deadlineMs: 20,
+    probeMs: 5,
+    probeGroup: () => {
+      probes += 1;
+      events.push(`probe${probes}`);
+      return probes < 3;
+    },
+    spawn: () => {
+      setImmediate(() => child.emit("spawn"));
+      child.kill = (signal: string) => {
+        events.push(signal);
+        setTimeout(() => {
+          events.push("close");
+          child.answer("", 143);
+        }, 30);
+        return true;
+      };
+      return child.asChild();
+    },
+  });
+  const outcome = await pending;
+  assert.equal(outcome.kind, "refused");
+  assert.deepEqual(events, ["SIGTERM", "close", "probe1", "probe2", "probe3"]);
+});
+
+test("a spawn error with no child settles at once; malformed receipts are refusals", async () => {
+  const { root } = repo();
+  const outcome = await implement("contract.yaml", {
+    cwd: root,
+    env: { SATYRN_MODEL: "p/m", SATYRN_HOST_BIN: "/nonexistent/satyrn-host" },
+  });
+  assert.equal(outcome.kind, "refused");
+  for (const bad of ["", "not json\n", "{}\n", '{"code":"OK","outcome":"x"}\n{"code":"OK","outcome":"x"}\n']) {
+    assert.equal(parseReceipt(bad, 8, "").kind, "refused", bad);
+  }
+});
+
+test("real satyrn-host: /implement's delivery refuses a dirty repository with a receipt", async () => {
+  const { root } = repo();
+  const outcome = await implement("contract.yaml", {
+    cwd: root,
+    env: { ...process.env, SATYRN_MODEL: "p/m", SATYRN_HOST_BIN: hostBin() },
+  });
+  assert.equal(outcome.kind, "receipt");
+  if (outcome.kind === "receipt") {
+    assert.notEqual(outcome.receipt.code, "OK");
+    assert.equal(outcome.exitCode, 8);
+  }
+});

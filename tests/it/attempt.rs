@@ -1,0 +1,352 @@
+//! `satyrn-host attempt` with a fake `pi` (a Python script) in real git repositories: the
+//! argv and environment Pi receives, the transcript bytes, the patch, a failing Pi
+//! preserved as exit 10 with its artifacts, no change, and every artifact-destination
+//! refusal beside a sibling success. The real Pi runs in `pi/test/e2e.test.ts`.
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+use crate::support::{Repo, git_ok, host_bin, sha256_hex};
+
+/// The fake Pi: records argv and environment as JSON, prints two transcript lines, edits
+/// through `satyrn-host protocol` using the mutation context for each `path|old|new` in
+/// `FAKE_PI_EDIT` (`;`-separated), and exits with `FAKE_PI_EXIT`.
+const FAKE_PI: &str = r#"#!/usr/bin/env python3
+import json, os, subprocess, sys
+log = os.environ["FAKE_PI_LOG"]
+with open(log, "w") as f:
+    json.dump({"argv": sys.argv[1:], "env": dict(os.environ)}, f)
+sys.stdout.buffer.write(b'{"type":"session","fake":true}\n')
+for edit in filter(None, os.environ.get("FAKE_PI_EDIT", "").split(";")):
+    path, old, new = edit.split("|")
+    ctx = json.loads(os.environ["SATYRN_MUTATION_CONTEXT"])
+    req = {"version": 1, "operation": "replace", "repo": ctx["repo"], "contract": ctx["contract"],
+           "path": path, "expected_sha256": ctx["revisions"].get(path), "old_text": old, "new_text": new}
+    out = subprocess.run([os.environ["SATYRN_HOST_BIN"], "protocol"], input=json.dumps(req).encode(),
+                         capture_output=True)
+    sys.stdout.buffer.write(out.stdout)
+sys.stdout.buffer.write(b'{"type":"agent_end","bytes":"\\u00e9\\t"}\n')
+sys.exit(int(os.environ.get("FAKE_PI_EXIT", "0")))
+"#;
+
+struct Fixture {
+    repo: Repo,
+    outside: tempfile::TempDir,
+    fake_pi: PathBuf,
+    log: PathBuf,
+    contract: PathBuf,
+}
+
+const GREETING: &[u8] = b"hello world\n";
+
+impl Fixture {
+    fn new() -> Self {
+        let repo = Repo::with_files(&[
+            ("src/greeting.txt", GREETING),
+            ("src/other.txt", b"other\n"),
+            ("README.md", b"readme\n"),
+        ]);
+        let outside = tempfile::tempdir().expect("tempdir");
+        let fake_pi = outside.path().join("fake-pi");
+        std::fs::write(&fake_pi, FAKE_PI).expect("write fake pi");
+        std::fs::set_permissions(&fake_pi, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        let contract = outside.path().join("contract.yaml");
+        std::fs::write(
+            &contract,
+            "id: attempt-test\ntask: Say hello to satyrn.\nwritable_paths: ['src/g*.txt', 'missing/*']\n",
+        )
+        .expect("contract");
+        let log = outside.path().join("pi-log.json");
+        Self { repo, outside, fake_pi, log, contract }
+    }
+
+    fn command(&self, env: &[(&str, &str)]) -> Command {
+        let mut cmd = Command::new(host_bin());
+        cmd.current_dir(self.repo.path())
+            .arg("attempt")
+            .arg("--model")
+            .arg("provider/model-1")
+            .arg(&self.contract)
+            .env("SATYRN_PI_BIN", &self.fake_pi)
+            .env("FAKE_PI_LOG", &self.log)
+            .env_remove("SATYRN_ATTEMPT_TRANSCRIPT")
+            .env_remove("SATYRN_ATTEMPT_PATCH")
+            .env_remove("SATYRN_MODEL");
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        cmd
+    }
+
+    fn run(&self, env: &[(&str, &str)]) -> Output {
+        self.command(env).output().expect("run attempt")
+    }
+
+    fn pi_log(&self) -> Value {
+        serde_json::from_slice(&std::fs::read(&self.log).expect("pi ran")).expect("log json")
+    }
+
+    fn dest(&self, name: &str) -> PathBuf {
+        self.outside.path().join(name)
+    }
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn pi_gets_the_exact_argv_context_and_environment() {
+    let fx = Fixture::new();
+    let out = fx.run(&[
+        ("GIT_DIR", "/nonexistent/elsewhere"),
+        ("GIT_WORK_TREE", "/nonexistent"),
+        ("GIT_NAMESPACE", "other"),
+        ("VIRTUAL_ENV", "/venv"),
+        ("SSH_AUTH_SOCK", "/agent.sock"),
+        ("OPENAI_API_KEY", "sk-kept"),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let log = fx.pi_log();
+    let argv: Vec<&str> = log["argv"].as_array().expect("argv").iter().map(|v| v.as_str().expect("str")).collect();
+    let (prompt, flags) = argv.split_last().expect("prompt");
+    assert_eq!(flags.len(), 17, "{argv:?}");
+    assert_eq!(&flags[..8], ["--print", "--mode", "json", "--no-session", "--model", "provider/model-1", "--no-extensions", "--extension"]);
+    assert!(flags[8].ends_with("/pi/engine.ts"), "{}", flags[8]);
+    assert_eq!(flags[9], "--extension");
+    assert!(flags[10].ends_with("/pi/mutator.ts"), "{}", flags[10]);
+    assert_eq!(&flags[11..], ["--no-skills", "--no-prompt-templates", "--no-themes", "--no-context-files", "--tools", "read,edit"]);
+    assert!(!argv.iter().any(|a| a.contains("orchestrator")), "the child must not load /implement");
+    assert!(prompt.starts_with("Task:\nSay hello to satyrn."), "{prompt}");
+    assert!(prompt.contains("Files you may edit (every other file is read-only):\n- src/greeting.txt\n\n"), "{prompt}");
+    assert!(!prompt.contains("other.txt") && !prompt.contains("README"));
+
+    let env = log["env"].as_object().expect("env");
+    for removed in ["GIT_DIR", "GIT_WORK_TREE", "GIT_NAMESPACE", "VIRTUAL_ENV", "SSH_AUTH_SOCK"] {
+        assert!(!env.contains_key(removed), "{removed} leaked into Pi's environment");
+    }
+    assert_eq!(env["OPENAI_API_KEY"], "sk-kept");
+    assert_eq!(env["SATYRN_HOST_BIN"].as_str(), host_bin().to_str());
+    let context: Value = serde_json::from_str(env["SATYRN_MUTATION_CONTEXT"].as_str().expect("ctx")).expect("ctx json");
+    let repo = std::fs::canonicalize(fx.repo.path()).expect("canonical");
+    assert_eq!(context["version"], 1);
+    assert_eq!(std::fs::canonicalize(context["repo"].as_str().expect("repo")).expect("repo"), repo);
+    let revisions: BTreeMap<String, String> = serde_json::from_value(context["revisions"].clone()).expect("revisions");
+    assert_eq!(revisions, BTreeMap::from([("src/greeting.txt".to_string(), sha256_hex(GREETING))]));
+    // The frozen contract: exact bytes, outside the worktree, removed afterwards.
+    let frozen = PathBuf::from(context["contract"].as_str().expect("contract"));
+    assert!(!frozen.starts_with(fx.repo.path()) && !frozen.starts_with(&repo));
+    assert!(!frozen.exists(), "the private directory must be removed");
+    // Nothing changed, so no patch; the worktree is clean.
+    assert_eq!(git_ok(fx.repo.path(), &["status", "--porcelain"]), "");
+}
+
+#[test]
+fn transcript_is_copied_exactly_and_the_patch_is_published() {
+    let fx = Fixture::new();
+    let transcript = fx.dest("transcript.jsonl");
+    let patch = fx.dest("attempt.patch");
+    let out = fx.run(&[
+        ("FAKE_PI_EDIT", "src/greeting.txt|world|satyrn"),
+        ("SATYRN_ATTEMPT_TRANSCRIPT", transcript.to_str().expect("utf8")),
+        ("SATYRN_ATTEMPT_PATCH", patch.to_str().expect("utf8")),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(std::fs::read(fx.repo.file("src/greeting.txt")).expect("read"), b"hello satyrn\n");
+    assert_eq!(std::fs::read(&transcript).expect("transcript"), out.stdout);
+    let lines: Vec<Value> = out.stdout.split(|b| *b == b'\n').filter(|l| !l.is_empty()).map(|l| serde_json::from_slice(l).expect("json line")).collect();
+    assert_eq!(lines.len(), 3);
+    assert_eq!(lines[1]["code"], "OK", "the edit went through satyrn-host");
+    let patch_text = std::fs::read_to_string(&patch).expect("patch");
+    assert!(patch_text.starts_with("diff --git a/src/greeting.txt b/src/greeting.txt\n"), "{patch_text}");
+    assert!(patch_text.contains("-hello world\n+hello satyrn\n"));
+    // The patch applies to the base.
+    git_ok(fx.repo.path(), &["stash", "-q"]);
+    git_ok(fx.repo.path(), &["apply", "--check", patch.to_str().expect("utf8")]);
+}
+
+#[test]
+fn no_change_publishes_the_transcript_but_no_patch() {
+    let fx = Fixture::new();
+    let transcript = fx.dest("t.jsonl");
+    let patch = fx.dest("p.patch");
+    let out = fx.run(&[
+        ("SATYRN_ATTEMPT_TRANSCRIPT", transcript.to_str().expect("utf8")),
+        ("SATYRN_ATTEMPT_PATCH", patch.to_str().expect("utf8")),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(std::fs::read(&transcript).expect("transcript"), out.stdout);
+    assert!(!patch.exists(), "an empty patch is not published");
+}
+
+#[test]
+fn a_failing_pi_is_exit_10_with_its_artifacts_preserved() {
+    let fx = Fixture::new();
+    let transcript = fx.dest("t.jsonl");
+    let patch = fx.dest("p.patch");
+    let out = fx.run(&[
+        ("FAKE_PI_EXIT", "3"),
+        ("FAKE_PI_EDIT", "src/greeting.txt|world|there"),
+        ("SATYRN_ATTEMPT_TRANSCRIPT", transcript.to_str().expect("utf8")),
+        ("SATYRN_ATTEMPT_PATCH", patch.to_str().expect("utf8")),
+    ]);
+    assert_eq!(out.status.code(), Some(10));
+    assert!(stderr(&out).contains("pi exited unsuccessfully"), "{}", stderr(&out));
+    assert_eq!(std::fs::read(&transcript).expect("transcript"), out.stdout);
+    assert!(std::fs::read_to_string(&patch).expect("patch").contains("+hello there"));
+}
+
+#[test]
+fn editing_the_contract_cannot_widen_permissions_mid_run() {
+    // A contract inside the repository that declares itself writable: the agent widens it
+    // to `*` through satyrn (allowed), then tries an undeclared edit. Every request points
+    // at the frozen copy, so the widening has no effect on this attempt.
+    let fx = Fixture::new();
+    let text = "id: attempt-test\ntask: t\nwritable_paths: ['contract.yaml', 'src/g*.txt']\n";
+    std::fs::write(fx.repo.file("contract.yaml"), text).expect("write");
+    git_ok(fx.repo.path(), &["add", "-A"]);
+    git_ok(fx.repo.path(), &["-c", "user.name=t", "-c", "user.email=t@e", "commit", "-q", "-m", "contract"]);
+    let out = Command::new(host_bin())
+        .current_dir(fx.repo.path())
+        .args(["attempt", "--model", "m", "contract.yaml"])
+        .env("SATYRN_PI_BIN", &fx.fake_pi)
+        .env("FAKE_PI_LOG", &fx.log)
+        .env(
+            "FAKE_PI_EDIT",
+            "contract.yaml|['contract.yaml', 'src/g*.txt']|['*'];README.md|readme|owned;src/greeting.txt|world|satyrn",
+        )
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let codes: Vec<String> = out.stdout.split(|b| *b == b'\n').filter_map(|l| serde_json::from_slice::<Value>(l).ok()).filter_map(|v| v["code"].as_str().map(str::to_string)).collect();
+    assert_eq!(codes, ["OK", "PATH_UNDECLARED", "OK"]);
+    assert_eq!(std::fs::read_to_string(fx.repo.file("contract.yaml")).expect("read"), text.replace("['contract.yaml', 'src/g*.txt']", "['*']"));
+    assert_eq!(std::fs::read(fx.repo.file("README.md")).expect("read"), b"readme\n");
+    assert_eq!(std::fs::read(fx.repo.file("src/greeting.txt")).expect("read"), b"hello satyrn\n");
+}
+
+#[test]
+fn artifact_destinations_are_refused_before_pi_runs_and_never_overwritten() {
+    let fx = Fixture::new();
+    let existing = fx.dest("existing.jsonl");
+    std::fs::write(&existing, b"keep me").expect("write");
+    let link = fx.dest("link.jsonl");
+    std::os::unix::fs::symlink(fx.dest("target.jsonl"), &link).expect("symlink");
+    let file_parent = fx.dest("a-file");
+    std::fs::write(&file_parent, b"x").expect("write");
+    let inside_worktree = fx.repo.file("transcript.jsonl");
+    let inside_git = fx.repo.path().join(".git").join("transcript.jsonl");
+    let cases: Vec<(&str, PathBuf)> = vec![
+        ("existing", existing.clone()),
+        ("dangling symlink", link.clone()),
+        ("non-directory parent", file_parent.join("t.jsonl")),
+        ("missing parent", fx.dest("missing/t.jsonl")),
+        ("inside the worktree", inside_worktree.clone()),
+        ("inside .git", inside_git.clone()),
+        ("relative", PathBuf::from("relative.jsonl")),
+    ];
+    for variable in ["SATYRN_ATTEMPT_TRANSCRIPT", "SATYRN_ATTEMPT_PATCH"] {
+        for (what, path) in &cases {
+            let _ = std::fs::remove_file(&fx.log);
+            let out = fx.run(&[(variable, path.to_str().expect("utf8"))]);
+            assert_eq!(out.status.code(), Some(10), "{variable} {what}: {}", stderr(&out));
+            assert!(stderr(&out).contains(variable), "{what}: {}", stderr(&out));
+            assert!(!fx.log.exists(), "{variable} {what}: Pi ran despite a refused destination");
+        }
+    }
+    assert_eq!(std::fs::read(&existing).expect("existing"), b"keep me");
+    assert!(!fx.dest("target.jsonl").exists());
+    assert!(!inside_worktree.exists() && !inside_git.exists());
+    // Sibling success: a fresh name in the same directory.
+    let fresh = fx.dest("fresh.jsonl");
+    let out = fx.run(&[("SATYRN_ATTEMPT_TRANSCRIPT", fresh.to_str().expect("utf8"))]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(std::fs::read(&fresh).expect("fresh"), out.stdout);
+}
+
+#[test]
+fn a_destination_that_appears_during_the_run_is_not_overwritten() {
+    let fx = Fixture::new();
+    let dest = fx.dest("late.jsonl");
+    // The fake Pi's log file doubles as the late arrival: point FAKE_PI_LOG at the destination.
+    let out = fx
+        .command(&[("SATYRN_ATTEMPT_TRANSCRIPT", dest.to_str().expect("utf8"))])
+        .env("FAKE_PI_LOG", &dest)
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(10), "{}", stderr(&out));
+    assert!(stderr(&out).contains("never overwritten"), "{}", stderr(&out));
+    let kept: Value = serde_json::from_slice(&std::fs::read(&dest).expect("dest")).expect("the late file is intact");
+    assert!(kept["argv"].is_array());
+    let leftovers: Vec<_> = std::fs::read_dir(fx.outside.path()).expect("ls").filter_map(Result::ok).filter(|e| e.file_name().to_string_lossy().contains(".satyrn-")).collect();
+    assert!(leftovers.is_empty(), "temporary left behind");
+}
+
+#[test]
+fn usage_and_check_refusals_run_no_pi() {
+    let fx = Fixture::new();
+    let run = |args: &[&str], env: &[(&str, &str)]| {
+        let mut cmd = Command::new(host_bin());
+        cmd.current_dir(fx.repo.path()).arg("attempt").args(args).env("SATYRN_PI_BIN", &fx.fake_pi).env("FAKE_PI_LOG", &fx.log).env_remove("SATYRN_MODEL");
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        cmd.output().expect("run")
+    };
+    let contract = fx.contract.to_str().expect("utf8");
+    for (args, env, status) in [
+        (vec![contract], vec![], 2),
+        (vec!["--model", "-x", contract], vec![], 2),
+        (vec![contract], vec![("SATYRN_MODEL", "--help")], 2),
+        (vec!["--model", "m"], vec![], 2),
+        (vec!["--model", "m", "/nonexistent/contract.yaml"], vec![], 3),
+    ] {
+        let out = run(&args, &env);
+        assert_eq!(out.status.code(), Some(status), "{args:?}: {}", stderr(&out));
+        assert!(out.stdout.is_empty());
+        assert!(!fx.log.exists(), "{args:?}: Pi ran");
+    }
+    // No declared tracked file → ATTEMPT_FAILED before Pi.
+    let empty = tempfile::tempdir().expect("tempdir");
+    let none = empty.path().join("c.yaml");
+    std::fs::write(&none, "id: x\ntask: t\nwritable_paths: ['nothing/*']\n").expect("write");
+    let out = run(&["--model", "m", none.to_str().expect("utf8")], &[]);
+    assert_eq!(out.status.code(), Some(10), "{}", stderr(&out));
+    assert!(stderr(&out).contains("no tracked regular file"));
+    assert!(!fx.log.exists());
+    // A tracked symlink never enters the map, even when declared.
+    std::os::unix::fs::symlink("greeting.txt", fx.repo.file("src/glink.txt")).expect("symlink");
+    git_ok(fx.repo.path(), &["add", "src/glink.txt"]);
+    git_ok(fx.repo.path(), &["-c", "user.name=t", "-c", "user.email=t@e", "commit", "-q", "-m", "link"]);
+    // Sibling success: SATYRN_MODEL is honoured.
+    let out = run(&[contract], &[("SATYRN_MODEL", "env/model")]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let log = fx.pi_log();
+    assert!(log["argv"].as_array().expect("argv").iter().any(|a| a == "env/model"));
+    let ctx: Value = serde_json::from_str(log["env"]["SATYRN_MUTATION_CONTEXT"].as_str().expect("ctx")).expect("json");
+    assert_eq!(ctx["revisions"].as_object().expect("map").keys().collect::<Vec<_>>(), ["src/greeting.txt"]);
+}
+
+#[test]
+fn a_contract_inside_the_repository_is_read_from_it() {
+    let fx = Fixture::new();
+    std::fs::create_dir_all(fx.repo.file("..hidden")).expect("mkdir");
+    let inside = fx.repo.file("..hidden/contract.yaml");
+    std::fs::copy(&fx.contract, &inside).expect("copy");
+    git_ok(fx.repo.path(), &["add", "-A"]);
+    git_ok(fx.repo.path(), &["-c", "user.name=t", "-c", "user.email=t@e", "commit", "-q", "-m", "contract"]);
+    let out = Command::new(host_bin())
+        .current_dir(fx.repo.path())
+        .args(["attempt", "--model", "m", "..hidden/contract.yaml"])
+        .env("SATYRN_PI_BIN", &fx.fake_pi)
+        .env("FAKE_PI_LOG", &fx.log)
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stderr(&out).contains("contract read from the repository"), "{}", stderr(&out));
+    let _: &Path = fx.repo.path();
+}
