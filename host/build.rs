@@ -53,9 +53,17 @@ fn main() {
     std::fs::write(out_dir.join("satyrn_mutator.cwasm"), compiled)
         .expect("write OUT_DIR/satyrn_mutator.cwasm");
 
-    // A stable copy for people and other hosts: target/satyrn_mutator.wasm.
+    // A stable copy for people and other hosts: target/satyrn_mutator.wasm (docs/reuse.md).
+    // Written beside it and renamed, so a reader never sees a half-written file when a
+    // debug and a release build run at once; best effort (the export command is the
+    // supported way to get the component).
     if let Some(target_root) = target_root(&out_dir) {
-        let _ = std::fs::write(target_root.join("satyrn_mutator.wasm"), &wasm_bytes);
+        let temp = target_root.join(format!(".satyrn_mutator.wasm.{}.tmp", std::process::id()));
+        if std::fs::write(&temp, &wasm_bytes).is_ok()
+            && std::fs::rename(&temp, target_root.join("satyrn_mutator.wasm")).is_err()
+        {
+            let _ = std::fs::remove_file(&temp);
+        }
     }
 }
 

@@ -1,16 +1,30 @@
 #!/usr/bin/env bash
-# The main job on a built-in example: builds satyrn-host, makes a temporary repository and
-# contract, applies one replacement through the sandboxed mutator, then shows each refusal
-# and proves the file was left byte-for-byte unchanged. Leaves nothing behind.
+# The main job on a built-in example. Builds satyrn-host and installs the pinned Pi, makes a
+# temporary repository and contract, then:
+#   1. the mutator alone: every refusal of `satyrn-host protocol` (the file stays
+#      byte-for-byte unchanged) and one exact replacement;
+#   2. the whole slice: `satyrn-host deliver` -> detached worktree -> `satyrn-host attempt`
+#      -> Pi -> every edit through the sandboxed component -> a candidate ref; prints the
+#      receipt and the candidate's diff.
+# The model is a scripted local server standing in for an LLM, unless SATYRN_MODEL is set:
+# then Pi runs that real model with your usual Pi configuration and credentials.
+# Leaves nothing behind but what it prints.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 bash scripts/setup.sh
 cargo build --release --locked -p satyrn-host >&2
 host="$root/target/release/satyrn-host"
+(cd pi && npm ci --no-audit --no-fund --loglevel=error >&2)
+pi_bin="$root/pi/node_modules/.bin/pi"
 
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+model_pid=
+cleanup() {
+  [ -n "$model_pid" ] && kill "$model_pid" 2>/dev/null
+  rm -rf "$work"
+}
+trap cleanup EXIT
 repo="$work/repo"
 mkdir -p "$repo/src"
 printf 'fn greeting() -> &str {\n    "hello world"\n}\n' > "$repo/src/greeting.rs"
@@ -41,7 +55,8 @@ run() { # title request...
 
 file="$repo/src/greeting.rs"
 before=$(sha "$file")
-echo "# satyrn demo: a temporary repository at $repo, contract writable_paths: [\"src/*.rs\"]"
+echo "# satyrn demo, part 1: the mutator alone"
+echo "# a temporary repository at $repo, contract writable_paths: [\"src/*.rs\"]"
 run "a refusal: the path is not declared writable" "$(request config.toml "$(sha "$repo/config.toml")" secret public)"
 run "a refusal: no revision (the agent never read the file)" "$(request src/greeting.rs null world satyrn)"
 run "a refusal: a stale revision" "$(request src/greeting.rs "$(printf x | sha256sum | cut -d' ' -f1)" world satyrn)"
@@ -55,3 +70,48 @@ run "a malformed request (path escapes the worktree)" "$(request ../etc/passwd "
 run "success: the one exact replacement" "$(request src/greeting.rs "$before" 'hello world' 'hello satyrn')"
 printf '\n$ git diff\n'
 git -C "$repo" --no-pager diff --no-color
+git -C "$repo" checkout -q -- src/greeting.rs
+
+echo
+echo "# satyrn demo, part 2: one attempt delivered as a candidate ref"
+if [ -n "${SATYRN_MODEL:-}" ]; then
+  model=$SATYRN_MODEL
+  echo "# model: $model (a real model, through your Pi configuration)"
+  export SATYRN_PI_BIN="$pi_bin"
+else
+  coproc MODEL_SERVER { cd "$root/pi" && exec node --import tsx demo/scripted-model-server.ts "$work/agent"; }
+  model_pid=$MODEL_SERVER_PID
+  read -r model _ <&"${MODEL_SERVER[0]}"
+  echo "# model: $model — a SCRIPTED LOCAL SERVER on 127.0.0.1 standing in for an LLM"
+  echo "#   (it reads the file, tries a missing anchor, tries an undeclared file, then edits correctly)"
+  export PI_CODING_AGENT_DIR="$work/agent" PI_OFFLINE=1 SATYRN_PI_BIN="$pi_bin"
+fi
+base=$(git -C "$repo" rev-parse HEAD)
+printf '\n$ satyrn-host deliver --repo %s %s -- satyrn-host attempt --model %s %s\n' "$repo" contract.yaml "$model" contract.yaml
+set +e
+receipt=$(cd "$repo" && "$host" deliver --repo "$repo" --timeout 600 "$work/contract.yaml" -- "$host" attempt --model "$model" "$work/contract.yaml" 2>"$work/deliver.log")
+status=$?
+set -e
+printf '(exit %s)\nreceipt: %s\n' "$status" "$receipt"
+if [ "$status" -ne 0 ]; then
+  echo "# delivery did not create a candidate; its log:" >&2
+  cat "$work/deliver.log" >&2
+  exit "$status"
+fi
+python3 - "$work/deliver.log" <<'PY'
+import json, sys
+print("\nwhat the agent did (from Pi's transcript):")
+for line in open(sys.argv[1], encoding="utf-8", errors="replace"):
+    try:
+        event = json.loads(line)
+    except ValueError:
+        continue
+    if event.get("type") == "tool_execution_end":
+        result = event.get("result") or {}
+        text = " ".join(c.get("text", "") for c in result.get("content", []) if isinstance(c, dict)).strip().replace("\n", " / ")
+        mark = "refused" if event.get("isError") else "ok     "
+        print(f"  {mark} {event.get('toolName')}: {text[:150]}")
+PY
+printf '\n$ git diff %s refs/satyrn/candidates/demo-greeting/head\n' "${base:0:12}"
+git -C "$repo" --no-pager diff --no-color "$base" refs/satyrn/candidates/demo-greeting/head
+printf '\nthe caller'"'"'s checkout is untouched: git status --porcelain prints "%s"\n' "$(git -C "$repo" status --porcelain)"

@@ -21,3 +21,7 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 
 step "tests"
 cargo test --workspace --locked
+bash scripts/test-reuse.sh  # the same fixtures under Node (jco) and Python (wasmtime)
+
+step "Pi package (unit tests, the real satyrn-host, the real Pi CLI with a scripted model)"
+(cd pi && npm ci --no-audit --no-fund --loglevel=error && npm test)

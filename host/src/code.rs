@@ -13,8 +13,9 @@
 //! | 6 | `REPO_UNAVAILABLE` |
 //! | 7 | `INVALID_REQUEST` |
 //! | 8 | `NO_CANDIDATE`: every other handled delivery result |
-//! | 9 | `MUTATION_REFUSED`: the five policy refusals and `MUTATION_FAILED` |
+//! | 9 | `MUTATION_REFUSED`: the five policy refusals, `MUTATION_FAILED` and the batch refusals of `edit` |
 //! | 10 | `ATTEMPT_FAILED` |
+//! | 11 | `READ_REFUSED`: the four refusals of `read` |
 
 use std::fmt;
 
@@ -72,6 +73,31 @@ pub enum Code {
     Interrupted,
     /// Attempt: preparation, Pi or artifact publication failed.
     AttemptFailed,
+    /// Edit: `occurrence` is not between 1 and the number of occurrences.
+    OccurrenceOutOfRange,
+    /// Edit: two replacements of a batch overlap.
+    EditsOverlap,
+    /// Edit: two insertions of a batch at one point.
+    InsertionsCollide,
+    /// Edit: an insertion on the boundary or inside of a replacement.
+    InsertionInReplacement,
+    /// Edit: an edit changes nothing.
+    NoOpEdit,
+    /// Edit: the batch as a whole leaves the file unchanged.
+    NoOpBatch,
+    /// Edit: a selector (`old_text` or `anchor_text`) is empty.
+    SelectorEmpty,
+    /// Edit: the file has mixed or bare-CR line endings and an edit spans lines.
+    LineEndingsUnsupported,
+    /// Read: missing, not a regular file, symlinked, hard-linked, inside `.git`, too
+    /// large or unreadable.
+    ReadUnavailable,
+    /// Read: not UTF-8, or binary (NUL bytes).
+    ReadNotText,
+    /// Read: the first requested line alone is larger than a page.
+    ReadTooLarge,
+    /// Read: `offset` is past the last line.
+    ReadOutOfRange,
 }
 
 impl Code {
@@ -115,6 +141,18 @@ impl Code {
             Self::AnchorAmbiguous => ("ANCHOR_AMBIGUOUS", 9),
             Self::MutationFailed => ("MUTATION_FAILED", 9),
             Self::AttemptFailed => ("ATTEMPT_FAILED", 10),
+            Self::OccurrenceOutOfRange => ("OCCURRENCE_OUT_OF_RANGE", 9),
+            Self::EditsOverlap => ("EDITS_OVERLAP", 9),
+            Self::InsertionsCollide => ("INSERTIONS_COLLIDE", 9),
+            Self::InsertionInReplacement => ("INSERTION_IN_REPLACEMENT", 9),
+            Self::NoOpEdit => ("NO_OP_EDIT", 9),
+            Self::NoOpBatch => ("NO_OP_BATCH", 9),
+            Self::SelectorEmpty => ("SELECTOR_EMPTY", 9),
+            Self::LineEndingsUnsupported => ("LINE_ENDINGS_UNSUPPORTED", 9),
+            Self::ReadUnavailable => ("READ_UNAVAILABLE", 11),
+            Self::ReadNotText => ("READ_NOT_TEXT", 11),
+            Self::ReadTooLarge => ("READ_TOO_LARGE", 11),
+            Self::ReadOutOfRange => ("READ_OUT_OF_RANGE", 11),
         }
     }
 }

@@ -28,6 +28,12 @@ pub use bindings::satyrn::mutator::types::{
     Plan, Refusal, RefusalCode, ReplaceError, ReplaceRequest, RevisionError,
 };
 
+// The `read` and `edit` operations' types (see `wit/mutator.wit`).
+pub use bindings::satyrn::mutator::types::{
+    EditError, EditOp, EditPlan, EditRequest, InsertAfterEdit, NearMiss, Problem, ProblemCode,
+    ReadCode, ReadError, ReadPage, ReadRequest, ReplaceEdit,
+};
+
 /// The component compiled for this machine by `build.rs`.
 pub static COMPILED_COMPONENT: &[u8] =
     include_bytes!(concat!(env!("OUT_DIR"), "/satyrn_mutator.cwasm"));
@@ -88,6 +94,25 @@ impl Loaded {
         })
     }
 
+    /// The component's imports, from its real type (not a list kept by hand): each
+    /// interface's name and the functions and resources the component takes from it.
+    #[must_use]
+    pub fn imports(&self) -> Vec<InterfaceItems> {
+        let ty = self.component.component_type();
+        ty.imports(&self.engine)
+            .map(|(name, item)| interface_items(&self.engine, name, item.ty))
+            .collect()
+    }
+
+    /// The component's exports, like [`Loaded::imports`].
+    #[must_use]
+    pub fn exports(&self) -> Vec<InterfaceItems> {
+        let ty = self.component.component_type();
+        ty.exports(&self.engine)
+            .map(|(name, item)| interface_items(&self.engine, name, item.ty))
+            .collect()
+    }
+
     /// Instantiates the component with `worktree` as its only, read-only, preopen.
     ///
     /// The preopen is opened through `/proc/self/fd`, so it is the very directory the
@@ -116,6 +141,38 @@ impl Loaded {
             bindings::MutatorComponent::instantiate(&mut store, &self.component, &self.linker)
                 .map_err(engine_error("instantiating the component"))?;
         Ok(Mutator { store, instance })
+    }
+}
+
+/// One import or export of the component: an interface name such as
+/// `wasi:filesystem/types@0.2.12`, and the names of the functions and resources it
+/// carries, sorted. An interface imported only for its types has none.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InterfaceItems {
+    /// The interface's full name, with its version.
+    pub name: String,
+    /// Its functions and resources (not its plain types), sorted.
+    pub items: Vec<String>,
+}
+
+fn interface_items(
+    engine: &Engine,
+    name: &str,
+    item: wasmtime::component::types::ComponentItem,
+) -> InterfaceItems {
+    use wasmtime::component::types::ComponentItem;
+    let mut items: Vec<String> = match item {
+        ComponentItem::ComponentInstance(instance) => instance
+            .exports(engine)
+            .filter(|(_, e)| !matches!(e.ty, ComponentItem::Type(_)))
+            .map(|(n, _)| n.to_string())
+            .collect(),
+        _ => vec![name.to_string()],
+    };
+    items.sort();
+    InterfaceItems {
+        name: name.to_string(),
+        items,
     }
 }
 
@@ -173,6 +230,36 @@ impl Mutator {
             .satyrn_mutator_mutator()
             .call_matches(&mut self.store, path, patterns)
             .map_err(engine_error("the component trapped in matches"))
+    }
+
+    /// Asks the component for one page of a file (see the WIT `read`).
+    ///
+    /// # Errors
+    ///
+    /// [`EngineError`] on a trap; decisions are in the inner `Result`.
+    pub fn read(
+        &mut self,
+        request: &ReadRequest,
+    ) -> Result<Result<ReadPage, ReadError>, EngineError> {
+        self.instance
+            .satyrn_mutator_mutator()
+            .call_read(&mut self.store, request)
+            .map_err(engine_error("the component trapped in read"))
+    }
+
+    /// Asks the component to decide a batch of edits (see the WIT `edit`).
+    ///
+    /// # Errors
+    ///
+    /// [`EngineError`] on a trap; decisions are in the inner `Result`.
+    pub fn edit(
+        &mut self,
+        request: &EditRequest,
+    ) -> Result<Result<EditPlan, EditError>, EngineError> {
+        self.instance
+            .satyrn_mutator_mutator()
+            .call_edit(&mut self.store, request)
+            .map_err(engine_error("the component trapped in edit"))
     }
 }
 

@@ -327,3 +327,29 @@ pub fn worktree_paths(git: &Git) -> Result<Vec<PathBuf>, GitError> {
         .map(|p| PathBuf::from(OsStr::from_bytes(p)))
         .collect())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn split_z_handles_trailing_and_empty() {
+        assert!(split_z(b"").is_empty());
+        assert!(split_z(b"\0").is_empty());
+        assert_eq!(split_z(b"a\0b c\0"), vec![&b"a"[..], &b"b c"[..]]);
+        assert_eq!(split_z(b"a\0b"), vec![&b"a"[..], &b"b"[..]]);
+    }
+
+    #[test]
+    fn local_env_vars_name_the_repository_locators() {
+        let vars = local_env_vars().expect("git runs");
+        for v in [
+            "GIT_DIR",
+            "GIT_WORK_TREE",
+            "GIT_INDEX_FILE",
+            "GIT_OBJECT_DIRECTORY",
+        ] {
+            assert!(vars.iter().any(|x| x == v), "{v} missing from {vars:?}");
+        }
+    }
+}

@@ -6,12 +6,20 @@
 //! {"version":1,"operation":"replace","repo":"/abs/worktree","contract":"/abs/contract.yaml",
 //!  "path":"src/a.txt","expected_sha256":"<64 hex>"|null,"old_text":"…","new_text":"…"}
 //! {"version":1,"operation":"check","repo":"/abs/worktree","contract":"/abs/contract.yaml"}
+//! {"version":1,"operation":"read","repo":…,"contract":…,"path":"src/a.txt","offset":1,"limit":100}
+//! {"version":1,"operation":"edit","repo":…,"contract":…,"path":"src/a.txt",
+//!  "expected_sha256":"<64 hex>"|null,"edits":[{"op":"replace","old_text":"…","new_text":"…"},
+//!  {"op":"insert_after","anchor_text":"…","new_text":"…","occurrence":2}]}
 //! ```
+//!
+//! (`offset`, `limit` and `occurrence` are optional.)
 //!
 //! Responses, one compact line, fields in this order:
 //! `{"version":1,"ok":…,"code":…,"message":…,"result":…}`. `check` responses have no
-//! `result`. A `replace` success has `"result":{"path":…,"sha256":<next revision>}`; every
-//! failure has `"result":null`. See `docs/protocol.md`.
+//! `result`. A `replace` success has `"result":{"path":…,"sha256":<next revision>}`; `read`
+//! and `edit` have richer results, and an `edit` refused for its batch (or a stale
+//! revision) carries typed details in `result`; every other failure has `"result":null`.
+//! See `docs/protocol.md`.
 
 use serde::Serialize;
 use serde::de::{self, Deserializer, MapAccess, Visitor};
@@ -40,6 +48,165 @@ pub struct ReplaceResult {
     pub sha256: String,
 }
 
+/// The result of a successful `read`: one page of the file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ReadResult {
+    /// The read path.
+    pub path: String,
+    /// The revision of the whole file.
+    pub sha256: String,
+    /// Whether the contract declares the path writable.
+    pub writable: bool,
+    /// Whether the file starts with a UTF-8 byte-order mark (not part of `text`).
+    pub bom: bool,
+    /// The first line of the page, 1-indexed.
+    pub offset: u32,
+    /// How many lines the page holds.
+    pub lines: u32,
+    /// How many lines the file has.
+    pub total_lines: u32,
+    /// The page's lines exactly as in the file.
+    pub text: String,
+    /// The `offset` of the next page, or `null` at the end.
+    pub next_offset: Option<u32>,
+    /// What was shown and how to continue, or `null` at the end.
+    pub notice: Option<String>,
+}
+
+/// A line range, 1-indexed and inclusive.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LineRange {
+    /// First line.
+    pub start_line: u32,
+    /// Last line.
+    pub end_line: u32,
+}
+
+/// One region of an edit's preview.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Hunk {
+    /// First line shown.
+    pub start_line: u32,
+    /// Last line shown.
+    pub end_line: u32,
+    /// The lines, each ended by `\n`.
+    pub text: String,
+}
+
+/// The result of a successful `edit`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct EditResult {
+    /// The edited path.
+    pub path: String,
+    /// The file's revision after the edit.
+    pub sha256: String,
+    /// The changed line ranges of the new content.
+    pub changed: Vec<LineRange>,
+    /// The changed regions with two lines of context, at most 8192 bytes of text.
+    pub preview: Vec<Hunk>,
+    /// Preview lines left out by the cap.
+    pub preview_omitted_lines: u32,
+}
+
+/// One occurrence of a selector.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SelectorMatch {
+    /// Its occurrence number, 1-indexed.
+    pub occurrence: u32,
+    /// The line it starts on.
+    pub line: u32,
+    /// That line's text.
+    pub text: String,
+}
+
+/// The nearest near miss of a missing selector.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum NearMiss {
+    /// The selector with different whitespace.
+    Whitespace {
+        /// Where it starts.
+        line: u32,
+        /// The file's exact text.
+        text: String,
+    },
+    /// The closest candidate diverges at a selector line.
+    Diverges {
+        /// The selector line (1-indexed) that does not match.
+        selector_line: u32,
+        /// Its text.
+        selector_text: String,
+        /// The file line compared with it.
+        line: u32,
+        /// Its text.
+        text: String,
+    },
+    /// Only a prefix of the selector occurs.
+    Prefix {
+        /// Where it first occurs.
+        line: u32,
+        /// The prefix.
+        prefix: String,
+        /// Its length in characters.
+        matched_chars: u32,
+        /// The selector's length in characters.
+        selector_chars: u32,
+        /// The file line where it occurs.
+        text: String,
+    },
+}
+
+/// One problem of a refused batch.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Problem {
+    /// The edit's 0-based index, or `null` for `NO_OP_BATCH`.
+    pub index: Option<u32>,
+    /// The problem's code.
+    pub code: &'static str,
+    /// Why.
+    pub message: String,
+    /// How often the selector occurs (ambiguous and out-of-range selectors), else 0.
+    pub match_count: u32,
+    /// The first 8 occurrences (ambiguous and out-of-range selectors).
+    pub matches: Vec<SelectorMatch>,
+    /// For a missing selector, or `null`.
+    pub near_miss: Option<NearMiss>,
+    /// For a conflict, the earlier edit's index, or `null`.
+    pub conflicts_with: Option<u32>,
+}
+
+/// The details of a failure, in `result`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct EditRejection {
+    /// Every problem of the batch, in edit order (at most 100).
+    pub problems: Vec<Problem>,
+    /// Problems found beyond those listed.
+    pub problems_omitted: u32,
+}
+
+/// The details of a stale revision found by the component.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct StaleDetails {
+    /// The revision the file holds now.
+    pub current_sha256: String,
+}
+
+/// What a response's `result` holds.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+pub enum Payload {
+    /// A `replace` success.
+    Replace(ReplaceResult),
+    /// A `read` success.
+    Read(ReadResult),
+    /// An `edit` success.
+    Edit(EditResult),
+    /// An `edit` refused for its batch.
+    Rejected(EditRejection),
+    /// An `edit` refused for a stale revision.
+    Stale(StaleDetails),
+}
+
 /// One protocol response.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Response {
@@ -49,8 +216,8 @@ pub struct Response {
     pub code: Code,
     /// Empty on success, otherwise why.
     pub message: String,
-    /// The replacement's result, on `replace` success.
-    pub result: Option<ReplaceResult>,
+    /// The operation's result on success; typed details on some failures.
+    pub result: Option<Payload>,
 }
 
 /// Whether a response carries a `result` field.
@@ -58,7 +225,7 @@ pub struct Response {
 pub enum Shape {
     /// Four fields: `version, ok, code, message`.
     Check,
-    /// Five fields: `… , result`.
+    /// Five fields: `… , result` (`replace`, `read`, `edit`).
     Replace,
 }
 
@@ -88,7 +255,7 @@ impl Response {
             ok: bool,
             code: &'a str,
             message: &'a str,
-            result: &'a Option<ReplaceResult>,
+            result: &'a Option<Payload>,
         }
         let ok = self.code == Code::Ok;
         let rendered = match self.shape {
@@ -137,7 +304,7 @@ pub struct Replace {
 }
 
 /// A parsed request.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub enum Request {
     /// `check`: the contract and repository check.
     Check {
@@ -148,6 +315,40 @@ pub enum Request {
     },
     /// `replace`: one exact-text replacement.
     Replace(Replace),
+    /// `read`: one page of a file.
+    Read(Read),
+    /// `edit`: a batch of selector edits.
+    Edit(Edit),
+}
+
+/// A parsed `read` request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Read {
+    /// Absolute worktree root.
+    pub repo: PathBuf,
+    /// Absolute contract path.
+    pub contract: PathBuf,
+    /// Worktree-relative path, shape-checked.
+    pub path: String,
+    /// The first line, 1-indexed.
+    pub offset: Option<u32>,
+    /// The most lines.
+    pub limit: Option<u32>,
+}
+
+/// A parsed `edit` request.
+#[derive(Debug, Clone)]
+pub struct Edit {
+    /// Absolute worktree root.
+    pub repo: PathBuf,
+    /// Absolute contract path.
+    pub contract: PathBuf,
+    /// Worktree-relative path, shape-checked.
+    pub path: String,
+    /// The revision the caller saw, if any.
+    pub expected_sha256: Option<String>,
+    /// The edits, in order.
+    pub edits: Vec<engine::EditOp>,
 }
 
 /// Answers one raw request.
@@ -174,9 +375,32 @@ pub fn handle(input: &[u8]) -> Response {
                 shape: Shape::Replace,
                 code: Code::Ok,
                 message: String::new(),
-                result: Some(result),
+                result: Some(Payload::Replace(result)),
             },
             Err(f) => Response::failure(Shape::Replace, f),
+        },
+        Request::Read(r) => match read(&r) {
+            Ok(result) => Response {
+                shape: Shape::Replace,
+                code: Code::Ok,
+                message: String::new(),
+                result: Some(Payload::Read(result)),
+            },
+            Err(f) => Response::failure(Shape::Replace, f),
+        },
+        Request::Edit(e) => match edit(&e) {
+            Ok(result) => Response {
+                shape: Shape::Replace,
+                code: Code::Ok,
+                message: String::new(),
+                result: Some(Payload::Edit(result)),
+            },
+            Err((f, details)) => Response {
+                shape: Shape::Replace,
+                code: f.code,
+                message: f.message,
+                result: details,
+            },
         },
     }
 }
@@ -226,6 +450,212 @@ pub fn replace(request: &Replace) -> Result<ReplaceResult, Failure> {
     })
 }
 
+/// Reads one page of a file: check, decide in the component. No lock: reads do not
+/// publish, and every publish is an atomic rename.
+///
+/// # Errors
+///
+/// The first refusal, as a [`Failure`] with its code.
+pub fn read(request: &Read) -> Result<ReadResult, Failure> {
+    let (contract, root) = check(&request.repo, &request.contract)?;
+    let loaded = Loaded::new().map_err(internal)?;
+    let mut mutator = loaded.instantiate(root.dir()).map_err(internal)?;
+    let page = mutator
+        .read(&engine::ReadRequest {
+            path: request.path.clone(),
+            writable_paths: contract.writable_paths.clone(),
+            offset: request.offset,
+            limit: request.limit,
+        })
+        .map_err(internal)?
+        .map_err(|e| match e {
+            engine::ReadError::InvalidRequest(m) => Failure::new(Code::InvalidRequest, m),
+            engine::ReadError::Refused(r) => Failure::new(
+                match r.code {
+                    engine::ReadCode::Unavailable => Code::ReadUnavailable,
+                    engine::ReadCode::NotText => Code::ReadNotText,
+                    engine::ReadCode::TooLarge => Code::ReadTooLarge,
+                    engine::ReadCode::OutOfRange => Code::ReadOutOfRange,
+                },
+                r.message,
+            ),
+        })?;
+    Ok(ReadResult {
+        path: page.path,
+        sha256: page.sha256,
+        writable: page.writable,
+        bom: page.bom,
+        offset: page.offset,
+        lines: page.lines,
+        total_lines: page.total_lines,
+        text: page.text,
+        next_offset: page.next_offset,
+        notice: page.notice,
+    })
+}
+
+/// Performs one batch of edits: check, lock, decide in the component, publish once.
+///
+/// # Errors
+///
+/// The first refusal, with the typed details that go in `result` (the batch's problems,
+/// or the current revision of a stale file).
+pub fn edit(request: &Edit) -> Result<EditResult, (Failure, Option<Payload>)> {
+    let plain = |f: Failure| (f, None);
+    let (contract, root) = check(&request.repo, &request.contract).map_err(plain)?;
+    let loaded = Loaded::new().map_err(internal).map_err(plain)?;
+    let _lock = WorktreeLock::acquire(root.dir())
+        .map_err(|e| {
+            Failure::new(
+                Code::MutationFailed,
+                format!("cannot lock the worktree: {e}"),
+            )
+        })
+        .map_err(plain)?;
+    let mut mutator = loaded
+        .instantiate(root.dir())
+        .map_err(internal)
+        .map_err(plain)?;
+    let decision = mutator
+        .edit(&engine::EditRequest {
+            path: request.path.clone(),
+            writable_paths: contract.writable_paths.clone(),
+            expected_sha256: request.expected_sha256.clone(),
+            edits: request.edits.clone(),
+        })
+        .map_err(internal)
+        .map_err(plain)?;
+    let decided = decision.map_err(edit_refusal)?;
+    let plan = decided.plan;
+    let base = satyrn_mutator_core::revision::Revision::parse(&plan.base_sha256)
+        .map_err(|e| internal(format!("the component returned a malformed revision: {e}")))
+        .map_err(plain)?;
+    publish::publish(root.dir(), &plan.path, &base, &plan.new_content)
+        .map_err(|e| plain(e.into()))?;
+    Ok(EditResult {
+        path: plan.path,
+        sha256: plan.next_sha256,
+        changed: decided
+            .changed
+            .into_iter()
+            .map(|r| LineRange {
+                start_line: r.start_line,
+                end_line: r.end_line,
+            })
+            .collect(),
+        preview: decided
+            .preview
+            .into_iter()
+            .map(|h| Hunk {
+                start_line: h.start_line,
+                end_line: h.end_line,
+                text: h.text,
+            })
+            .collect(),
+        preview_omitted_lines: decided.preview_omitted_lines,
+    })
+}
+
+/// Maps the component's refusal of a batch to its code and details.
+fn edit_refusal(e: engine::EditError) -> (Failure, Option<Payload>) {
+    match e {
+        engine::EditError::InvalidRequest(m) => (Failure::new(Code::InvalidRequest, m), None),
+        engine::EditError::Refused(r) => (refusal(engine::ReplaceError::Refused(r)), None),
+        engine::EditError::Stale(s) => (
+            Failure::new(Code::RevisionStale, s.message),
+            Some(Payload::Stale(StaleDetails {
+                current_sha256: s.current_sha256,
+            })),
+        ),
+        engine::EditError::Rejected(r) => {
+            let problems: Vec<Problem> = r.problems.into_iter().map(problem).collect();
+            let code = problems
+                .first()
+                .map_or(Code::InternalError, |p| problem_code(p.code));
+            (
+                Failure::new(code, r.message),
+                Some(Payload::Rejected(EditRejection {
+                    problems,
+                    problems_omitted: r.omitted,
+                })),
+            )
+        }
+    }
+}
+
+fn problem_spelling(code: engine::ProblemCode) -> &'static str {
+    use engine::ProblemCode as P;
+    match code {
+        P::SelectorEmpty => Code::SelectorEmpty,
+        P::LineEndingsUnsupported => Code::LineEndingsUnsupported,
+        P::NoOpEdit => Code::NoOpEdit,
+        P::AnchorMissing => Code::AnchorMissing,
+        P::AnchorAmbiguous => Code::AnchorAmbiguous,
+        P::OccurrenceOutOfRange => Code::OccurrenceOutOfRange,
+        P::EditsOverlap => Code::EditsOverlap,
+        P::InsertionsCollide => Code::InsertionsCollide,
+        P::InsertionInReplacement => Code::InsertionInReplacement,
+        P::NoOpBatch => Code::NoOpBatch,
+    }
+    .as_str()
+}
+
+fn problem_code(spelling: &str) -> Code {
+    [
+        Code::SelectorEmpty,
+        Code::LineEndingsUnsupported,
+        Code::NoOpEdit,
+        Code::AnchorMissing,
+        Code::AnchorAmbiguous,
+        Code::OccurrenceOutOfRange,
+        Code::EditsOverlap,
+        Code::InsertionsCollide,
+        Code::InsertionInReplacement,
+        Code::NoOpBatch,
+    ]
+    .into_iter()
+    .find(|c| c.as_str() == spelling)
+    .unwrap_or(Code::InternalError)
+}
+
+fn problem(p: engine::Problem) -> Problem {
+    Problem {
+        index: p.index,
+        code: problem_spelling(p.code),
+        message: p.message,
+        match_count: p.match_count,
+        matches: p
+            .matches
+            .into_iter()
+            .map(|m| SelectorMatch {
+                occurrence: m.occurrence,
+                line: m.line,
+                text: m.text,
+            })
+            .collect(),
+        near_miss: p.near_miss.map(|n| match n {
+            engine::NearMiss::Whitespace(w) => NearMiss::Whitespace {
+                line: w.line,
+                text: w.text,
+            },
+            engine::NearMiss::Diverges(d) => NearMiss::Diverges {
+                selector_line: d.selector_line,
+                selector_text: d.selector_text,
+                line: d.line,
+                text: d.text,
+            },
+            engine::NearMiss::Prefix(x) => NearMiss::Prefix {
+                line: x.line,
+                prefix: x.prefix,
+                matched_chars: x.matched_chars,
+                selector_chars: x.selector_chars,
+                text: x.text,
+            },
+        }),
+        conflicts_with: p.conflicts_with,
+    }
+}
+
 fn internal(e: impl std::fmt::Display) -> Failure {
     Failure::new(Code::InternalError, e.to_string())
 }
@@ -269,10 +699,10 @@ fn parse(input: &[u8]) -> Result<Request, (Shape, String)> {
     let operation = take_string(&mut fields, "operation").map_err(fail)?;
     let shape = match operation.as_str() {
         "check" => Shape::Check,
-        "replace" => Shape::Replace,
+        "replace" | "read" | "edit" => Shape::Replace,
         other => {
             return Err(fail(format!(
-                "unknown operation `{other}` (known: check, replace)"
+                "unknown operation `{other}` (known: check, replace, read, edit)"
             )));
         }
     };
@@ -281,6 +711,28 @@ fn parse(input: &[u8]) -> Result<Request, (Shape, String)> {
     let contract = take_absolute(&mut fields, "contract").map_err(fail)?;
     let request = if shape == Shape::Check {
         Request::Check { repo, contract }
+    } else if operation == "read" {
+        let path = take_path(&mut fields).map_err(fail)?;
+        let offset = take_optional_count(&mut fields, "offset").map_err(fail)?;
+        let limit = take_optional_count(&mut fields, "limit").map_err(fail)?;
+        Request::Read(Read {
+            repo,
+            contract,
+            path,
+            offset,
+            limit,
+        })
+    } else if operation == "edit" {
+        let path = take_path(&mut fields).map_err(fail)?;
+        let expected_sha256 = take_expected(&mut fields).map_err(fail)?;
+        let edits = take_edits(&mut fields).map_err(fail)?;
+        Request::Edit(Edit {
+            repo,
+            contract,
+            path,
+            expected_sha256,
+            edits,
+        })
     } else {
         let path = take_string(&mut fields, "path").map_err(fail)?;
         // The component decides the path's shape too (its first gate); checking it here,
@@ -321,6 +773,105 @@ fn parse(input: &[u8]) -> Result<Request, (Shape, String)> {
         )));
     }
     Ok(request)
+}
+
+fn take_path(fields: &mut Vec<(String, Value)>) -> Result<String, String> {
+    let path = take_string(fields, "path")?;
+    satyrn_mutator_core::path::segments(&path).map_err(|e| format!("path: {e}"))?;
+    Ok(path)
+}
+
+fn take_expected(fields: &mut Vec<(String, Value)>) -> Result<Option<String>, String> {
+    match take(fields, "expected_sha256")? {
+        Value::Null => Ok(None),
+        Value::String(s) if is_sha256(&s) => Ok(Some(s)),
+        Value::String(_) => {
+            Err("`expected_sha256` must be 64 lowercase hexadecimal digits or null".to_string())
+        }
+        _ => Err("`expected_sha256` must be a string or null".to_string()),
+    }
+}
+
+/// An optional positive integer that fits in 32 bits: absent or `null` is `None`.
+fn take_optional_count(
+    fields: &mut Vec<(String, Value)>,
+    key: &str,
+) -> Result<Option<u32>, String> {
+    let Some(index) = fields.iter().position(|(k, _)| k == key) else {
+        return Ok(None);
+    };
+    positive(key, &fields.remove(index).1)
+}
+
+fn positive(key: &str, value: &Value) -> Result<Option<u32>, String> {
+    match value {
+        Value::Null => Ok(None),
+        Value::Number(n) => match n.as_u64().and_then(|n| u32::try_from(n).ok()) {
+            Some(0) | None => Err(format!(
+                "`{key}` must be a positive integer (at most {}), not {n}",
+                u32::MAX
+            )),
+            Some(n) => Ok(Some(n)),
+        },
+        other => Err(format!(
+            "`{key}` must be a positive integer or null, not {}",
+            kind(other)
+        )),
+    }
+}
+
+/// The `edits` array: 1 to [`satyrn_mutator_core::edit::MAX_EDITS`] strict objects.
+fn take_edits(fields: &mut Vec<(String, Value)>) -> Result<Vec<engine::EditOp>, String> {
+    use satyrn_mutator_core::edit::MAX_EDITS;
+    let items = match take(fields, "edits")? {
+        Value::Array(items) => items,
+        other => return Err(format!("`edits` must be an array, not {}", kind(&other))),
+    };
+    if items.is_empty() {
+        return Err("`edits` must hold at least one edit".to_string());
+    }
+    if items.len() > MAX_EDITS {
+        return Err(format!(
+            "`edits` holds {} edits; at most {MAX_EDITS} are allowed",
+            items.len()
+        ));
+    }
+    items
+        .into_iter()
+        .enumerate()
+        .map(|(i, item)| parse_edit(item).map_err(|m| format!("edits[{i}]: {m}")))
+        .collect()
+}
+
+fn parse_edit(item: Value) -> Result<engine::EditOp, String> {
+    let Value::Object(map) = item else {
+        return Err(format!("an edit must be an object, not {}", kind(&item)));
+    };
+    // Duplicate keys were refused at every depth when the request was read (`Strict`).
+    let mut fields: Vec<(String, Value)> = map.into_iter().collect();
+    let op = take_string(&mut fields, "op")?;
+    let occurrence = take_optional_count(&mut fields, "occurrence")?;
+    let edit = match op.as_str() {
+        "replace" => engine::EditOp::Replace(engine::ReplaceEdit {
+            old_text: take_string(&mut fields, "old_text")?,
+            new_text: take_string(&mut fields, "new_text")?,
+            occurrence,
+        }),
+        "insert_after" => engine::EditOp::InsertAfter(engine::InsertAfterEdit {
+            anchor_text: take_string(&mut fields, "anchor_text")?,
+            new_text: take_string(&mut fields, "new_text")?,
+            occurrence,
+        }),
+        other => {
+            return Err(format!(
+                "unknown op `{other}` (known: replace, insert_after)"
+            ));
+        }
+    };
+    if let Some((key, _)) = fields.first() {
+        return Err(format!("unknown field `{key}` in a {op} edit"));
+    }
+    Ok(edit)
 }
 
 fn take(fields: &mut Vec<(String, Value)>, key: &str) -> Result<Value, String> {
@@ -378,15 +929,72 @@ impl<'de> de::Deserialize<'de> for StrictObject {
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<StrictObject, A::Error> {
                 let mut fields: Vec<(String, Value)> = Vec::new();
-                while let Some((key, value)) = map.next_entry::<String, Value>()? {
+                while let Some((key, value)) = map.next_entry::<String, Strict>()? {
                     if fields.iter().any(|(k, _)| *k == key) {
                         return Err(de::Error::custom(format!("duplicate field `{key}`")));
                     }
-                    fields.push((key, value));
+                    fields.push((key, value.0));
                 }
                 Ok(StrictObject(fields))
             }
         }
         deserializer.deserialize_map(ObjectVisitor)
+    }
+}
+
+/// Any JSON value, read with duplicate keys refused at every depth.
+struct Strict(Value);
+
+impl<'de> de::Deserialize<'de> for Strict {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct AnyVisitor;
+        impl<'de> Visitor<'de> for AnyVisitor {
+            type Value = Strict;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON value")
+            }
+            fn visit_bool<E: de::Error>(self, v: bool) -> Result<Strict, E> {
+                Ok(Strict(Value::Bool(v)))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Strict, E> {
+                Ok(Strict(Value::from(v)))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Strict, E> {
+                Ok(Strict(Value::from(v)))
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Strict, E> {
+                Ok(Strict(Value::from(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Strict, E> {
+                Ok(Strict(Value::String(v.to_string())))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Strict, E> {
+                Ok(Strict(Value::String(v)))
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Strict, E> {
+                Ok(Strict(Value::Null))
+            }
+            fn visit_none<E: de::Error>(self) -> Result<Strict, E> {
+                Ok(Strict(Value::Null))
+            }
+            fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Strict, A::Error> {
+                let mut items = Vec::new();
+                while let Some(item) = seq.next_element::<Strict>()? {
+                    items.push(item.0);
+                }
+                Ok(Strict(Value::Array(items)))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Strict, A::Error> {
+                let mut object = serde_json::Map::new();
+                while let Some((key, value)) = map.next_entry::<String, Strict>()? {
+                    if object.contains_key(&key) {
+                        return Err(de::Error::custom(format!("duplicate field `{key}`")));
+                    }
+                    object.insert(key, value.0);
+                }
+                Ok(Strict(Value::Object(object)))
+            }
+        }
+        deserializer.deserialize_any(AnyVisitor)
     }
 }

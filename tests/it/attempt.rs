@@ -61,7 +61,13 @@ impl Fixture {
         )
         .expect("contract");
         let log = outside.path().join("pi-log.json");
-        Self { repo, outside, fake_pi, log, contract }
+        Self {
+            repo,
+            outside,
+            fake_pi,
+            log,
+            contract,
+        }
     }
 
     fn command(&self, env: &[(&str, &str)]) -> Command {
@@ -112,31 +118,87 @@ fn pi_gets_the_exact_argv_context_and_environment() {
     ]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let log = fx.pi_log();
-    let argv: Vec<&str> = log["argv"].as_array().expect("argv").iter().map(|v| v.as_str().expect("str")).collect();
+    let argv: Vec<&str> = log["argv"]
+        .as_array()
+        .expect("argv")
+        .iter()
+        .map(|v| v.as_str().expect("str"))
+        .collect();
     let (prompt, flags) = argv.split_last().expect("prompt");
     assert_eq!(flags.len(), 17, "{argv:?}");
-    assert_eq!(&flags[..8], ["--print", "--mode", "json", "--no-session", "--model", "provider/model-1", "--no-extensions", "--extension"]);
+    assert_eq!(
+        &flags[..8],
+        [
+            "--print",
+            "--mode",
+            "json",
+            "--no-session",
+            "--model",
+            "provider/model-1",
+            "--no-extensions",
+            "--extension"
+        ]
+    );
     assert!(flags[8].ends_with("/pi/engine.ts"), "{}", flags[8]);
     assert_eq!(flags[9], "--extension");
     assert!(flags[10].ends_with("/pi/mutator.ts"), "{}", flags[10]);
-    assert_eq!(&flags[11..], ["--no-skills", "--no-prompt-templates", "--no-themes", "--no-context-files", "--tools", "read,edit"]);
-    assert!(!argv.iter().any(|a| a.contains("orchestrator")), "the child must not load /implement");
-    assert!(prompt.starts_with("Task:\nSay hello to satyrn."), "{prompt}");
-    assert!(prompt.contains("Files you may edit (every other file is read-only):\n- src/greeting.txt\n\n"), "{prompt}");
+    assert_eq!(
+        &flags[11..],
+        [
+            "--no-skills",
+            "--no-prompt-templates",
+            "--no-themes",
+            "--no-context-files",
+            "--tools",
+            "read,edit"
+        ]
+    );
+    assert!(
+        !argv.iter().any(|a| a.contains("orchestrator")),
+        "the child must not load /implement"
+    );
+    assert!(
+        prompt.starts_with("Task:\nSay hello to satyrn."),
+        "{prompt}"
+    );
+    assert!(
+        prompt.contains(
+            "Files you may edit (every other file is read-only):\n- src/greeting.txt\n\n"
+        ),
+        "{prompt}"
+    );
     assert!(!prompt.contains("other.txt") && !prompt.contains("README"));
 
     let env = log["env"].as_object().expect("env");
-    for removed in ["GIT_DIR", "GIT_WORK_TREE", "GIT_NAMESPACE", "VIRTUAL_ENV", "SSH_AUTH_SOCK"] {
-        assert!(!env.contains_key(removed), "{removed} leaked into Pi's environment");
+    for removed in [
+        "GIT_DIR",
+        "GIT_WORK_TREE",
+        "GIT_NAMESPACE",
+        "VIRTUAL_ENV",
+        "SSH_AUTH_SOCK",
+    ] {
+        assert!(
+            !env.contains_key(removed),
+            "{removed} leaked into Pi's environment"
+        );
     }
     assert_eq!(env["OPENAI_API_KEY"], "sk-kept");
     assert_eq!(env["SATYRN_HOST_BIN"].as_str(), host_bin().to_str());
-    let context: Value = serde_json::from_str(env["SATYRN_MUTATION_CONTEXT"].as_str().expect("ctx")).expect("ctx json");
+    let context: Value =
+        serde_json::from_str(env["SATYRN_MUTATION_CONTEXT"].as_str().expect("ctx"))
+            .expect("ctx json");
     let repo = std::fs::canonicalize(fx.repo.path()).expect("canonical");
     assert_eq!(context["version"], 1);
-    assert_eq!(std::fs::canonicalize(context["repo"].as_str().expect("repo")).expect("repo"), repo);
-    let revisions: BTreeMap<String, String> = serde_json::from_value(context["revisions"].clone()).expect("revisions");
-    assert_eq!(revisions, BTreeMap::from([("src/greeting.txt".to_string(), sha256_hex(GREETING))]));
+    assert_eq!(
+        std::fs::canonicalize(context["repo"].as_str().expect("repo")).expect("repo"),
+        repo
+    );
+    let revisions: BTreeMap<String, String> =
+        serde_json::from_value(context["revisions"].clone()).expect("revisions");
+    assert_eq!(
+        revisions,
+        BTreeMap::from([("src/greeting.txt".to_string(), sha256_hex(GREETING))])
+    );
     // The frozen contract: exact bytes, outside the worktree, removed afterwards.
     let frozen = PathBuf::from(context["contract"].as_str().expect("contract"));
     assert!(!frozen.starts_with(fx.repo.path()) && !frozen.starts_with(&repo));
@@ -152,21 +214,38 @@ fn transcript_is_copied_exactly_and_the_patch_is_published() {
     let patch = fx.dest("attempt.patch");
     let out = fx.run(&[
         ("FAKE_PI_EDIT", "src/greeting.txt|world|satyrn"),
-        ("SATYRN_ATTEMPT_TRANSCRIPT", transcript.to_str().expect("utf8")),
+        (
+            "SATYRN_ATTEMPT_TRANSCRIPT",
+            transcript.to_str().expect("utf8"),
+        ),
         ("SATYRN_ATTEMPT_PATCH", patch.to_str().expect("utf8")),
     ]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    assert_eq!(std::fs::read(fx.repo.file("src/greeting.txt")).expect("read"), b"hello satyrn\n");
+    assert_eq!(
+        std::fs::read(fx.repo.file("src/greeting.txt")).expect("read"),
+        b"hello satyrn\n"
+    );
     assert_eq!(std::fs::read(&transcript).expect("transcript"), out.stdout);
-    let lines: Vec<Value> = out.stdout.split(|b| *b == b'\n').filter(|l| !l.is_empty()).map(|l| serde_json::from_slice(l).expect("json line")).collect();
+    let lines: Vec<Value> = out
+        .stdout
+        .split(|b| *b == b'\n')
+        .filter(|l| !l.is_empty())
+        .map(|l| serde_json::from_slice(l).expect("json line"))
+        .collect();
     assert_eq!(lines.len(), 3);
     assert_eq!(lines[1]["code"], "OK", "the edit went through satyrn-host");
     let patch_text = std::fs::read_to_string(&patch).expect("patch");
-    assert!(patch_text.starts_with("diff --git a/src/greeting.txt b/src/greeting.txt\n"), "{patch_text}");
+    assert!(
+        patch_text.starts_with("diff --git a/src/greeting.txt b/src/greeting.txt\n"),
+        "{patch_text}"
+    );
     assert!(patch_text.contains("-hello world\n+hello satyrn\n"));
     // The patch applies to the base.
     git_ok(fx.repo.path(), &["stash", "-q"]);
-    git_ok(fx.repo.path(), &["apply", "--check", patch.to_str().expect("utf8")]);
+    git_ok(
+        fx.repo.path(),
+        &["apply", "--check", patch.to_str().expect("utf8")],
+    );
 }
 
 #[test]
@@ -175,7 +254,10 @@ fn no_change_publishes_the_transcript_but_no_patch() {
     let transcript = fx.dest("t.jsonl");
     let patch = fx.dest("p.patch");
     let out = fx.run(&[
-        ("SATYRN_ATTEMPT_TRANSCRIPT", transcript.to_str().expect("utf8")),
+        (
+            "SATYRN_ATTEMPT_TRANSCRIPT",
+            transcript.to_str().expect("utf8"),
+        ),
         ("SATYRN_ATTEMPT_PATCH", patch.to_str().expect("utf8")),
     ]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
@@ -191,13 +273,24 @@ fn a_failing_pi_is_exit_10_with_its_artifacts_preserved() {
     let out = fx.run(&[
         ("FAKE_PI_EXIT", "3"),
         ("FAKE_PI_EDIT", "src/greeting.txt|world|there"),
-        ("SATYRN_ATTEMPT_TRANSCRIPT", transcript.to_str().expect("utf8")),
+        (
+            "SATYRN_ATTEMPT_TRANSCRIPT",
+            transcript.to_str().expect("utf8"),
+        ),
         ("SATYRN_ATTEMPT_PATCH", patch.to_str().expect("utf8")),
     ]);
     assert_eq!(out.status.code(), Some(10));
-    assert!(stderr(&out).contains("pi exited unsuccessfully"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("pi exited unsuccessfully"),
+        "{}",
+        stderr(&out)
+    );
     assert_eq!(std::fs::read(&transcript).expect("transcript"), out.stdout);
-    assert!(std::fs::read_to_string(&patch).expect("patch").contains("+hello there"));
+    assert!(
+        std::fs::read_to_string(&patch)
+            .expect("patch")
+            .contains("+hello there")
+    );
 }
 
 #[test]
@@ -209,7 +302,19 @@ fn editing_the_contract_cannot_widen_permissions_mid_run() {
     let text = "id: attempt-test\ntask: t\nwritable_paths: ['contract.yaml', 'src/g*.txt']\n";
     std::fs::write(fx.repo.file("contract.yaml"), text).expect("write");
     git_ok(fx.repo.path(), &["add", "-A"]);
-    git_ok(fx.repo.path(), &["-c", "user.name=t", "-c", "user.email=t@e", "commit", "-q", "-m", "contract"]);
+    git_ok(
+        fx.repo.path(),
+        &[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@e",
+            "commit",
+            "-q",
+            "-m",
+            "contract",
+        ],
+    );
     let out = Command::new(host_bin())
         .current_dir(fx.repo.path())
         .args(["attempt", "--model", "m", "contract.yaml"])
@@ -222,11 +327,25 @@ fn editing_the_contract_cannot_widen_permissions_mid_run() {
         .output()
         .expect("run");
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let codes: Vec<String> = out.stdout.split(|b| *b == b'\n').filter_map(|l| serde_json::from_slice::<Value>(l).ok()).filter_map(|v| v["code"].as_str().map(str::to_string)).collect();
+    let codes: Vec<String> = out
+        .stdout
+        .split(|b| *b == b'\n')
+        .filter_map(|l| serde_json::from_slice::<Value>(l).ok())
+        .filter_map(|v| v["code"].as_str().map(str::to_string))
+        .collect();
     assert_eq!(codes, ["OK", "PATH_UNDECLARED", "OK"]);
-    assert_eq!(std::fs::read_to_string(fx.repo.file("contract.yaml")).expect("read"), text.replace("['contract.yaml', 'src/g*.txt']", "['*']"));
-    assert_eq!(std::fs::read(fx.repo.file("README.md")).expect("read"), b"readme\n");
-    assert_eq!(std::fs::read(fx.repo.file("src/greeting.txt")).expect("read"), b"hello satyrn\n");
+    assert_eq!(
+        std::fs::read_to_string(fx.repo.file("contract.yaml")).expect("read"),
+        text.replace("['contract.yaml', 'src/g*.txt']", "['*']")
+    );
+    assert_eq!(
+        std::fs::read(fx.repo.file("README.md")).expect("read"),
+        b"readme\n"
+    );
+    assert_eq!(
+        std::fs::read(fx.repo.file("src/greeting.txt")).expect("read"),
+        b"hello satyrn\n"
+    );
 }
 
 #[test]
@@ -253,9 +372,17 @@ fn artifact_destinations_are_refused_before_pi_runs_and_never_overwritten() {
         for (what, path) in &cases {
             let _ = std::fs::remove_file(&fx.log);
             let out = fx.run(&[(variable, path.to_str().expect("utf8"))]);
-            assert_eq!(out.status.code(), Some(10), "{variable} {what}: {}", stderr(&out));
+            assert_eq!(
+                out.status.code(),
+                Some(10),
+                "{variable} {what}: {}",
+                stderr(&out)
+            );
             assert!(stderr(&out).contains(variable), "{what}: {}", stderr(&out));
-            assert!(!fx.log.exists(), "{variable} {what}: Pi ran despite a refused destination");
+            assert!(
+                !fx.log.exists(),
+                "{variable} {what}: Pi ran despite a refused destination"
+            );
         }
     }
     assert_eq!(std::fs::read(&existing).expect("existing"), b"keep me");
@@ -279,10 +406,19 @@ fn a_destination_that_appears_during_the_run_is_not_overwritten() {
         .output()
         .expect("run");
     assert_eq!(out.status.code(), Some(10), "{}", stderr(&out));
-    assert!(stderr(&out).contains("never overwritten"), "{}", stderr(&out));
-    let kept: Value = serde_json::from_slice(&std::fs::read(&dest).expect("dest")).expect("the late file is intact");
+    assert!(
+        stderr(&out).contains("never overwritten"),
+        "{}",
+        stderr(&out)
+    );
+    let kept: Value = serde_json::from_slice(&std::fs::read(&dest).expect("dest"))
+        .expect("the late file is intact");
     assert!(kept["argv"].is_array());
-    let leftovers: Vec<_> = std::fs::read_dir(fx.outside.path()).expect("ls").filter_map(Result::ok).filter(|e| e.file_name().to_string_lossy().contains(".satyrn-")).collect();
+    let leftovers: Vec<_> = std::fs::read_dir(fx.outside.path())
+        .expect("ls")
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_string_lossy().contains(".satyrn-"))
+        .collect();
     assert!(leftovers.is_empty(), "temporary left behind");
 }
 
@@ -291,7 +427,12 @@ fn usage_and_check_refusals_run_no_pi() {
     let fx = Fixture::new();
     let run = |args: &[&str], env: &[(&str, &str)]| {
         let mut cmd = Command::new(host_bin());
-        cmd.current_dir(fx.repo.path()).arg("attempt").args(args).env("SATYRN_PI_BIN", &fx.fake_pi).env("FAKE_PI_LOG", &fx.log).env_remove("SATYRN_MODEL");
+        cmd.current_dir(fx.repo.path())
+            .arg("attempt")
+            .args(args)
+            .env("SATYRN_PI_BIN", &fx.fake_pi)
+            .env("FAKE_PI_LOG", &fx.log)
+            .env_remove("SATYRN_MODEL");
         for (k, v) in env {
             cmd.env(k, v);
         }
@@ -303,10 +444,19 @@ fn usage_and_check_refusals_run_no_pi() {
         (vec!["--model", "-x", contract], vec![], 2),
         (vec![contract], vec![("SATYRN_MODEL", "--help")], 2),
         (vec!["--model", "m"], vec![], 2),
-        (vec!["--model", "m", "/nonexistent/contract.yaml"], vec![], 3),
+        (
+            vec!["--model", "m", "/nonexistent/contract.yaml"],
+            vec![],
+            3,
+        ),
     ] {
         let out = run(&args, &env);
-        assert_eq!(out.status.code(), Some(status), "{args:?}: {}", stderr(&out));
+        assert_eq!(
+            out.status.code(),
+            Some(status),
+            "{args:?}: {}",
+            stderr(&out)
+        );
         assert!(out.stdout.is_empty());
         assert!(!fx.log.exists(), "{args:?}: Pi ran");
     }
@@ -321,14 +471,41 @@ fn usage_and_check_refusals_run_no_pi() {
     // A tracked symlink never enters the map, even when declared.
     std::os::unix::fs::symlink("greeting.txt", fx.repo.file("src/glink.txt")).expect("symlink");
     git_ok(fx.repo.path(), &["add", "src/glink.txt"]);
-    git_ok(fx.repo.path(), &["-c", "user.name=t", "-c", "user.email=t@e", "commit", "-q", "-m", "link"]);
+    git_ok(
+        fx.repo.path(),
+        &[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@e",
+            "commit",
+            "-q",
+            "-m",
+            "link",
+        ],
+    );
     // Sibling success: SATYRN_MODEL is honoured.
     let out = run(&[contract], &[("SATYRN_MODEL", "env/model")]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let log = fx.pi_log();
-    assert!(log["argv"].as_array().expect("argv").iter().any(|a| a == "env/model"));
-    let ctx: Value = serde_json::from_str(log["env"]["SATYRN_MUTATION_CONTEXT"].as_str().expect("ctx")).expect("json");
-    assert_eq!(ctx["revisions"].as_object().expect("map").keys().collect::<Vec<_>>(), ["src/greeting.txt"]);
+    assert!(
+        log["argv"]
+            .as_array()
+            .expect("argv")
+            .iter()
+            .any(|a| a == "env/model")
+    );
+    let ctx: Value =
+        serde_json::from_str(log["env"]["SATYRN_MUTATION_CONTEXT"].as_str().expect("ctx"))
+            .expect("json");
+    assert_eq!(
+        ctx["revisions"]
+            .as_object()
+            .expect("map")
+            .keys()
+            .collect::<Vec<_>>(),
+        ["src/greeting.txt"]
+    );
 }
 
 #[test]
@@ -338,7 +515,19 @@ fn a_contract_inside_the_repository_is_read_from_it() {
     let inside = fx.repo.file("..hidden/contract.yaml");
     std::fs::copy(&fx.contract, &inside).expect("copy");
     git_ok(fx.repo.path(), &["add", "-A"]);
-    git_ok(fx.repo.path(), &["-c", "user.name=t", "-c", "user.email=t@e", "commit", "-q", "-m", "contract"]);
+    git_ok(
+        fx.repo.path(),
+        &[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@e",
+            "commit",
+            "-q",
+            "-m",
+            "contract",
+        ],
+    );
     let out = Command::new(host_bin())
         .current_dir(fx.repo.path())
         .args(["attempt", "--model", "m", "..hidden/contract.yaml"])
@@ -347,6 +536,10 @@ fn a_contract_inside_the_repository_is_read_from_it() {
         .output()
         .expect("run");
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    assert!(stderr(&out).contains("contract read from the repository"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("contract read from the repository"),
+        "{}",
+        stderr(&out)
+    );
     let _: &Path = fx.repo.path();
 }

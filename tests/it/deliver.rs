@@ -1270,3 +1270,89 @@ fn renderer_matches_the_fixture_bytes() {
         8
     );
 }
+
+// ---------------------------------------------------------------------------------------
+// Edges
+
+#[test]
+fn an_unborn_head_is_git_failed_before_anything_is_created() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path().join("repo");
+    std::fs::create_dir(&root).expect("mkdir");
+    git_ok(&root, &["init", "-q", "-b", "main", "."]);
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let contract = ContractFile::new("unborn", &[]);
+    let argv = [OsStr::new("true")];
+    let run = finish(
+        deliver_cmd(&root, &contract.path, &[], &argv)
+            .env("TMPDIR", tmp.path())
+            .output()
+            .expect("run"),
+        Duration::ZERO,
+    );
+    assert_no_candidate(&run, "GIT_FAILED", 8);
+    assert_eq!(run.outcome(), "refused");
+    assert_empty_tmp(tmp.path());
+    commit_all(&root, "first");
+    sibling_success(&root, "unborn");
+}
+
+#[test]
+fn a_temporary_directory_inside_a_worktree_is_refused() {
+    let repo = FixedRepo::with_files(&[("a.txt", b"a\n"), (".gitignore", b"tmp/\n")]);
+    let root = repo.path();
+    std::fs::create_dir(root.join("tmp")).expect("mkdir");
+    let before = Caller::capture(&root);
+    let contract = ContractFile::new("tmpdir", &[]);
+    let argv = [
+        OsStr::new("sh"),
+        OsStr::new("-c"),
+        OsStr::new("echo x > a.txt"),
+    ];
+    let run = finish(
+        deliver_cmd(&root, &contract.path, &[], &argv)
+            .env("TMPDIR", root.join("tmp"))
+            .output()
+            .expect("run"),
+        Duration::ZERO,
+    );
+    assert_no_candidate(&run, "GIT_FAILED", 8);
+    assert_eq!(run.outcome(), "refused");
+    assert!(crate::support::dir_entries(&root.join("tmp")).is_empty());
+    before.assert_unchanged(&root, None);
+    sibling_success(&root, "tmpdir");
+}
+
+#[test]
+fn large_command_output_is_spooled_to_stderr_never_stdout() {
+    let repo = FixedRepo::with_files(&[("a.txt", b"a\n")]);
+    let root = repo.path();
+    let contract = ContractFile::new("loud", &[]);
+    // 2 MiB on stdout and 1 MiB on stderr, more than any pipe buffer.
+    let run = deliver(
+        &root,
+        &contract.path,
+        &sh(
+            "head -c 2097152 /dev/zero | tr '\\0' o; head -c 1048576 /dev/zero | tr '\\0' e >&2; echo x > a.txt",
+        ),
+    );
+    assert_eq!(run.code(), "OK", "{}", &run.stdout);
+    assert_eq!(run.stderr.bytes().filter(|b| *b == b'o').count(), 2_097_152);
+    assert_eq!(
+        run.stderr.bytes().filter(|b| *b == b'e').count() >= 1_048_576,
+        true
+    );
+}
+
+#[test]
+fn a_command_that_deletes_its_worktree_leaves_nothing_registered() {
+    let repo = FixedRepo::with_files(&[("a.txt", b"a\n")]);
+    let root = repo.path();
+    let before = Caller::capture(&root);
+    let contract = ContractFile::new("selfdestruct", &[]);
+    let run = deliver(&root, &contract.path, &sh("cd .. && rm -rf worktree"));
+    assert_no_candidate(&run, "GIT_FAILED", 8);
+    assert_eq!(run.outcome(), "discarded");
+    before.assert_unchanged(&root, None);
+    sibling_success(&root, "selfdestruct");
+}

@@ -2,6 +2,7 @@
 //! embedded component, the real file system and real processes. One binary, one module
 //! per area.
 
+mod attempt;
 mod component;
 mod deliver;
 mod fnmatch_differential;
@@ -10,4 +11,5 @@ mod protocol_files;
 mod protocol_refusals;
 mod protocol_requests;
 mod race;
+mod reuse;
 mod support;

@@ -12,8 +12,11 @@
 extern crate alloc;
 
 pub mod anchor;
+pub mod edit;
 pub mod fnmatch;
+pub mod lines;
 pub mod path;
+pub mod read;
 pub mod replace;
 pub mod revision;
 pub mod worktree;

@@ -252,10 +252,10 @@ pub fn revision<W: Worktree + ?Sized>(
 /// Whether a segment is `.git` (in any letter case): git's administrative files (or a
 /// linked worktree's `.git` pointer) are never writable, whatever the contract declares —
 /// editing them could point git elsewhere or make it run commands (hooks, `core.*`).
-fn is_git_admin(segments: &[&str]) -> bool {
+pub(crate) fn is_git_admin(segments: &[&str]) -> bool {
     segments.iter().any(|s| s.eq_ignore_ascii_case(".git"))
 }
 
-fn git_admin_message(path: &str) -> String {
+pub(crate) fn git_admin_message(path: &str) -> String {
     format!("`{path}` is inside git's administrative files (`.git`), which are never writable")
 }

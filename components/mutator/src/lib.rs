@@ -14,7 +14,7 @@ mod runtime;
 use alloc::string::String;
 use alloc::vec::Vec;
 
-use satyrn_mutator_core::{fnmatch, replace};
+use satyrn_mutator_core::{edit, fnmatch, read, replace};
 
 wit_bindgen::generate!({
     world: "mutator-component",
@@ -79,6 +79,177 @@ impl Guest for Component {
 
     fn matches(path: String, patterns: Vec<String>) -> bool {
         fnmatch::matches_any(&path, &patterns)
+    }
+
+    fn read(request: wit::ReadRequest) -> Result<wit::ReadPage, wit::ReadError> {
+        let worktree = preopen::Preopen::single().map_err(|e| {
+            wit::ReadError::Refused(wit::ReadRefusal {
+                code: wit::ReadCode::Unavailable,
+                message: e.0,
+            })
+        })?;
+        let core_request = read::ReadRequest {
+            path: &request.path,
+            writable_paths: &request.writable_paths,
+            offset: request.offset,
+            limit: request.limit,
+        };
+        match read::read(&worktree, &core_request) {
+            Ok(p) => Ok(wit::ReadPage {
+                path: p.path,
+                sha256: p.revision.to_hex(),
+                writable: p.writable,
+                bom: p.bom,
+                offset: p.offset,
+                lines: p.lines,
+                total_lines: p.total_lines,
+                text: p.text,
+                next_offset: p.next_offset,
+                notice: p.notice,
+            }),
+            Err(read::ReadError::InvalidRequest(m)) => Err(wit::ReadError::InvalidRequest(m)),
+            Err(read::ReadError::Refused { code, message }) => Err(wit::ReadError::Refused(wit::ReadRefusal {
+                code: match code {
+                    read::ReadCode::Unavailable => wit::ReadCode::Unavailable,
+                    read::ReadCode::NotText => wit::ReadCode::NotText,
+                    read::ReadCode::TooLarge => wit::ReadCode::TooLarge,
+                    read::ReadCode::OutOfRange => wit::ReadCode::OutOfRange,
+                },
+                message,
+            })),
+        }
+    }
+
+    fn edit(request: wit::EditRequest) -> Result<wit::EditPlan, wit::EditError> {
+        let worktree = preopen::Preopen::single().map_err(|e| {
+            wit::EditError::Refused(wit::Refusal {
+                code: wit::RefusalCode::MutationFailed,
+                message: e.0,
+            })
+        })?;
+        let edits: Vec<edit::EditOp<'_>> = request
+            .edits
+            .iter()
+            .map(|op| match op {
+                wit::EditOp::Replace(r) => edit::EditOp::Replace {
+                    old_text: &r.old_text,
+                    new_text: &r.new_text,
+                    occurrence: r.occurrence,
+                },
+                wit::EditOp::InsertAfter(i) => edit::EditOp::InsertAfter {
+                    anchor_text: &i.anchor_text,
+                    new_text: &i.new_text,
+                    occurrence: i.occurrence,
+                },
+            })
+            .collect();
+        let core_request = edit::EditRequest {
+            path: &request.path,
+            writable_paths: &request.writable_paths,
+            expected_sha256: request.expected_sha256.as_deref(),
+            edits: &edits,
+        };
+        match edit::decide(&worktree, &core_request) {
+            Ok(p) => Ok(wit::EditPlan {
+                plan: wit::Plan {
+                    path: p.plan.path,
+                    base_sha256: p.plan.base.to_hex(),
+                    new_content: p.plan.new_content,
+                    next_sha256: p.plan.next.to_hex(),
+                },
+                changed: p
+                    .changed
+                    .into_iter()
+                    .map(|r| wit::LineRange {
+                        start_line: r.start_line,
+                        end_line: r.end_line,
+                    })
+                    .collect(),
+                preview: p
+                    .preview
+                    .into_iter()
+                    .map(|h| wit::PreviewHunk {
+                        start_line: h.start_line,
+                        end_line: h.end_line,
+                        text: h.text,
+                    })
+                    .collect(),
+                preview_omitted_lines: p.preview_omitted_lines,
+            }),
+            Err(edit::EditError::InvalidRequest(m)) => Err(wit::EditError::InvalidRequest(m)),
+            Err(edit::EditError::Refused(r)) => Err(wit::EditError::Refused(wit::Refusal {
+                code: refusal_code(r.code),
+                message: r.message,
+            })),
+            Err(edit::EditError::Stale { message, current }) => Err(wit::EditError::Stale(wit::Stale {
+                message,
+                current_sha256: current.to_hex(),
+            })),
+            Err(edit::EditError::Rejected(r)) => Err(wit::EditError::Rejected(wit::Rejection {
+                message: r.message,
+                problems: r.problems.into_iter().map(problem).collect(),
+                omitted: r.omitted,
+            })),
+        }
+    }
+}
+
+fn problem(p: edit::Problem) -> wit::Problem {
+    wit::Problem {
+        index: p.index,
+        code: match p.code {
+            edit::ProblemCode::SelectorEmpty => wit::ProblemCode::SelectorEmpty,
+            edit::ProblemCode::LineEndingsUnsupported => wit::ProblemCode::LineEndingsUnsupported,
+            edit::ProblemCode::NoOpEdit => wit::ProblemCode::NoOpEdit,
+            edit::ProblemCode::AnchorMissing => wit::ProblemCode::AnchorMissing,
+            edit::ProblemCode::AnchorAmbiguous => wit::ProblemCode::AnchorAmbiguous,
+            edit::ProblemCode::OccurrenceOutOfRange => wit::ProblemCode::OccurrenceOutOfRange,
+            edit::ProblemCode::EditsOverlap => wit::ProblemCode::EditsOverlap,
+            edit::ProblemCode::InsertionsCollide => wit::ProblemCode::InsertionsCollide,
+            edit::ProblemCode::InsertionInReplacement => wit::ProblemCode::InsertionInReplacement,
+            edit::ProblemCode::NoOpBatch => wit::ProblemCode::NoOpBatch,
+        },
+        message: p.message,
+        match_count: p.match_count,
+        matches: p
+            .matches
+            .into_iter()
+            .map(|m| wit::SelectorMatch {
+                occurrence: m.occurrence,
+                line: m.line,
+                text: m.text,
+            })
+            .collect(),
+        near_miss: p.near_miss.map(|n| match n {
+            edit::NearMiss::Whitespace { line, text } => {
+                wit::NearMiss::Whitespace(wit::WhitespaceMiss { line, text })
+            }
+            edit::NearMiss::Diverges {
+                selector_line,
+                selector_text,
+                line,
+                text,
+            } => wit::NearMiss::Diverges(wit::Divergence {
+                selector_line,
+                selector_text,
+                line,
+                text,
+            }),
+            edit::NearMiss::Prefix {
+                line,
+                prefix,
+                matched_chars,
+                selector_chars,
+                text,
+            } => wit::NearMiss::Prefix(wit::PrefixMiss {
+                line,
+                prefix,
+                matched_chars,
+                selector_chars,
+                text,
+            }),
+        }),
+        conflicts_with: p.conflicts_with,
     }
 }
 

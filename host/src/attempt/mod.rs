@@ -157,18 +157,17 @@ fn attempt(options: &Options, cleanup: &mut Cleanup) -> Result<(), Failure> {
             errors.push(format!("writing the transcript to stdout failed: {e}"));
         }
     }
-    if let Some(dest) = &transcript_dest {
-        if let Err(e) = dest.publish(&transcript) {
-            errors.push(e.to_string());
-        }
+    if let Some(Err(e)) = transcript_dest
+        .as_ref()
+        .map(|dest| dest.publish(&transcript))
+    {
+        errors.push(e.to_string());
     }
     match patch(&git, &head) {
         Ok(bytes) if bytes.is_empty() => {}
         Ok(bytes) => {
-            if let Some(dest) = &patch_dest {
-                if let Err(e) = dest.publish(&bytes) {
-                    errors.push(e.to_string());
-                }
+            if let Some(Err(e)) = patch_dest.as_ref().map(|dest| dest.publish(&bytes)) {
+                errors.push(e.to_string());
             }
         }
         Err(e) => errors.push(format!("computing the patch failed: {e}")),

@@ -104,3 +104,38 @@ pub fn run(args: &[OsString]) -> u8 {
     super::print_json_line(&receipt.to_json());
     receipt.exit_status()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(list: &[&str]) -> Vec<OsString> {
+        list.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn the_separator_and_a_command_are_required() {
+        assert!(parse(&args(&["--repo", "r", "c", "true"])).is_err());
+        assert!(parse(&args(&["--repo", "r", "c", "--"])).is_err());
+        let r = parse(&args(&[
+            "--repo", "r", "c", "--", "cmd", "--", "--repo", "",
+        ]))
+        .expect("valid");
+        assert_eq!(r.argv, args(&["cmd", "--", "--repo", ""]));
+        assert_eq!(r.timeout, DEFAULT_TIMEOUT);
+        assert_eq!(r.contract, PathBuf::from("c"));
+    }
+
+    #[test]
+    fn timeouts_are_finite_positive_seconds() {
+        for ok in ["1", "0.5", "600", "1.", "86400"] {
+            assert!(parse_timeout(&OsString::from(ok)).is_ok(), "{ok}");
+        }
+        for bad in [
+            "0", "0.0", "-1", "+1", "nan", "inf", "1e3", "", ".", "1e999", "abc", "1 ",
+        ] {
+            assert!(parse_timeout(&OsString::from(bad)).is_err(), "{bad}");
+        }
+        assert!(parse_timeout(&OsString::from("9".repeat(400))).is_err());
+    }
+}

@@ -399,3 +399,17 @@ fn preflight(repo: &Git, id: &str) -> Result<Option<(Code, String)>, GitError> {
     }
     Ok(None)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn normalize_is_lexical_and_keeps_spelling() {
+        assert_eq!(normalize(Path::new("/a/./b//c/")), PathBuf::from("/a/b/c"));
+        assert_eq!(normalize(Path::new("/a/b/../c")), PathBuf::from("/a/c"));
+        assert_eq!(normalize(Path::new("/../x")), PathBuf::from("/x"));
+        let cwd = std::env::current_dir().expect("cwd");
+        assert_eq!(normalize(Path::new("rel/.")), cwd.join("rel"));
+    }
+}

@@ -69,8 +69,8 @@ pub struct Attempt {
 static COUNTER: AtomicU64 = AtomicU64::new(0);
 
 impl Attempt {
-    /// Creates the private temporary parent and verifies it lies outside every worktree of
-    /// the repository `repo` (whose worktree root is `root`).
+    /// Creates the private temporary parent in the system temporary directory, after
+    /// verifying that directory lies outside every worktree registered in `repo`.
     ///
     /// # Errors
     ///
@@ -192,6 +192,11 @@ impl Attempt {
                     Ok(out) => git::failed(&args, &out).to_string(),
                     Err(e) => e.to_string(),
                 };
+                if !self.worktree.exists() {
+                    // The command removed its own worktree directory: only the registration
+                    // is left, and prune (below) drops exactly that.
+                    self.repo.run(&["worktree", "prune"])?;
+                }
                 if self.registered()? {
                     let _ = std::fs::remove_file(self.parent.join("stdout"));
                     let _ = std::fs::remove_file(self.parent.join("stderr"));

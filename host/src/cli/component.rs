@@ -1,0 +1,305 @@
+//! `satyrn-host component export --out DIR`: writes the embedded component for other
+//! WASI hosts (`docs/reuse.md`).
+//!
+//! Into `DIR` (created if missing) it writes `satyrn_mutator.wasm` (the exact bytes
+//! embedded in this binary), the WIT package (`wit/mutator.wit`, `wit/deps/*.wit`, embedded
+//! at build time so an installed binary can export them) and `manifest.json` (the WIT
+//! package and its version, the SHA-256 of the `.wasm`, and the imports and exports read
+//! from the component's own type). Every file is created exclusively: if any of them
+//! already exists, nothing is written and the command exits 2 naming it; a failure half
+//! way removes what this run created. On success the manifest is printed as one JSON
+//! line on stdout and the exit status is 0.
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+use crate::engine::{COMPONENT_WASM, InterfaceItems, Loaded};
+
+/// The file name of the component, in the export and at `target/satyrn_mutator.wasm`.
+pub const WASM_FILE: &str = "satyrn_mutator.wasm";
+
+/// The manifest's file name.
+pub const MANIFEST_FILE: &str = "manifest.json";
+
+/// The WIT package as embedded at build time: (path inside the export, text).
+pub const WIT_FILES: &[(&str, &str)] = &[
+    ("wit/mutator.wit", include_str!("../../../wit/mutator.wit")),
+    (
+        "wit/deps/clocks.wit",
+        include_str!("../../../wit/deps/clocks.wit"),
+    ),
+    (
+        "wit/deps/filesystem.wit",
+        include_str!("../../../wit/deps/filesystem.wit"),
+    ),
+    ("wit/deps/io.wit", include_str!("../../../wit/deps/io.wit")),
+];
+
+const USAGE: &str = "component export --out DIR";
+
+/// Runs `component SUBCOMMAND ...`.
+#[must_use]
+pub fn run(args: &[OsString]) -> u8 {
+    match args.split_first() {
+        Some((sub, rest)) if sub == "export" => export_command(rest),
+        Some((sub, _)) => super::usage_error(&format!(
+            "component: unknown subcommand {sub:?} (usage: satyrn-host {USAGE})"
+        )),
+        None => super::usage_error(&format!(
+            "component needs a subcommand (usage: satyrn-host {USAGE})"
+        )),
+    }
+}
+
+fn export_command(args: &[OsString]) -> u8 {
+    let mut out: Option<PathBuf> = None;
+    let mut iter = args.iter();
+    while let Some(arg) = iter.next() {
+        if arg == "--out" {
+            match iter.next() {
+                Some(value) if out.is_none() && !value.is_empty() => {
+                    out = Some(PathBuf::from(value));
+                }
+                Some(_) if out.is_some() => return super::usage_error("--out given twice"),
+                _ => return super::usage_error("--out needs a directory"),
+            }
+        } else {
+            return super::usage_error(&format!("component export: unexpected argument {arg:?}"));
+        }
+    }
+    let Some(out) = out else {
+        return super::usage_error("component export needs --out DIR");
+    };
+    let manifest = match manifest() {
+        Ok(m) => m,
+        Err(message) => {
+            let _ = writeln!(
+                std::io::stderr(),
+                "satyrn-host: component export: {message}"
+            );
+            return crate::code::Code::InternalError.exit_status();
+        }
+    };
+    match export(&out, &manifest) {
+        Ok(()) => {
+            super::print_json_line(&manifest.to_string());
+            0
+        }
+        Err(message) => {
+            let _ = writeln!(
+                std::io::stderr(),
+                "satyrn-host: component export: {message}"
+            );
+            crate::code::USAGE_EXIT
+        }
+    }
+}
+
+/// The SHA-256 of `bytes`, lowercase hex.
+fn sha256_hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// `(name, version)` from the first `package NAME@VERSION;` line of the WIT text.
+fn wit_package(wit: &str) -> Option<(&str, &str)> {
+    let line = wit
+        .lines()
+        .map(str::trim)
+        .find(|l| l.starts_with("package "))?;
+    let id = line.strip_prefix("package ")?.strip_suffix(';')?.trim();
+    id.split_once('@')
+}
+
+fn items_json(items: &[InterfaceItems]) -> Value {
+    Value::Array(
+        items
+            .iter()
+            .map(|i| json!({"name": i.name, "items": i.items}))
+            .collect(),
+    )
+}
+
+/// The manifest of the embedded component.
+///
+/// # Errors
+///
+/// A message when the embedded component cannot be loaded (a broken installation).
+pub fn manifest() -> Result<Value, String> {
+    let (package, version) =
+        wit_package(WIT_FILES[0].1).ok_or("the embedded WIT has no `package` line")?;
+    let loaded = Loaded::new().map_err(|e| e.to_string())?;
+    Ok(json!({
+        "manifest_version": 1,
+        "component": {
+            "file": WASM_FILE,
+            "sha256": sha256_hex(COMPONENT_WASM),
+            "bytes": COMPONENT_WASM.len(),
+        },
+        "wit": {
+            "package": package,
+            "version": version,
+            "world": "mutator-component",
+            "files": WIT_FILES.iter().map(|(p, _)| *p).collect::<Vec<_>>(),
+        },
+        "imports": items_json(&loaded.imports()),
+        "exports": items_json(&loaded.exports()),
+        "satyrn_host_version": env!("CARGO_PKG_VERSION"),
+    }))
+}
+
+/// Writes the export into `out`; on failure, removes whatever this call created.
+fn export(out: &Path, manifest: &Value) -> Result<(), String> {
+    let mut manifest_text = serde_json::to_string_pretty(manifest)
+        .map_err(|e| format!("cannot serialize the manifest: {e}"))?;
+    manifest_text.push('\n');
+    let mut files: Vec<(PathBuf, &[u8])> = vec![(out.join(WASM_FILE), COMPONENT_WASM)];
+    for (rel, text) in WIT_FILES {
+        files.push((out.join(rel), text.as_bytes()));
+    }
+    files.push((out.join(MANIFEST_FILE), manifest_text.as_bytes()));
+
+    // Refuse before touching anything when a destination exists (a symlink included).
+    let existing: Vec<String> = files
+        .iter()
+        .filter(|(p, _)| p.symlink_metadata().is_ok())
+        .map(|(p, _)| p.display().to_string())
+        .collect();
+    if !existing.is_empty() {
+        return Err(format!(
+            "refusing to overwrite existing {}; nothing was written",
+            existing.join(", ")
+        ));
+    }
+
+    let mut created = Created::default();
+    let result = (|| {
+        for dir in [out.to_path_buf(), out.join("wit"), out.join("wit/deps")] {
+            created.dir(&dir)?;
+        }
+        for (path, bytes) in &files {
+            created.file(path, bytes)?;
+        }
+        Ok(())
+    })();
+    if result.is_ok() {
+        created.keep();
+    }
+    result
+}
+
+/// What an export created so far, removed again on drop unless kept.
+#[derive(Default)]
+struct Created {
+    files: Vec<PathBuf>,
+    dirs: Vec<PathBuf>,
+}
+
+impl Created {
+    fn dir(&mut self, dir: &Path) -> Result<(), String> {
+        // Create missing parents of `--out` too, but only remember what this call made.
+        let mut missing = Vec::new();
+        let mut cursor = Some(dir);
+        while let Some(d) = cursor {
+            if d.as_os_str().is_empty() || d.symlink_metadata().is_ok() {
+                break;
+            }
+            missing.push(d.to_path_buf());
+            cursor = d.parent();
+        }
+        for d in missing.into_iter().rev() {
+            std::fs::create_dir(&d)
+                .map_err(|e| format!("cannot create the directory {}: {e}", d.display()))?;
+            self.dirs.push(d);
+        }
+        if !dir.is_dir() {
+            return Err(format!("{} is not a directory", dir.display()));
+        }
+        Ok(())
+    }
+
+    fn file(&mut self, path: &Path, bytes: &[u8]) -> Result<(), String> {
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(path)
+            .map_err(|e| {
+                if e.kind() == std::io::ErrorKind::AlreadyExists {
+                    format!(
+                        "refusing to overwrite existing {}; nothing was written",
+                        path.display()
+                    )
+                } else {
+                    format!("cannot create {}: {e}", path.display())
+                }
+            })?;
+        self.files.push(path.to_path_buf());
+        file.write_all(bytes)
+            .and_then(|()| file.sync_all())
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))
+    }
+
+    fn keep(&mut self) {
+        self.files.clear();
+        self.dirs.clear();
+    }
+}
+
+impl Drop for Created {
+    fn drop(&mut self) {
+        for f in self.files.iter().rev() {
+            let _ = std::fs::remove_file(f);
+        }
+        for d in self.dirs.iter().rev() {
+            let _ = std::fs::remove_dir(d);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_the_package_line() {
+        assert_eq!(
+            wit_package("// c\npackage satyrn:mutator@0.1.0;\n"),
+            Some(("satyrn:mutator", "0.1.0"))
+        );
+        assert_eq!(wit_package("package x;"), None);
+        assert_eq!(wit_package("interface a {}"), None);
+    }
+
+    #[test]
+    fn embeds_every_wit_file_of_the_repository() {
+        // A WIT file added to wit/ or wit/deps/ must be embedded too.
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let mut on_disk = Vec::new();
+        for dir in ["wit", "wit/deps"] {
+            for entry in std::fs::read_dir(root.join(dir)).expect("read wit dir") {
+                let name = entry.expect("entry").file_name();
+                let name = name.to_string_lossy();
+                if name.ends_with(".wit") {
+                    on_disk.push(format!("{dir}/{name}"));
+                }
+            }
+        }
+        on_disk.sort();
+        let mut embedded: Vec<String> = WIT_FILES.iter().map(|(p, _)| (*p).to_string()).collect();
+        embedded.sort();
+        assert_eq!(embedded, on_disk);
+        for (rel, text) in WIT_FILES {
+            assert_eq!(
+                std::fs::read_to_string(root.join(rel)).expect("read"),
+                *text,
+                "{rel}"
+            );
+        }
+    }
+}
