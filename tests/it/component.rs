@@ -171,7 +171,7 @@ fn exports_exactly_the_mutator_interface() {
         .collect();
     assert_eq!(
         functions,
-        BTreeSet::from(["matches", "replace", "revision"])
+        BTreeSet::from(["edit", "matches", "read", "replace", "revision"])
     );
 }
 

@@ -483,8 +483,23 @@ fn missing_or_unexecutable_program_is_command_unavailable() {
     // A relative path resolves in the worktree; the checked-out script is not executable.
     let run = deliver(&root, &contract.path, &["./script.sh"]);
     assert_no_candidate(&run, "COMMAND_UNAVAILABLE", 8);
+    let message = run.receipt["message"].as_str().expect("message");
+    assert!(message.contains("Permission denied"), "{message}");
     before.assert_unchanged(&root, None);
     sibling_success(&root, "unavailable");
+    // Once executable in the base, the same relative path runs inside the worktree.
+    std::fs::set_permissions(
+        root.join("script.sh"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .expect("chmod");
+    std::fs::write(root.join("script.sh"), "#!/bin/sh\necho ran > ran.txt\n").expect("write");
+    commit_all(&root, "executable");
+    let contract = ContractFile::new("relative", &[]);
+    let run = deliver(&root, &contract.path, &["./script.sh"]);
+    assert_eq!(run.code(), "OK", "{}", run.stdout);
+    assert_eq!(run.receipt["paths"], serde_json::json!(["ran.txt"]));
+    assert!(!root.join("ran.txt").exists());
 }
 
 #[test]
@@ -1355,4 +1370,39 @@ fn a_command_that_deletes_its_worktree_leaves_nothing_registered() {
     assert_eq!(run.outcome(), "discarded");
     before.assert_unchanged(&root, None);
     sibling_success(&root, "selfdestruct");
+}
+
+#[test]
+fn replace_objects_are_ignored() {
+    let repo = FixedRepo::with_files(&[("a.txt", b"A\n")]);
+    let root = repo.path();
+    let a = git_ok(&root, &["rev-parse", "HEAD"]).trim().to_owned();
+    git_ok(&root, &["checkout", "-q", "-b", "other"]);
+    std::fs::write(root.join("a.txt"), "B\n").expect("write");
+    commit_all(&root, "b");
+    let b = git_ok(&root, &["rev-parse", "HEAD"]).trim().to_owned();
+    git_ok(&root, &["checkout", "-q", "main"]);
+    git_ok(&root, &["replace", &a, &b]);
+    // Control: ordinary git now sees B's content at A.
+    assert_eq!(show(&root, &format!("{a}:a.txt")), b"B\n");
+    let before = Caller::capture(&root);
+    let contract = ContractFile::new("replaced", &[]);
+    let run = deliver(&root, &contract.path, &sh("echo x > new.txt"));
+    assert_eq!(run.code(), "OK", "{}", run.stdout);
+    assert_eq!(run.receipt["base_commit"], a.as_str());
+    assert_eq!(run.receipt["paths"], serde_json::json!(["new.txt"]));
+    let out = git(&root)
+        .env("GIT_NO_REPLACE_OBJECTS", "1")
+        .args([
+            "cat-file",
+            "blob",
+            "refs/satyrn/candidates/replaced/head:a.txt",
+        ])
+        .output()
+        .expect("git");
+    assert_eq!(
+        out.stdout, b"A\n",
+        "the candidate was built on the replacement"
+    );
+    before.assert_unchanged(&root, Some("refs/satyrn/candidates/replaced/head"));
 }
