@@ -1120,6 +1120,41 @@ fn background_descendants_of_a_finished_command_are_stopped() {
     );
 }
 
+#[test]
+fn descendants_that_leave_the_group_are_stopped_too() {
+    // `setsid` puts the sleeper in a new session and process group, out of reach of the
+    // group signal; deliver is a child subreaper, so it is reparented to deliver and killed.
+    let repo = FixedRepo::with_files(&[("a.txt", b"a\n")]);
+    let root = repo.path();
+    let sentinel_dir = tempfile::tempdir().expect("tempdir");
+    let sentinel = sentinel_dir.path().join("late");
+    let contract = ContractFile::new("escaper", &[]);
+    let script = format!(
+        "echo esc > a.txt; setsid sh -c 'sleep 1; touch \"{}\"' > /dev/null 2>&1 < /dev/null &",
+        sentinel.display()
+    );
+    let run = deliver(&root, &contract.path, &sh(&script));
+    assert_eq!(run.code(), "OK", "{}", run.stdout);
+    std::thread::sleep(Duration::from_millis(1800));
+    assert!(
+        !sentinel.exists(),
+        "a descendant that left the group outlived the attempt"
+    );
+    // Sibling: the same escaper outside deliver does write its sentinel (the test can fail).
+    let free = sentinel_dir.path().join("free");
+    let status = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "setsid sh -c 'sleep 0.2; touch \"{}\"' > /dev/null 2>&1 < /dev/null &",
+            free.display()
+        ))
+        .status()
+        .expect("sh");
+    assert!(status.success());
+    std::thread::sleep(Duration::from_millis(800));
+    assert!(free.exists(), "the escaper did not run at all");
+}
+
 fn interrupt_case(signal: i32, id: &str) {
     let repo = FixedRepo::with_files(&[("a.txt", b"a\n")]);
     let root = repo.path();

@@ -8,8 +8,14 @@
 //! Stopping the group ([`stop_group`]): `SIGTERM` to the group, up to [`GRACE`] for its
 //! members to exit, `SIGKILL` to what remains. It runs on timeout, on interruption, and
 //! after a normal exit whenever a descendant is still alive, always *before* the direct
-//! child is reaped: the un-reaped leader keeps the group id from being reused. A descendant
-//! that leaves the group (`setsid`, `setpgid`) escapes; see `docs/delivery.md`.
+//! child is reaped: the un-reaped leader keeps the group id from being reused.
+//!
+//! A descendant that leaves the group (`setsid`, `setpgid`) is caught too: `deliver` makes
+//! itself a child subreaper before it starts the command, so such a process is reparented
+//! to `deliver` once its parent dies, and [`stop_strays`] kills and reaps every remaining
+//! child after the group is stopped. Only a process that both leaves the group and keeps a
+//! living parent outside our descendants could escape, and there is none: every ancestor of
+//! a descendant is itself a descendant.
 
 use std::ffi::OsString;
 use std::fs::File;
@@ -128,6 +134,7 @@ pub fn run(
             Ok(())
         });
     }
+    become_subreaper();
     let started = Instant::now();
     let mut child = cmd.spawn().map_err(CommandError::Unavailable)?;
     let deadline = timeout.and_then(|t| started.checked_add(t));
@@ -139,14 +146,15 @@ pub fn run(
         Err(e) => {
             stop_group(pgid);
             let _ = child.wait();
+            stop_strays();
             pump_all(&mut forward);
             return Err(io_err("cannot wait for the command", e));
         }
     };
     stop_group(pgid);
-    let status = child
-        .wait()
-        .map_err(|e| io_err("cannot reap the command", e))?;
+    let status = child.wait();
+    stop_strays();
+    let status = status.map_err(|e| io_err("cannot reap the command", e))?;
     pump_all(&mut forward);
     finished.exit_code = status.code();
     finished.signal = status.signal();
@@ -233,20 +241,62 @@ pub fn stop_group(pgid: Option<Pid>) {
     }
 }
 
-/// Whether any member of the group is alive (zombies excluded), read from `/proc`. Without
-/// `/proc`, whether the group exists at all.
-#[must_use]
-pub fn group_alive(pgid: Pid) -> bool {
+/// Makes this process a child subreaper (Linux `PR_SET_CHILD_SUBREAPER`): orphaned
+/// descendants are reparented to it instead of to init. Best effort: without it, a
+/// descendant that leaves the group can escape, as documented.
+fn become_subreaper() {
+    // SAFETY: prctl with PR_SET_CHILD_SUBREAPER takes one integer argument and touches no
+    // memory.
+    unsafe {
+        libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1 as libc::c_ulong, 0, 0, 0);
+    }
+}
+
+/// Kills and reaps every remaining child of this process: the descendants that left the
+/// command's group and were reparented to us (see [`become_subreaper`]). They had no part
+/// in the group's `SIGTERM` grace and get `SIGKILL` at once. Bounded: a process that keeps
+/// forking is outrun after a few rounds of killing its whole reparented generation.
+pub fn stop_strays() {
+    let me = rustix::process::getpid().as_raw_nonzero().get();
+    for _ in 0..64 {
+        let children = processes(|_, ppid, _, _| ppid == me);
+        for &(pid, zombie) in &children {
+            if !zombie {
+                // SAFETY: kill(2) with a pid read from /proc; at worst it names a process
+                // that already exited (ESRCH), which is harmless.
+                unsafe {
+                    libc::kill(pid, libc::SIGKILL);
+                }
+            }
+        }
+        // Reap whatever has exited (ours only: nothing else of ours runs at this point).
+        loop {
+            let mut status = 0;
+            // SAFETY: waitpid with a valid out-pointer.
+            let reaped = unsafe { libc::waitpid(-1, &raw mut status, libc::WNOHANG) };
+            if reaped <= 0 {
+                break;
+            }
+        }
+        if children.is_empty() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// `(pid, is_zombie)` of every process whose `/proc/PID/stat` satisfies `keep(pid, ppid,
+/// pgrp, state)`.
+fn processes(keep: impl Fn(i32, i32, i32, &str) -> bool) -> Vec<(i32, bool)> {
     let Ok(entries) = std::fs::read_dir("/proc") else {
-        return rustix::process::test_kill_process_group(pgid).is_ok();
+        return Vec::new();
     };
-    let want = pgid.as_raw_nonzero().get();
+    let mut found = Vec::new();
     for entry in entries.flatten() {
         let name = entry.file_name();
-        let Some(name) = name.to_str() else { continue };
-        if !name.bytes().all(|b| b.is_ascii_digit()) {
+        let Some(pid) = name.to_str().and_then(|n| n.parse::<i32>().ok()) else {
             continue;
-        }
+        };
         let Ok(stat) = std::fs::read(entry.path().join("stat")) else {
             continue;
         };
@@ -257,15 +307,32 @@ pub fn group_alive(pgid: Pid) -> bool {
         };
         let rest = String::from_utf8_lossy(&stat[close + 1..]);
         let mut fields = rest.split_ascii_whitespace();
-        let (Some(state), Some(_ppid), Some(pgrp)) = (fields.next(), fields.next(), fields.next())
+        let (Some(state), Some(ppid), Some(pgrp)) = (fields.next(), fields.next(), fields.next())
         else {
             continue;
         };
-        if pgrp.parse::<i32>() == Ok(want) && state != "Z" && state != "X" {
-            return true;
+        let (Ok(ppid), Ok(pgrp)) = (ppid.parse::<i32>(), pgrp.parse::<i32>()) else {
+            continue;
+        };
+        if keep(pid, ppid, pgrp, state) {
+            found.push((pid, state == "Z" || state == "X"));
         }
     }
-    false
+    found
+}
+
+/// Whether any member of the group is alive (zombies excluded), read from `/proc`. Without
+/// `/proc`, whether the group exists at all.
+#[must_use]
+pub fn group_alive(pgid: Pid) -> bool {
+    if std::fs::metadata("/proc/self/stat").is_err() {
+        return rustix::process::test_kill_process_group(pgid).is_ok();
+    }
+    let want = pgid.as_raw_nonzero().get();
+    processes(|_, _, pgrp, state| pgrp == want && state != "Z" && state != "X")
+        .into_iter()
+        .next()
+        .is_some()
 }
 
 /// Forwards one spool file to our stderr from where it last stopped.
