@@ -77,7 +77,11 @@ fn main() {
 
 /// The selector of edit `i` in round `round` (the file alternates between two spellings).
 fn marker(i: usize, round: usize) -> String {
-    let side = if round % 2 == 0 { "even" } else { "odd" };
+    let side = if round.is_multiple_of(2) {
+        "even"
+    } else {
+        "odd"
+    };
     format!("MARKER_{i:03}_{side}")
 }
 

@@ -399,7 +399,7 @@ pub fn handle(input: &[u8]) -> Response {
                 shape: Shape::Replace,
                 code: f.code,
                 message: f.message,
-                result: details,
+                result: details.map(|d| *d),
             },
         },
     }
@@ -500,7 +500,7 @@ pub fn read(request: &Read) -> Result<ReadResult, Failure> {
 ///
 /// The first refusal, with the typed details that go in `result` (the batch's problems,
 /// or the current revision of a stale file).
-pub fn edit(request: &Edit) -> Result<EditResult, (Failure, Option<Payload>)> {
+pub fn edit(request: &Edit) -> Result<EditResult, (Failure, Option<Box<Payload>>)> {
     let plain = |f: Failure| (f, None);
     let (contract, root) = check(&request.repo, &request.contract).map_err(plain)?;
     let loaded = Loaded::new().map_err(internal).map_err(plain)?;
@@ -557,15 +557,15 @@ pub fn edit(request: &Edit) -> Result<EditResult, (Failure, Option<Payload>)> {
 }
 
 /// Maps the component's refusal of a batch to its code and details.
-fn edit_refusal(e: engine::EditError) -> (Failure, Option<Payload>) {
+fn edit_refusal(e: engine::EditError) -> (Failure, Option<Box<Payload>>) {
     match e {
         engine::EditError::InvalidRequest(m) => (Failure::new(Code::InvalidRequest, m), None),
         engine::EditError::Refused(r) => (refusal(engine::ReplaceError::Refused(r)), None),
         engine::EditError::Stale(s) => (
             Failure::new(Code::RevisionStale, s.message),
-            Some(Payload::Stale(StaleDetails {
+            Some(Box::new(Payload::Stale(StaleDetails {
                 current_sha256: s.current_sha256,
-            })),
+            }))),
         ),
         engine::EditError::Rejected(r) => {
             let problems: Vec<Problem> = r.problems.into_iter().map(problem).collect();
@@ -574,10 +574,10 @@ fn edit_refusal(e: engine::EditError) -> (Failure, Option<Payload>) {
                 .map_or(Code::InternalError, |p| problem_code(p.code));
             (
                 Failure::new(code, r.message),
-                Some(Payload::Rejected(EditRejection {
+                Some(Box::new(Payload::Rejected(EditRejection {
                     problems,
                     problems_omitted: r.omitted,
-                })),
+                }))),
             )
         }
     }

@@ -25,6 +25,7 @@
 //!   the base itself, the batch is a no-op.
 
 use alloc::borrow::ToOwned;
+use alloc::boxed::Box;
 use alloc::format;
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
@@ -55,6 +56,12 @@ pub const MAX_QUOTE_BYTES: usize = 200;
 const MAX_NEAR_MISS_LINE: usize = 64 * 1024;
 /// Problem messages repeated in the top-level message.
 const MESSAGE_PROBLEMS: usize = 10;
+/// Missing selectors per batch that get a near-miss search (each may scan the whole file
+/// several times); later ones are reported without one.
+pub const MAX_NEAR_MISSES: usize = 16;
+/// Occurrences of one selector are counted up to this many (then `match_count` is this
+/// number and the message says "at least"), unless a later `occurrence` is asked for.
+pub const MAX_COUNTED_MATCHES: usize = 10_000;
 
 /// One edit of a batch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -438,14 +445,15 @@ pub fn apply(text: &str, edits: &[EditOp<'_>]) -> Result<Applied, Rejection> {
     };
     let style = LineStyle::of(body);
     let lines = LineIndex::new(body);
-    let mut resolved: Vec<Result<Resolved, Problem>> = Vec::with_capacity(edits.len());
+    let mut near_misses = MAX_NEAR_MISSES;
+    let mut resolved: Vec<Result<Resolved, Box<Problem>>> = Vec::with_capacity(edits.len());
     for (i, edit) in edits.iter().enumerate() {
-        resolved.push(resolve(body, style, &lines, i, edit));
+        resolved.push(resolve(body, style, &lines, i, edit, &mut near_misses));
     }
     let mut problems = Vec::new();
     for (j, r) in resolved.iter().enumerate() {
         match r {
-            Err(p) => problems.push(p.clone()),
+            Err(p) => problems.push(Problem::clone(p)),
             Ok(b) => {
                 for (i, earlier) in resolved.iter().enumerate().take(j) {
                     if let Ok(a) = earlier
@@ -543,15 +551,16 @@ fn resolve(
     lines: &LineIndex,
     i: usize,
     edit: &EditOp<'_>,
-) -> Result<Resolved, Problem> {
+    near_misses: &mut usize,
+) -> Result<Resolved, Box<Problem>> {
     let field = edit.field();
     let raw_selector = edit.selector();
     if raw_selector.is_empty() {
-        return Err(problem(
+        return Err(Box::new(problem(
             i,
             ProblemCode::SelectorEmpty,
             format!("edits[{i}]: {field} is empty; quote the exact text to select"),
-        ));
+        )));
     }
     if matches!(style, LineStyle::Mixed | LineStyle::BareCr)
         && (has_line_break(raw_selector) || has_line_break(edit.new_text()))
@@ -561,13 +570,13 @@ fn resolve(
         } else {
             "has carriage returns not followed by LF"
         };
-        return Err(problem(
+        return Err(Box::new(problem(
             i,
             ProblemCode::LineEndingsUnsupported,
             format!(
                 "edits[{i}]: the file {what}, so text spanning lines cannot be normalized to its style; edit within single lines"
             ),
-        ));
+        )));
     }
     let selector = style.normalize(raw_selector);
     let new_text = style.normalize(edit.new_text());
@@ -580,11 +589,11 @@ fn resolve(
             EditOp::Replace { .. } => "new_text equals old_text",
             EditOp::InsertAfter { .. } => "new_text is empty",
         };
-        return Err(problem(
+        return Err(Box::new(problem(
             i,
             ProblemCode::NoOpEdit,
             format!("edits[{i}]: {why}, so the edit changes nothing"),
-        ));
+        )));
     }
     let wanted = edit
         .occurrence()
@@ -592,7 +601,12 @@ fn resolve(
     let found = find(body.as_bytes(), selector.as_bytes(), wanted);
     let at = match (found.count, wanted, found.target) {
         (0, _, _) => {
-            let near_miss = near_miss(body, lines, &selector);
+            let near_miss = if *near_misses > 0 {
+                *near_misses -= 1;
+                near_miss(body, lines, &selector)
+            } else {
+                None
+            };
             let mut message = format!("edits[{i}]: {field} does not occur in the file");
             if let Some(n) = &near_miss {
                 message.push_str("; ");
@@ -600,7 +614,7 @@ fn resolve(
             }
             let mut p = problem(i, ProblemCode::AnchorMissing, message);
             p.near_miss = near_miss;
-            return Err(p);
+            return Err(Box::new(p));
         }
         (_, Some(_), Some(at)) | (1, None, Some(at)) => at,
         (n, wanted, _) => {
@@ -611,24 +625,29 @@ fn resolve(
                 .collect::<Vec<_>>()
                 .join(", ");
             let more = if n > listed.len() { ", …" } else { "" };
+            let times = if n >= MAX_COUNTED_MATCHES && wanted.is_none() {
+                format!("at least {n} times")
+            } else {
+                format!("{n} times")
+            };
             let (code, message) = match wanted {
                 Some(k) => (
                     ProblemCode::OccurrenceOutOfRange,
                     format!(
-                        "edits[{i}]: occurrence {k} was asked for, but {field} occurs {n} times ({places}{more}); use an occurrence from 1 to {n}"
+                        "edits[{i}]: occurrence {k} was asked for, but {field} occurs {times} ({places}{more}); use an occurrence from 1 to {n}"
                     ),
                 ),
                 None => (
                     ProblemCode::AnchorAmbiguous,
                     format!(
-                        "edits[{i}]: {field} occurs {n} times ({places}{more}); add `occurrence` (1 to {n}) or more context"
+                        "edits[{i}]: {field} occurs {times} ({places}{more}); add `occurrence` (1 to {n}) or more context"
                     ),
                 ),
             };
             let mut p = problem(i, code, message);
             p.match_count = count(n);
             p.matches = listed;
-            return Err(p);
+            return Err(Box::new(p));
         }
     };
     let span = match edit {
@@ -645,7 +664,9 @@ struct Found {
 }
 
 /// Every occurrence of `needle`, overlapping ones included: the count, the first
-/// [`MAX_LISTED_MATCHES`] offsets and the offset of occurrence `wanted` (1-indexed).
+/// [`MAX_LISTED_MATCHES`] offsets and the offset of occurrence `wanted` (1-indexed). The
+/// count stops at [`MAX_COUNTED_MATCHES`] once occurrence `wanted` (or, without one, the
+/// first) is found.
 fn find(haystack: &[u8], needle: &[u8], wanted: Option<usize>) -> Found {
     let finder = memmem::Finder::new(needle);
     let mut found = Found {
@@ -663,6 +684,9 @@ fn find(haystack: &[u8], needle: &[u8], wanted: Option<usize>) -> Found {
         }
         if wanted == Some(found.count) || (wanted.is_none() && found.count == 1) {
             found.target = Some(at);
+        }
+        if found.count >= MAX_COUNTED_MATCHES && found.target.is_some() {
+            break;
         }
         from = at + 1;
     }

@@ -38,6 +38,9 @@ impl E {
 
 type Codes = Vec<(Option<usize>, &'static str)>;
 
+/// A resolved edit in the model: start, end, new text, whether it is an insertion.
+type Span = (usize, usize, String, bool);
+
 /// The reference model: the new file, or each problem as (edit index, code).
 fn model(text: &str, edits: &[E]) -> Result<String, Codes> {
     let (bom, body) = if let Some(rest) = text.strip_prefix('\u{feff}') {
@@ -74,7 +77,7 @@ fn model(text: &str, edits: &[E]) -> Result<String, Codes> {
         }
     };
     // (start, end, new text, is insert) or the edit's problem.
-    let mut resolved: Vec<Result<(usize, usize, String, bool), &'static str>> = Vec::new();
+    let mut resolved: Vec<Result<Span, &'static str>> = Vec::new();
     for e in edits {
         let breaks = |s: &str| s.contains('\n') || s.contains('\r');
         if e.selector.is_empty() {
@@ -140,7 +143,7 @@ fn model(text: &str, edits: &[E]) -> Result<String, Codes> {
     if !problems.is_empty() {
         return Err(problems);
     }
-    let mut spans: Vec<(usize, usize, String, bool)> = resolved.into_iter().flatten().collect();
+    let mut spans: Vec<Span> = resolved.into_iter().flatten().collect();
     spans.sort_by_key(|s| s.0);
     let mut out = String::new();
     let mut cursor = 0;
