@@ -1,9 +1,11 @@
 /**
- * The bounded edit tool: Pi's `edit` shape in, one `satyrn-host protocol` replace out.
+ * satyrn's `edit` and `read` for Pi: Pi's argument shapes in, one `satyrn-host protocol`
+ * `edit` (a batch, all-or-nothing) or `read` out.
  *
  * - The host, not this code, decides which paths are declared: every request carries the
  *   revision this attempt knows for the path, or `null`.
- * - The revision map advances only on a typed success.
+ * - The revision map advances only on a typed success: an edit's, or a read's (the agent
+ *   has then seen the file's current bytes).
  * - A refusal (a well-formed response with `ok:false`) becomes a Pi tool error naming the
  *   code and message; the session goes on.
  * - A timeout, crash, malformed response or any transport failure **poisons** the editor:
@@ -16,11 +18,10 @@ import { isAbsolute, relative } from "node:path";
 import type { MutationContext } from "./context.ts";
 import { describe, exchange, type ExchangeOptions } from "./exchange.ts";
 
-/** Pi's own edit arguments. */
-export interface EditParams {
-  path: string;
-  edits: Array<{ oldText: string; newText: string }>;
-}
+/** One edit of a batch, as the protocol's `edit` operation takes it. */
+export type ProtocolEdit =
+  | { op: "replace"; old_text: string; new_text: string; occurrence: number | null }
+  | { op: "insert_after"; anchor_text: string; new_text: string; occurrence: number | null };
 
 /** A tool error with the text the model receives. */
 export class EditRefused extends Error {
@@ -31,6 +32,37 @@ export class EditRefused extends Error {
     super(`${code}: ${message}`);
     this.name = "EditRefused";
   }
+}
+
+/**
+ * Normalizes two deterministic caller slips before validation, as Pi's own `edit` does:
+ * `edits` sent as a JSON string, and a missing `op` when exactly one of `oldText` /
+ * `anchorText` is present. Anything else is returned unchanged (and validated strictly).
+ */
+export function prepareEditArguments(input: unknown): unknown {
+  if (typeof input !== "object" || input === null) return input;
+  const args = { ...(input as Record<string, unknown>) };
+  if (typeof args.edits === "string") {
+    try {
+      const parsed: unknown = JSON.parse(args.edits);
+      if (Array.isArray(parsed)) args.edits = parsed;
+    } catch {
+      // left as is: validation refuses it
+    }
+  }
+  if (Array.isArray(args.edits)) {
+    args.edits = args.edits.map((edit: unknown) => {
+      if (typeof edit !== "object" || edit === null) return edit;
+      const e = edit as Record<string, unknown>;
+      if (e.op !== undefined) return e;
+      const hasOld = e.oldText !== undefined;
+      const hasAnchor = e.anchorText !== undefined;
+      if (hasOld && !hasAnchor) return { ...e, op: "replace" };
+      if (hasAnchor && !hasOld) return { ...e, op: "insert_after" };
+      return e;
+    });
+  }
+  return args;
 }
 
 export class Editor {
@@ -54,22 +86,72 @@ export class Editor {
     return this.poisonedBy;
   }
 
-  /** Builds the protocol request for one edit; throws `EditRefused` for a bad shape. */
+  /** Builds the protocol `edit` request; throws `EditRefused` for a bad shape. */
   request(params: unknown): Record<string, unknown> {
-    const { path, oldText, newText } = this.validate(params);
+    const { path, edits } = this.validate(prepareEditArguments(params));
     return {
       version: 1,
-      operation: "replace",
+      operation: "edit",
       repo: this.context.repo,
       contract: this.context.contract,
       path,
       expected_sha256: this.revisions.get(path) ?? null,
-      old_text: oldText,
-      new_text: newText,
+      edits,
     };
   }
 
-  /** Performs one edit. Resolves with the text for the model; rejects only with `EditRefused`. */
+  /** Builds the protocol `read` request; throws `EditRefused` for a bad shape. */
+  readRequest(params: unknown): Record<string, unknown> {
+    if (typeof params !== "object" || params === null) {
+      throw new EditRefused("INVALID_REQUEST", "the read arguments must be an object {path, offset?, limit?}");
+    }
+    const p = params as Record<string, unknown>;
+    if (typeof p.path !== "string" || p.path === "") {
+      throw new EditRefused("INVALID_REQUEST", "`path` must be a non-empty string");
+    }
+    for (const key of ["offset", "limit"] as const) {
+      const v = p[key];
+      if (v !== undefined && v !== null && !(Number.isInteger(v) && (v as number) >= 1)) {
+        throw new EditRefused("INVALID_REQUEST", `\`${key}\` must be a positive integer`);
+      }
+    }
+    return {
+      version: 1,
+      operation: "read",
+      repo: this.context.repo,
+      contract: this.context.contract,
+      path: this.worktreePath(p.path),
+      offset: p.offset ?? null,
+      limit: p.limit ?? null,
+    };
+  }
+
+  /**
+   * Reads a page of a file inside the worktree (never through a symlink, never outside).
+   * A read records the file's revision: the agent has now seen its current bytes. A failed
+   * read never poisons the editor (nothing can have been written).
+   */
+  async read(params: unknown): Promise<string> {
+    try {
+      const request = this.readRequest(params);
+      const outcome = await exchange(this.context.host, request, this.options);
+      if (outcome.kind === "transport") throw new EditRefused("READ_UNAVAILABLE", outcome.reason);
+      const { response } = outcome;
+      if (!response.ok) throw new EditRefused(response.code, response.message);
+      const r = response.result ?? {};
+      if (typeof r.text !== "string" || typeof r.sha256 !== "string" || typeof r.path !== "string") {
+        throw new EditRefused("READ_UNAVAILABLE", "malformed read result from satyrn-host");
+      }
+      this.revisions.set(r.path, r.sha256);
+      const notice = typeof r.notice === "string" && r.notice !== "" ? `\n\n${r.notice}` : "";
+      return `${r.text}${notice}`;
+    } catch (error) {
+      if (error instanceof EditRefused) throw error;
+      throw new EditRefused("READ_FAILED", `unexpected error: ${describe(error)}`);
+    }
+  }
+
+  /** Performs one batch. Resolves with the text for the model; rejects only with `EditRefused`. */
   async edit(params: unknown): Promise<string> {
     try {
       if (this.poisonedBy !== undefined) {
@@ -88,23 +170,23 @@ export class Editor {
         );
       }
       const { response } = outcome;
-      if (!response.ok) throw new EditRefused(response.code, response.message);
+      if (!response.ok) throw new EditRefused(response.code, diagnostics(response.message, response.result));
       const result = response.result ?? {};
       const path = result.path;
       const sha = result.sha256;
       if (typeof path !== "string" || typeof sha !== "string" || path !== request.path) {
         this.poisonedBy = "a success response without the edited path and revision";
-        throw new EditRefused("EDIT_UNAVAILABLE", `malformed success from satyrn-host; no further edits are possible`);
+        throw new EditRefused("EDIT_UNAVAILABLE", "malformed success from satyrn-host; no further edits are possible");
       }
       this.revisions.set(path, sha);
-      return `Edited ${path}. Its revision is now ${sha}.`;
+      return `Edited ${path}. Its revision is now ${sha}.${preview(result)}`;
     } catch (error) {
       if (error instanceof EditRefused) throw error;
       throw new EditRefused("EDIT_FAILED", `unexpected error: ${describe(error)}`);
     }
   }
 
-  private validate(params: unknown): { path: string; oldText: string; newText: string } {
+  private validate(params: unknown): { path: string; edits: ProtocolEdit[] } {
     if (typeof params !== "object" || params === null) {
       throw new EditRefused("INVALID_REQUEST", "the edit arguments must be an object {path, edits}");
     }
@@ -112,14 +194,11 @@ export class Editor {
     if (typeof p.path !== "string" || p.path === "") {
       throw new EditRefused("INVALID_REQUEST", "`path` must be a non-empty string");
     }
-    if (!Array.isArray(p.edits) || p.edits.length !== 1) {
-      throw new EditRefused("INVALID_REQUEST", "`edits` must hold exactly one {oldText, newText} entry");
+    if (!Array.isArray(p.edits) || p.edits.length === 0) {
+      throw new EditRefused("INVALID_REQUEST", "`edits` must be a non-empty array");
     }
-    const edit = p.edits[0] as Record<string, unknown> | null;
-    if (typeof edit !== "object" || edit === null || typeof edit.oldText !== "string" || typeof edit.newText !== "string") {
-      throw new EditRefused("INVALID_REQUEST", "each edit must be {oldText: string, newText: string}");
-    }
-    return { path: this.worktreePath(p.path), oldText: edit.oldText, newText: edit.newText };
+    const edits = p.edits.map((edit: unknown, index: number) => toProtocolEdit(edit, index));
+    return { path: this.worktreePath(p.path), edits };
   }
 
   /**
@@ -135,4 +214,67 @@ export class Editor {
     }
     return path.startsWith("./") ? path.slice(2) : path;
   }
+}
+
+const EDIT_KEYS = new Set(["op", "oldText", "anchorText", "newText", "occurrence"]);
+
+/** One tool edit to a protocol edit; every ambiguous or malformed shape fails closed. */
+function toProtocolEdit(edit: unknown, index: number): ProtocolEdit {
+  const bad = (why: string) => new EditRefused("INVALID_REQUEST", `edits[${index}]: ${why}`);
+  if (typeof edit !== "object" || edit === null || Array.isArray(edit)) throw bad("must be an object");
+  const e = edit as Record<string, unknown>;
+  for (const key of Object.keys(e)) {
+    if (!EDIT_KEYS.has(key)) throw bad(`unknown field \`${key}\` (known: op, oldText, anchorText, newText, occurrence)`);
+  }
+  if (typeof e.newText !== "string") throw bad("`newText` must be a string");
+  const occurrence = e.occurrence ?? null;
+  if (occurrence !== null && !(Number.isInteger(occurrence) && (occurrence as number) >= 1)) {
+    throw bad("`occurrence` must be a positive integer (1 is the first occurrence)");
+  }
+  const occ = occurrence as number | null;
+  if (e.op === "replace") {
+    if (e.anchorText !== undefined) throw bad("a replace edit takes `oldText`, not `anchorText`");
+    if (typeof e.oldText !== "string") throw bad("`oldText` must be a string");
+    return { op: "replace", old_text: e.oldText, new_text: e.newText, occurrence: occ };
+  }
+  if (e.op === "insert_after") {
+    if (e.oldText !== undefined) throw bad("an insert_after edit takes `anchorText`, not `oldText`");
+    if (typeof e.anchorText !== "string") throw bad("`anchorText` must be a string");
+    return { op: "insert_after", anchor_text: e.anchorText, new_text: e.newText, occurrence: occ };
+  }
+  if (e.op === undefined) throw bad("give `op`, or exactly one of `oldText` (replace) and `anchorText` (insert_after)");
+  throw bad("`op` must be \"replace\" or \"insert_after\"");
+}
+
+/** The refusal's message with each problem's diagnostics, for the model. */
+export function diagnostics(message: string, result: Record<string, unknown> | null): string {
+  const problems = Array.isArray(result?.problems) ? (result.problems as Array<Record<string, unknown>>) : [];
+  if (problems.length === 0) {
+    const current = typeof result?.current_sha256 === "string" ? ` Read the file again (its revision is now ${result.current_sha256}).` : "";
+    return `${message}${current}`;
+  }
+  const omitted = typeof result?.problems_omitted === "number" ? result.problems_omitted : 0;
+  const total = problems.length + omitted;
+  const lines = [`the batch was refused and nothing was applied (${total} problem${total === 1 ? "" : "s"}):`];
+  for (const p of problems) {
+    lines.push(`- [${p.code}] ${p.message}`);
+    const matches = Array.isArray(p.matches) ? (p.matches as Array<Record<string, unknown>>) : [];
+    for (const m of matches) lines.push(`    occurrence ${m.occurrence}: line ${m.line}: ${m.text}`);
+    const near = p.near_miss as Record<string, unknown> | null | undefined;
+    if (near && typeof near === "object") lines.push(`    nearest: ${JSON.stringify(near)}`);
+  }
+  if (omitted > 0) lines.push(`(${omitted} more problems not shown)`);
+  lines.push("Fix every problem and send the whole batch again.");
+  return lines.join("\n");
+}
+
+/** The success preview, for the model. */
+function preview(result: Record<string, unknown>): string {
+  const regions = Array.isArray(result.preview) ? (result.preview as Array<Record<string, unknown>>) : [];
+  if (regions.length === 0) return "";
+  const parts = regions.map((r) => `lines ${r.start_line}-${r.end_line}:\n${r.text}`);
+  const omitted = typeof result.preview_omitted_lines === "number" && result.preview_omitted_lines > 0
+    ? `\n(${result.preview_omitted_lines} more changed lines not shown)`
+    : "";
+  return `\n\n${parts.join("\n")}${omitted}`;
 }

@@ -7,7 +7,7 @@
 
 import assert from "node:assert/strict";
 import { execFileSync, spawn } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync, mkdirSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync, mkdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
@@ -91,6 +91,7 @@ function assertScriptedConversation(requests: Array<Record<string, unknown>>): v
   const tools = offeredTools(requests[0]);
   assert.deepEqual([...tools.keys()].sort(), ["edit", "read"], "only read and satyrn's edit are offered");
   assert.match(tools.get("edit") ?? "", /declared writable by the task contract/);
+  assert.match(tools.get("read") ?? "", /inside the repository/, "satyrn's read replaces Pi's");
   const afterRefusal = toolResults(requests[2]).join("\n");
   assert.match(afterRefusal, /ANCHOR_MISSING/, "the refusal reached the model");
   const afterSuccess = toolResults(requests[3]).join("\n");
@@ -245,6 +246,43 @@ test("/implement in a real Pi session (RPC mode) delivers a candidate through th
     assert.equal(git(repo, ["show", `${candidate}:src/greeting.ts`]), GREETING.replace("hello world", "hello satyrn"));
     assert.equal(git(repo, ["status", "--porcelain=v1", "--untracked-files=all"]), "");
     assertScriptedConversation(model.requests);
+  } finally {
+    await model.close();
+  }
+});
+
+test("real Pi: an ambiguous edit is refused with the match list, the retry with occurrence lands; reads stay inside", async () => {
+  const { base, repo, contract } = repository();
+  writeFileSync(join(repo, "src", "twice.ts"), "let a = 1;\nlet b = 1;\n");
+  git(repo, ["add", "-A"]);
+  git(repo, ["commit", "-q", "-m", "twice"]);
+  const secret = join(base, "secret.txt");
+  writeFileSync(secret, "TOP SECRET\n");
+  symlinkSync(secret, join(repo, "leak.txt"));
+  const model = await startScriptedModel([
+    { toolCalls: [{ name: "read", arguments: { path: secret } }] },
+    { toolCalls: [{ name: "read", arguments: { path: "../secret.txt" } }] },
+    { toolCalls: [{ name: "read", arguments: { path: "leak.txt" } }] },
+    { toolCalls: [{ name: "read", arguments: { path: "src/twice.ts" } }] },
+    { toolCalls: [{ name: "edit", arguments: { path: "src/twice.ts", edits: [{ oldText: " = 1;", newText: " = 2;" }] } }] },
+    { toolCalls: [{ name: "edit", arguments: { path: "src/twice.ts", edits: [{ oldText: " = 1;", newText: " = 2;", occurrence: 2 }] } }] },
+    { text: "Done." },
+  ]);
+  try {
+    const result = await run(hostBin(), ["attempt", "--model", MODEL, contract], repo, attemptEnv(writeAgentDir(join(base, "agent"), model.baseUrl)));
+    assert.equal(result.code, 0, result.stderr);
+    assert.equal(model.requests.length, 7);
+    const seen = model.requests.map((r) => toolResults(r).at(-1) ?? "");
+    for (const i of [1, 2, 3]) assert.doesNotMatch(seen[i], /TOP SECRET/, `request ${i} leaked the secret`);
+    assert.match(seen[1], /INVALID_REQUEST/);
+    assert.match(seen[2], /INVALID_REQUEST/);
+    assert.match(seen[3], /READ_UNAVAILABLE: .*symbolic link/);
+    assert.equal(seen[4], "let a = 1;\nlet b = 1;\n");
+    assert.match(seen[5], /ANCHOR_AMBIGUOUS/);
+    assert.match(seen[5], /occurrence 1: line 1: let a = 1;/);
+    assert.match(seen[5], /occurrence 2: line 2: let b = 1;/);
+    assert.match(seen[6], /Edited src\/twice\.ts/);
+    assert.equal(readFileSync(join(repo, "src", "twice.ts"), "utf8"), "let a = 1;\nlet b = 2;\n");
   } finally {
     await model.close();
   }
