@@ -583,7 +583,9 @@ fn edit_refusal(e: engine::EditError) -> (Failure, Option<Box<Payload>>) {
     }
 }
 
-fn problem_spelling(code: engine::ProblemCode) -> &'static str {
+/// The protocol spelling of a batch problem's code, e.g. `EDITS_OVERLAP`.
+#[must_use]
+pub fn problem_spelling(code: engine::ProblemCode) -> &'static str {
     use engine::ProblemCode as P;
     match code {
         P::SelectorEmpty => Code::SelectorEmpty,
