@@ -32,6 +32,7 @@ fn main() {
         "components/mutator/src",
         "components/mutator/Cargo.toml",
         "components/mutator/Cargo.lock",
+        "components/mutator/.cargo/config.toml",
         "components/mutator-core/src",
         "components/mutator-core/Cargo.toml",
         "wit",
