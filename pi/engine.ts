@@ -1,19 +1,20 @@
 /**
- * satyrn's loop breaker for Pi: blocks a runaway repetition of one tool call (rule in
- * lib/loop.ts). Active only inside a satyrn attempt (when the mutation context is
- * present); ordinary sessions are left alone.
+ * satyrn's `tool_call` guard for Pi (lib/guard.ts), active only inside a satyrn attempt —
+ * whenever `SATYRN_MUTATION_CONTEXT` is set, even malformed; ordinary sessions are left
+ * alone. It fails closed: every tool call is blocked unless mutator.ts registered
+ * satyrn's confined `read` and `edit`; then it breaks runaway repetitions of one call
+ * (lib/loop.ts).
  */
 
 import type { ExtensionAPI } from "@mariozechner/pi-coding-agent";
 
-import { parseContext } from "./lib/context.ts";
-import { LoopBreaker } from "./lib/loop.ts";
+import { guardFor } from "./lib/guard.ts";
 
 export default function satyrnEngine(pi: ExtensionAPI): void {
-  if (!parseContext(process.env).ok) return;
-  const breaker = new LoopBreaker();
+  const guard = guardFor(process.env);
+  if (guard === undefined) return;
   pi.on("tool_call", async (event) => {
-    const reason = breaker.check(event.toolName, event.input);
+    const reason = guard.check(event.toolName, event.input);
     if (reason !== undefined) return { block: true, reason };
     return undefined;
   });

@@ -1,7 +1,9 @@
 /**
  * satyrn's `edit` and `read` for Pi. Active only when the attempt's mutation context is
  * present (`SATYRN_MUTATION_CONTEXT` and `SATYRN_HOST_BIN`, see lib/context.ts); without
- * it this extension registers nothing and Pi keeps its built-in tools.
+ * it this extension registers nothing and Pi keeps its built-in tools. Once both tools are
+ * registered it sets the process-wide marker (lib/context.ts) without which engine.ts
+ * blocks every tool call of an attempt.
  *
  * - `edit` sends one all-or-nothing batch to the sandboxed mutator. Besides Pi's own
  *   `{oldText, newText}` entries it takes `occurrence` (which match, 1-indexed) and
@@ -14,7 +16,7 @@
 import type { ExtensionAPI } from "@mariozechner/pi-coding-agent";
 import { Type } from "typebox";
 
-import { parseContext } from "./lib/context.ts";
+import { markToolsRegistered, parseContext } from "./lib/context.ts";
 import { Editor, prepareEditArguments } from "./lib/editor.ts";
 
 export default function satyrnMutator(pi: ExtensionAPI): void {
@@ -74,4 +76,7 @@ export default function satyrnMutator(pi: ExtensionAPI): void {
       return { content: [{ type: "text", text }], details: {} };
     },
   });
+  // Only now may engine.ts let tool calls through (lib/guard.ts): without both tools, Pi's
+  // `--tools read,edit` would hand the model its own unconfined built-ins.
+  markToolsRegistered();
 }

@@ -226,7 +226,7 @@ pub enum Shape {
     /// Four fields: `version, ok, code, message`.
     Check,
     /// Five fields: `… , result` (`replace`, `read`, `edit`).
-    Replace,
+    WithResult,
 }
 
 impl Response {
@@ -265,7 +265,7 @@ impl Response {
                 code: self.code.as_str(),
                 message: &self.message,
             }),
-            Shape::Replace => serde_json::to_string(&Five {
+            Shape::WithResult => serde_json::to_string(&Five {
                 version: VERSION,
                 ok,
                 code: self.code.as_str(),
@@ -372,31 +372,31 @@ pub fn handle(input: &[u8]) -> Response {
         },
         Request::Replace(r) => match replace(&r) {
             Ok(result) => Response {
-                shape: Shape::Replace,
+                shape: Shape::WithResult,
                 code: Code::Ok,
                 message: String::new(),
                 result: Some(Payload::Replace(result)),
             },
-            Err(f) => Response::failure(Shape::Replace, f),
+            Err(f) => Response::failure(Shape::WithResult, f),
         },
         Request::Read(r) => match read(&r) {
             Ok(result) => Response {
-                shape: Shape::Replace,
+                shape: Shape::WithResult,
                 code: Code::Ok,
                 message: String::new(),
                 result: Some(Payload::Read(result)),
             },
-            Err(f) => Response::failure(Shape::Replace, f),
+            Err(f) => Response::failure(Shape::WithResult, f),
         },
         Request::Edit(e) => match edit(&e) {
             Ok(result) => Response {
-                shape: Shape::Replace,
+                shape: Shape::WithResult,
                 code: Code::Ok,
                 message: String::new(),
                 result: Some(Payload::Edit(result)),
             },
             Err((f, details)) => Response {
-                shape: Shape::Replace,
+                shape: Shape::WithResult,
                 code: f.code,
                 message: f.message,
                 result: details.map(|d| *d),
@@ -441,8 +441,7 @@ pub fn replace(request: &Replace) -> Result<ReplaceResult, Failure> {
         })
         .map_err(internal)?;
     let plan = decision.map_err(refusal)?;
-    let base = satyrn_mutator_core::revision::Revision::parse(&plan.base_sha256)
-        .map_err(|e| internal(format!("the component returned a malformed revision: {e}")))?;
+    let base = plan_base(&plan, &request.path, request.expected_sha256.as_deref())?;
     publish::publish(root.dir(), &plan.path, &base, &plan.new_content)?;
     Ok(ReplaceResult {
         path: plan.path,
@@ -527,9 +526,8 @@ pub fn edit(request: &Edit) -> Result<EditResult, (Failure, Option<Box<Payload>>
         .map_err(plain)?;
     let decided = decision.map_err(edit_refusal)?;
     let plan = decided.plan;
-    let base = satyrn_mutator_core::revision::Revision::parse(&plan.base_sha256)
-        .map_err(|e| internal(format!("the component returned a malformed revision: {e}")))
-        .map_err(plain)?;
+    let base =
+        plan_base(&plan, &request.path, request.expected_sha256.as_deref()).map_err(plain)?;
     publish::publish(root.dir(), &plan.path, &base, &plan.new_content)
         .map_err(|e| plain(e.into()))?;
     Ok(EditResult {
@@ -658,6 +656,26 @@ fn problem(p: engine::Problem) -> Problem {
     }
 }
 
+/// The plan's base revision, after confirming the plan is about what was asked: the same
+/// path and the revision the caller saw. The writer never trusts the decision code for
+/// either; a mismatch is a bug (`INTERNAL_ERROR`) and nothing is published.
+fn plan_base(
+    plan: &engine::Plan,
+    path: &str,
+    expected: Option<&str>,
+) -> Result<satyrn_mutator_core::revision::Revision, Failure> {
+    if plan.path != path || Some(plan.base_sha256.as_str()) != expected {
+        return Err(internal(format!(
+            "the component planned `{}` at {} for a request about `{path}` at {}",
+            plan.path,
+            plan.base_sha256,
+            expected.unwrap_or("no revision")
+        )));
+    }
+    satyrn_mutator_core::revision::Revision::parse(&plan.base_sha256)
+        .map_err(|e| internal(format!("the component returned a malformed revision: {e}")))
+}
+
 fn internal(e: impl std::fmt::Display) -> Failure {
     Failure::new(Code::InternalError, e.to_string())
 }
@@ -683,7 +701,7 @@ pub fn refusal(e: engine::ReplaceError) -> Failure {
 
 /// Parses a request. On failure, returns the shape the error response takes and why.
 fn parse(input: &[u8]) -> Result<Request, (Shape, String)> {
-    let fail = |m: String| (Shape::Replace, m);
+    let fail = |m: String| (Shape::WithResult, m);
     if input.len() > MAX_REQUEST_BYTES {
         return Err(fail(format!(
             "the request is larger than {MAX_REQUEST_BYTES} bytes"
@@ -701,7 +719,7 @@ fn parse(input: &[u8]) -> Result<Request, (Shape, String)> {
     let operation = take_string(&mut fields, "operation").map_err(fail)?;
     let shape = match operation.as_str() {
         "check" => Shape::Check,
-        "replace" | "read" | "edit" => Shape::Replace,
+        "replace" | "read" | "edit" => Shape::WithResult,
         other => {
             return Err(fail(format!(
                 "unknown operation `{other}` (known: check, replace, read, edit)"
@@ -931,8 +949,9 @@ impl<'de> de::Deserialize<'de> for StrictObject {
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<StrictObject, A::Error> {
                 let mut fields: Vec<(String, Value)> = Vec::new();
+                let mut seen = std::collections::HashSet::new();
                 while let Some((key, value)) = map.next_entry::<String, Strict>()? {
-                    if fields.iter().any(|(k, _)| *k == key) {
+                    if !seen.insert(key.clone()) {
                         return Err(de::Error::custom(format!("duplicate field `{key}`")));
                     }
                     fields.push((key, value.0));
@@ -998,5 +1017,36 @@ impl<'de> de::Deserialize<'de> for Strict {
             }
         }
         deserializer.deserialize_any(AnyVisitor)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::plan_base;
+    use crate::code::Code;
+    use crate::engine::Plan;
+
+    fn plan(path: &str, base: &str) -> Plan {
+        Plan {
+            path: path.to_string(),
+            base_sha256: base.to_string(),
+            new_content: Vec::new(),
+            next_sha256: "0".repeat(64),
+        }
+    }
+
+    #[test]
+    fn a_plan_about_another_path_or_revision_is_never_published() {
+        let sha = "a".repeat(64);
+        assert!(plan_base(&plan("a.txt", &sha), "a.txt", Some(&sha)).is_ok());
+        for (p, asked, expected) in [
+            (plan("b.txt", &sha), "a.txt", Some(sha.as_str())),
+            (plan("../a.txt", &sha), "a.txt", Some(sha.as_str())),
+            (plan("a.txt", &"b".repeat(64)), "a.txt", Some(sha.as_str())),
+            (plan("a.txt", &sha), "a.txt", None),
+        ] {
+            let failure = plan_base(&p, asked, expected).expect_err("refused");
+            assert_eq!(failure.code, Code::InternalError);
+        }
     }
 }

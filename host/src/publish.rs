@@ -12,11 +12,12 @@
 //! compare-and-rename).
 
 use std::fmt;
-use std::io::Read;
-use std::os::fd::{AsFd, OwnedFd};
+use std::io::{Read, Write};
+use std::os::fd::OwnedFd;
 
 use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 use rustix::io::Errno;
+use satyrn_mutator_core::path;
 use satyrn_mutator_core::revision::Revision;
 
 use crate::code::{Code, Failure};
@@ -57,23 +58,41 @@ fn failed(path: &str, what: &str, e: impl Into<std::io::Error>) -> PublishError 
 /// Replaces the file at `path` (worktree-relative, `/`-separated) beneath `root` with
 /// `content`, if and only if its current bytes hash to `base`.
 ///
+/// The path is checked again here, with the component's own rules
+/// ([`path::segments`], [`path::is_git_admin`]): the writer does not rely on the decision
+/// code to hand it a safe path. `SIGINT`, `SIGTERM`, `SIGHUP` and `SIGQUIT` are held from
+/// just before the temporary is created until it is renamed or removed, so a caller that
+/// stops this process mid-publish cannot leave a temporary behind (a held signal takes
+/// effect right after; only `SIGKILL` cannot be held, see `docs/architecture.md`).
+///
+/// The rename is the commit point: once it succeeded the edit is published, and a failure
+/// to fsync the directory afterwards is reported on stderr, not as a refusal.
+///
 /// # Errors
 ///
 /// [`PublishError::Stale`] when the target's bytes changed; [`PublishError::Failed`] when
-/// a segment is a symlink or not a directory, the target is not a single-link regular
-/// file, or any read, write, sync or rename fails.
+/// the path is not a safe worktree-relative path, a segment is a symlink or not a
+/// directory, the target is not a single-link regular file, or any read, write, sync or
+/// rename before the commit point fails. The target is then unchanged.
 pub fn publish(
     root: &OwnedFd,
     path: &str,
     base: &Revision,
     content: &[u8],
 ) -> Result<(), PublishError> {
-    let segments: Vec<&str> = path.split('/').collect();
+    let segments = path::segments(path)
+        .map_err(|e| PublishError::Failed(format!("refusing to publish `{path}`: {e}")))?;
+    if path::is_git_admin(&segments) {
+        return Err(PublishError::Failed(format!(
+            "refusing to publish `{path}`: it is inside `.git`"
+        )));
+    }
     let Some((leaf, dirs)) = segments.split_last() else {
         return Err(PublishError::Failed("empty path".to_string()));
     };
     let dir = open_parent(root, dirs, path)?;
     let (mode, uid, gid) = check_target(&dir, leaf, base, path)?;
+    let held = HeldSignals::hold();
     let temp = Temporary::create(&dir, leaf, path)?;
     let result = (|| {
         rustix::fs::fchmod(&temp.file, mode).map_err(|e| failed(path, "setting the mode", e))?;
@@ -88,12 +107,103 @@ pub fn publish(
         rustix::fs::renameat(&dir, &temp.name, &dir, *leaf)
             .map_err(|e| failed(path, "renaming the temporary over the target", e))
     })();
-    match result {
+    let outcome = match result {
         Ok(()) => {
             temp.disarm();
-            rustix::fs::fsync(&dir).map_err(|e| failed(path, "syncing the directory", e))
+            if let Err(e) = rustix::fs::fsync(&dir) {
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "satyrn-host: `{path}` was published, but syncing its directory failed: {e}"
+                );
+            }
+            Ok(())
         }
         Err(e) => Err(temp.remove_after(e)),
+    };
+    drop(held);
+    outcome
+}
+
+/// The temporary's name pattern: `.<name>.satyrn-<pid>-<nonce>.tmp`.
+#[must_use]
+pub fn is_temporary_name(name: &str) -> bool {
+    let Some(rest) = name.strip_prefix('.').and_then(|n| n.strip_suffix(".tmp")) else {
+        return false;
+    };
+    let Some((_, tail)) = rest.rsplit_once(".satyrn-") else {
+        return false;
+    };
+    let Some((pid, nonce)) = tail.split_once('-') else {
+        return false;
+    };
+    !pid.is_empty()
+        && pid.bytes().all(|b| b.is_ascii_digit())
+        && !nonce.is_empty()
+        && nonce.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+/// The termination signals a publish holds.
+const HELD: [libc::c_int; 4] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT];
+
+/// The first held signal that arrived, or 0.
+static ARRIVED: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+
+extern "C" fn record_arrival(signal: libc::c_int) {
+    let _ = ARRIVED.compare_exchange(
+        0,
+        signal,
+        std::sync::atomic::Ordering::SeqCst,
+        std::sync::atomic::Ordering::SeqCst,
+    );
+}
+
+/// Termination signals held for the whole process until dropped: while held, their
+/// disposition is a handler that only records the first arrival (a signal mask would not
+/// do: it is per thread, and a process-directed signal goes to any thread not blocking
+/// it). On drop the previous dispositions come back and a recorded signal is raised again,
+/// so the process ends as it would have, only after the publish is complete.
+struct HeldSignals {
+    previous: Vec<(libc::c_int, libc::sigaction)>,
+}
+
+impl HeldSignals {
+    fn hold() -> Self {
+        ARRIVED.store(0, std::sync::atomic::Ordering::SeqCst);
+        let mut previous = Vec::with_capacity(HELD.len());
+        for signal in HELD {
+            // SAFETY: a zeroed sigaction is a valid "no flags, empty mask" value; the
+            // handler only stores into an atomic, which is async-signal-safe.
+            unsafe {
+                let mut action: libc::sigaction = std::mem::zeroed();
+                action.sa_sigaction =
+                    record_arrival as extern "C" fn(libc::c_int) as libc::sighandler_t;
+                action.sa_flags = libc::SA_RESTART;
+                libc::sigemptyset(&raw mut action.sa_mask);
+                let mut old: libc::sigaction = std::mem::zeroed();
+                if libc::sigaction(signal, &raw const action, &raw mut old) == 0 {
+                    previous.push((signal, old));
+                }
+            }
+        }
+        Self { previous }
+    }
+}
+
+impl Drop for HeldSignals {
+    fn drop(&mut self) {
+        for (signal, old) in &self.previous {
+            // SAFETY: restores the disposition saved by `hold`.
+            unsafe {
+                libc::sigaction(*signal, old, std::ptr::null_mut());
+            }
+        }
+        let arrived = ARRIVED.swap(0, std::sync::atomic::Ordering::SeqCst);
+        if arrived != 0 {
+            // SAFETY: raise(3) with a signal number we recorded.
+            unsafe {
+                libc::raise(arrived);
+            }
+        }
     }
 }
 
@@ -157,7 +267,9 @@ fn check_target(
         )));
     }
     Ok((
-        Mode::from_raw_mode(stat.st_mode & 0o7777),
+        // The permission bits and the sticky bit; never set-user-ID or set-group-ID, which
+        // any ordinary write to the file would have cleared too.
+        Mode::from_raw_mode(stat.st_mode & 0o1777),
         rustix::fs::Uid::from_raw(stat.st_uid),
         rustix::fs::Gid::from_raw(stat.st_gid),
     ))
@@ -276,13 +388,74 @@ impl Drop for Temporary<'_> {
         if self.armed {
             let _ = rustix::fs::unlinkat(self.dir, self.name.as_str(), AtFlags::empty());
         }
-        let _ = self.file.as_fd();
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::truncate_at_char_boundary;
+    use super::{is_temporary_name, truncate_at_char_boundary};
+
+    /// The writer re-checks the path itself: a plan naming `..`, an absolute path or `.git`
+    /// is refused and nothing is written anywhere; the same call on a plain path publishes.
+    #[test]
+    fn refuses_unsafe_plan_paths_whatever_the_decision_said() {
+        use satyrn_mutator_core::revision::Revision;
+        let outer = tempfile::tempdir().expect("tempdir");
+        let root_path = outer.path().join("root");
+        std::fs::create_dir_all(root_path.join(".git")).expect("mkdir");
+        std::fs::write(outer.path().join("outside.txt"), b"outside\n").expect("write");
+        std::fs::write(root_path.join(".git/config"), b"outside\n").expect("write");
+        std::fs::write(root_path.join("a.txt"), b"outside\n").expect("write");
+        let root = rustix::fs::open(
+            &root_path,
+            rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::DIRECTORY,
+            rustix::fs::Mode::empty(),
+        )
+        .expect("open root");
+        let base = Revision::of(b"outside\n");
+        for path in [
+            "../outside.txt",
+            "/etc/hostname",
+            ".git/config",
+            "./a.txt",
+            "a//b",
+            "",
+        ] {
+            let err = super::publish(&root, path, &base, b"owned\n").expect_err(path);
+            assert!(
+                matches!(err, super::PublishError::Failed(_)),
+                "{path}: {err:?}"
+            );
+        }
+        assert_eq!(
+            std::fs::read(outer.path().join("outside.txt")).expect("read"),
+            b"outside\n"
+        );
+        assert_eq!(
+            std::fs::read(root_path.join(".git/config")).expect("read"),
+            b"outside\n"
+        );
+        super::publish(&root, "a.txt", &base, b"inside\n").expect("a plain path publishes");
+        assert_eq!(
+            std::fs::read(root_path.join("a.txt")).expect("read"),
+            b"inside\n"
+        );
+    }
+
+    #[test]
+    fn recognizes_only_its_own_temporaries() {
+        assert!(is_temporary_name(".a.txt.satyrn-123-0badf00d01.tmp"));
+        assert!(is_temporary_name(".x.satyrn-y.satyrn-9-ab.tmp"));
+        for name in [
+            "a.txt",
+            ".a.txt.satyrn-.tmp",
+            ".a.satyrn-12-zz.tmp",
+            "a.satyrn-1-a.tmp",
+            ".a.satyrn-1-a.tmpx",
+        ] {
+            assert!(!is_temporary_name(name), "{name}");
+        }
+    }
 
     #[test]
     fn truncates_on_character_boundaries() {

@@ -77,3 +77,22 @@ export function parseContext(env: NodeJS.ProcessEnv): ContextResult {
     context: { version: 1, repo: v.repo, contract: v.contract, revisions, host },
   };
 }
+
+/**
+ * The process-wide marker mutator.ts sets once both of its tools (`edit`, `read`) are
+ * registered. engine.ts blocks every tool call of an attempt without it: Pi's
+ * `--tools read,edit` allow-list would otherwise hand the model Pi's unconfined built-ins.
+ * It lives on `globalThis` under a registry symbol because Pi loads each extension as its
+ * own module graph (jiti, no module cache), so module state is not shared between them.
+ */
+const TOOLS_REGISTERED = Symbol.for("satyrn.tools.registered");
+
+/** Records that satyrn's tools are registered in this process. */
+export function markToolsRegistered(): void {
+  (globalThis as Record<symbol, unknown>)[TOOLS_REGISTERED] = true;
+}
+
+/** Whether satyrn's tools are registered in this process. */
+export function toolsRegistered(): boolean {
+  return (globalThis as Record<symbol, unknown>)[TOOLS_REGISTERED] === true;
+}

@@ -2,17 +2,17 @@
  * `/implement CONTRACT`: one delivered attempt for the repository Pi is working in.
  *
  * Runs `satyrn-host deliver --repo ROOT CONTRACT -- satyrn-host attempt --model MODEL CONTRACT`
- * in its own process group and reports the one receipt. A contract inside the repository
- * is passed repository-relative (so the attempt reads it from the exact detached base);
- * a contract outside stays absolute. On a deadline or transport failure, delivery is sent
- * SIGTERM (it owns its teardown, so its group is never SIGKILLed), and the outcome is
- * reported only once the direct child has closed and a signal-0 probe of the group
- * reports ESRCH. Nothing here throws.
+ * from ROOT, in its own process group, and reports the one receipt. A contract inside the
+ * repository (decided by file-system identity) is passed repository-relative (so the
+ * attempt reads it from the exact detached base); a contract outside stays absolute. On a
+ * deadline or transport failure, delivery is sent SIGTERM (it owns its teardown, so its
+ * group is never SIGKILLed), and the outcome is reported only once the direct child has
+ * closed and a signal-0 probe of the group reports ESRCH. Nothing here throws.
  */
 
 import { execFile, spawn as nodeSpawn, type ChildProcess, type SpawnOptions } from "node:child_process";
-import { accessSync, constants, realpathSync } from "node:fs";
-import { delimiter, isAbsolute, join, relative, resolve, sep } from "node:path";
+import { accessSync, constants, realpathSync, statSync } from "node:fs";
+import { delimiter, dirname, isAbsolute, join, relative, resolve } from "node:path";
 
 import { describe } from "./exchange.ts";
 
@@ -59,7 +59,8 @@ export async function implement(contractArg: string, options: ImplementOptions):
     const contract = contractPath(root, resolve(options.cwd, arg));
     if (contract === undefined) return refused(`contract ${arg} does not exist`);
     const args = ["deliver", "--repo", root, contract, "--", host, "attempt", "--model", model, contract];
-    return await runDelivery(host, args, options);
+    // From the root: a repository-relative contract resolves there, whatever Pi's directory.
+    return await runDelivery(host, args, root, options);
   } catch (error) {
     return refused(`unexpected error: ${describe(error)}`);
   }
@@ -103,24 +104,61 @@ function repositoryRoot(cwd: string, env: NodeJS.ProcessEnv): Promise<string | u
   });
 }
 
+/** A file's identity: device and inode. */
+export interface FileId {
+  dev: bigint;
+  ino: bigint;
+}
+
+/** Identity of an existing path (following symlinks); throws when it cannot be stat'ed. */
+export type StatId = (path: string) => FileId;
+
+const statId: StatId = (path) => {
+  const st = statSync(path, { bigint: true });
+  return { dev: st.dev, ino: st.ino };
+};
+
 /**
- * Repository-relative when the contract is inside the repository (decided on canonical
- * paths, so symlinked spellings count), absolute otherwise; undefined when it is missing.
+ * Repository-relative when the contract is inside the repository, absolute otherwise;
+ * undefined when it is missing. Inside is decided by file-system identity, never by string
+ * prefix: the canonical contract path's ancestors are compared with the root by (device,
+ * inode), so symlinked, bind-mounted and case-folded spellings count, and `..hidden.yaml`
+ * is an ordinary name.
  */
 export function contractPath(root: string, contract: string): string | undefined {
   let real: string;
-  let realRoot: string;
+  let rootId: FileId;
   try {
     real = realpathSync(contract);
-    realRoot = realpathSync(root);
+    rootId = statId(root);
   } catch {
     return undefined;
   }
-  if (real.startsWith(realRoot + sep)) return relative(realRoot, real);
-  return contract;
+  return relativeInside(real, rootId, statId) ?? contract;
 }
 
-function runDelivery(host: string, args: string[], options: ImplementOptions): Promise<ImplementOutcome> {
+/**
+ * The path of `real` (canonical, absolute) below the nearest ancestor that is the directory
+ * `root` identifies, or undefined when no ancestor is. An ancestor that cannot be stat'ed
+ * is not the root.
+ */
+export function relativeInside(real: string, root: FileId, stat: StatId = statId): string | undefined {
+  let ancestor = real;
+  for (;;) {
+    const parent = dirname(ancestor);
+    if (parent === ancestor) return undefined;
+    ancestor = parent;
+    let id: FileId;
+    try {
+      id = stat(ancestor);
+    } catch {
+      continue;
+    }
+    if (id.dev === root.dev && id.ino === root.ino) return relative(ancestor, real);
+  }
+}
+
+function runDelivery(host: string, args: string[], root: string, options: ImplementOptions): Promise<ImplementOutcome> {
   const spawn = options.spawn ?? nodeSpawn;
   const deadlineMs = options.deadlineMs ?? 60 * 60 * 1000;
   const probeMs = options.probeMs ?? 100;
@@ -137,7 +175,7 @@ function runDelivery(host: string, args: string[], options: ImplementOptions): P
   return new Promise((resolveOutcome) => {
     let child: ChildProcess;
     try {
-      child = spawn(host, args, { cwd: options.cwd, env: options.env, detached: true, stdio: ["ignore", "pipe", "pipe"] });
+      child = spawn(host, args, { cwd: root, env: options.env, detached: true, stdio: ["ignore", "pipe", "pipe"] });
     } catch (error) {
       resolveOutcome(refused(`cannot start satyrn-host deliver: ${describe(error)}`));
       return;

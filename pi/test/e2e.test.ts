@@ -287,3 +287,53 @@ test("real Pi: an ambiguous edit is refused with the match list, the retry with 
     await model.close();
   }
 });
+
+/** Pi exactly as `satyrn-host attempt` starts it (host/src/attempt/pi.rs), with the given extensions. */
+function attemptPiArgs(extensions: string[]): string[] {
+  return [
+    "--print", "--mode", "json", "--no-session", "--model", MODEL, "--no-extensions",
+    ...extensions.flatMap((e) => ["--extension", join(ROOT, "pi", e)]),
+    "--no-skills", "--no-prompt-templates", "--no-themes", "--no-context-files", "--tools", "read,edit",
+    "Task: read the readme.",
+  ];
+}
+
+/**
+ * Fail closed: inside an attempt, `--tools read,edit` also enables Pi's own unconfined
+ * `read`. When satyrn's tools are not registered, engine.ts must block every call, so the
+ * file's content never reaches the model. (The sibling — both extensions, the read
+ * succeeds — is every attempt above; the previous test asserts satyrn's read returns src/twice.ts.)
+ */
+for (const [label, extensions, context] of [
+  ["engine.ts without mutator.ts, valid context", ["engine.ts"], "valid"],
+  ["both extensions, malformed context", ["engine.ts", "mutator.ts"], "{\"version\":1}"],
+] as const) {
+  test(`real Pi, ${label}: every tool call is blocked, Pi's built-in read never runs`, async () => {
+    const { base, repo } = repository();
+    writeFileSync(join(repo, "README.md"), "CONTENT THAT MUST NOT LEAK\n");
+    const model = await startScriptedModel([
+      { toolCalls: [{ name: "read", arguments: { path: "README.md" } }] },
+      { text: "Done." },
+    ]);
+    try {
+      const value =
+        context === "valid"
+          ? JSON.stringify({ version: 1, repo, contract: join(base, "contract.yaml"), revisions: { "src/greeting.ts": "a".repeat(64) } })
+          : context;
+      const env = attemptEnv(writeAgentDir(join(base, "agent"), model.baseUrl), {
+        SATYRN_MUTATION_CONTEXT: value,
+        SATYRN_HOST_BIN: hostBin(),
+      });
+      const result = await run(PI, attemptPiArgs(extensions), repo, env);
+      assert.equal(result.code, 0, result.stderr);
+      assert.equal(model.requests.length, 2);
+      assert.ok(offeredTools(model.requests[0]).has("read"), "Pi offers its built-in read: the guard is what stands in the way");
+      const seen = toolResults(model.requests[1]).join("\n");
+      assert.match(seen, /Blocked by satyrn: this attempt's confined read and edit tools are not registered/);
+      assert.doesNotMatch(seen, /MUST NOT LEAK/);
+      assert.doesNotMatch(result.stdout.toString("utf8"), /MUST NOT LEAK/);
+    } finally {
+      await model.close();
+    }
+  });
+}

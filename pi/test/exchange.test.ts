@@ -66,7 +66,7 @@ test("a real missing executable is a transport failure, without hanging", async 
 
 test("a real child killed by a signal is a transport failure", async () => {
   const outcome = await exchange("/bin/sh", {}, {
-    spawn: (_command, _args, options) => spawn("/bin/sh", ["-c", "kill -9 $$"], options),
+    spawn: (_command, _args, options) => spawn("/bin/sh", ["-c", "cat > /dev/null; kill -9 $$"], options),
   });
   assert.equal(outcome.kind, "transport");
   if (outcome.kind === "transport") assert.match(outcome.reason, /SIGKILL/);

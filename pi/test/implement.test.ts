@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
 
-import { contractPath, findHost, implement, parseReceipt, summary } from "../lib/implement.ts";
+import { contractPath, findHost, implement, parseReceipt, relativeInside, summary, type FileId } from "../lib/implement.ts";
 import { FakeChild, hostBin } from "./helpers.ts";
 
 const dirs: string[] = [];
@@ -34,6 +34,29 @@ test("a contract inside the repository is passed repository-relative, by identit
   assert.equal(contractPath(root, join(root, "sub", "..", "contract.yaml")), "contract.yaml");
   assert.equal(contractPath(root, join(base, "outside.yaml")), join(base, "outside.yaml"));
   assert.equal(contractPath(root, join(base, "missing.yaml")), undefined);
+  writeFileSync(join(root, "sub", "deep.yaml"), "id: x\ntask: t\n");
+  assert.equal(contractPath(root, join(root, "sub", "deep.yaml")), join("sub", "deep.yaml"));
+  assert.equal(contractPath(join(base, "alias"), join(root, "sub", "deep.yaml")), join("sub", "deep.yaml"));
+  symlinkSync(join(base, "outside.yaml"), join(root, "link.yaml"));
+  assert.equal(contractPath(root, join(root, "link.yaml")), join(root, "link.yaml"), "a symlink out is outside");
+});
+
+test("containment compares (dev, ino) of ancestors, so a case-folded spelling of the root counts", () => {
+  // Stands in for a case-insensitive file system (not creatable portably here): every
+  // spelling of /Base/Repo that differs only in case is the same directory.
+  const root: FileId = { dev: 7n, ino: 42n };
+  const stat = (path: string): FileId => {
+    if (path.toLowerCase() === "/base/repo") return root;
+    if (path.toLowerCase() === "/base/repo/sub") return { dev: 7n, ino: 43n };
+    if (path === "/" || path.toLowerCase() === "/base") return { dev: 7n, ino: BigInt(path.length) };
+    throw Object.assign(new Error("ENOENT"), { code: "ENOENT" });
+  };
+  assert.equal(relativeInside("/BASE/REPO/contract.yaml", root, stat), "contract.yaml");
+  assert.equal(relativeInside("/base/Repo/Sub/c.yaml", root, stat), join("Sub", "c.yaml"));
+  assert.equal(relativeInside("/base/repo-2/c.yaml", root, stat), undefined);
+  assert.equal(relativeInside("/base/c.yaml", root, stat), undefined);
+  // Same inode on another device is another directory.
+  assert.equal(relativeInside("/base/repo/c.yaml", root, () => ({ dev: 8n, ino: 42n })), undefined);
 });
 
 test("the host is SATYRN_HOST_BIN when absolute, else satyrn-host on PATH", () => {
@@ -93,6 +116,53 @@ test("the delivery argv, its own process group, and the receipt", async () => {
   });
   assert.equal(outcome.kind, "receipt");
   assert.equal(summary(outcome), "satyrn: candidate refs/satyrn/candidates/x/head at abc");
+});
+
+test("/implement from a subdirectory: a relative contract reaches deliver repository-relative, run from the root", async () => {
+  const { root } = repo();
+  const child = new FakeChild();
+  let seen: { args: readonly string[]; cwd: unknown } | undefined;
+  const outcome = await implement("../contract.yaml", {
+    cwd: join(root, "sub"),
+    env: { SATYRN_MODEL: "p/m", SATYRN_HOST_BIN: "/opt/satyrn-host" },
+    spawn: (_command, args, options) => {
+      seen = { args, cwd: options.cwd };
+      setImmediate(() => {
+        child.emit("spawn");
+        child.answer('{"version":1,"outcome":"refused","code":"X","message":"","candidate_ref":null,"candidate_commit":null}\n', 8);
+      });
+      return child.asChild();
+    },
+  });
+  assert.equal(outcome.kind, "receipt");
+  const real = execFileSync("git", ["rev-parse", "--show-toplevel"], { cwd: root, encoding: "utf8" }).trim();
+  assert.deepEqual(seen, {
+    args: ["deliver", "--repo", real, "contract.yaml", "--", "/opt/satyrn-host", "attempt", "--model", "p/m", "contract.yaml"],
+    cwd: real,
+  });
+});
+
+test("real satyrn-host: /implement from a subdirectory finds the contract (any receipt but CONTRACT_UNREADABLE)", async () => {
+  const { root } = repo();
+  const git = (args: string[]) =>
+    execFileSync("git", args, {
+      cwd: root,
+      env: { ...process.env, GIT_AUTHOR_NAME: "t", GIT_AUTHOR_EMAIL: "t@example.invalid", GIT_COMMITTER_NAME: "t", GIT_COMMITTER_EMAIL: "t@example.invalid" },
+    });
+  writeFileSync(join(root, "contract.yaml"), "id: from-sub\ntask: Change nothing.\nwritable_paths:\n  - 'sub/*.txt'\n");
+  writeFileSync(join(root, "sub", "a.txt"), "a\n");
+  git(["add", "-A"]);
+  git(["commit", "-q", "-m", "init"]);
+  const outcome = await implement("../contract.yaml", {
+    cwd: join(root, "sub"),
+    // No Pi: the attempt fails fast; what matters is that delivery read the contract.
+    env: { ...process.env, SATYRN_MODEL: "p/m", SATYRN_HOST_BIN: hostBin(), SATYRN_PI_BIN: "/nonexistent/pi" },
+  });
+  assert.equal(outcome.kind, "receipt", outcome.kind === "refused" ? outcome.reason : "");
+  if (outcome.kind === "receipt") {
+    assert.notEqual(outcome.receipt.code, "CONTRACT_UNREADABLE", JSON.stringify(outcome.receipt));
+    assert.equal(outcome.receipt.contract_id, "from-sub", "delivery read the contract");
+  }
 });
 
 test("a deadline sends SIGTERM (never SIGKILL) and reports only after close and an empty group", async () => {

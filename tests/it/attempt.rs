@@ -29,6 +29,9 @@ for edit in filter(None, os.environ.get("FAKE_PI_EDIT", "").split(";")):
     out = subprocess.run([os.environ["SATYRN_HOST_BIN"], "protocol"], input=json.dumps(req).encode(),
                          capture_output=True)
     sys.stdout.buffer.write(out.stdout)
+for leave in filter(None, os.environ.get("FAKE_PI_LEAVE", "").split(";")):
+    with open(leave, "w") as f:
+        f.write("left behind\n")
 sys.stdout.buffer.write(b'{"type":"agent_end","bytes":"\\u00e9\\t"}\n')
 sys.exit(int(os.environ.get("FAKE_PI_EXIT", "0")))
 "#;
@@ -542,4 +545,109 @@ fn a_contract_inside_the_repository_is_read_from_it() {
         stderr(&out)
     );
     let _: &Path = fx.repo.path();
+}
+
+#[test]
+fn stale_publish_temporaries_are_swept_before_the_patch_other_files_are_kept() {
+    // A `satyrn-host protocol` killed by SIGKILL mid-publish can leave its temporary; the
+    // attempt removes it (and only it) before taking the patch.
+    let fx = Fixture::new();
+    let stale = fx.repo.file("src/.greeting.txt.satyrn-4242-0badf00d01.tmp");
+    let lookalike = fx.repo.file("src/.greeting.txt.satyrn-x.tmp");
+    let patch = fx.dest("p.patch");
+    let out = fx.run(&[
+        ("FAKE_PI_EDIT", "src/greeting.txt|world|satyrn"),
+        (
+            "FAKE_PI_LEAVE",
+            &format!("{};{}", stale.display(), lookalike.display()),
+        ),
+        ("SATYRN_ATTEMPT_PATCH", patch.to_str().expect("utf8")),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(!stale.exists(), "the stale temporary was not swept");
+    assert!(stderr(&out).contains(
+        "removed a stale publish temporary src/.greeting.txt.satyrn-4242-0badf00d01.tmp"
+    ));
+    assert!(
+        lookalike.exists(),
+        "a file that is not a satyrn temporary was removed"
+    );
+    let patch_text = std::fs::read_to_string(&patch).expect("patch");
+    assert!(!patch_text.contains("satyrn-4242"), "{patch_text}");
+}
+
+#[test]
+fn a_prompt_or_context_too_large_for_one_argument_is_refused_before_pi() {
+    let fx = Fixture::new();
+    let big = fx.outside.path().join("big.yaml");
+    let task = "x".repeat(130 * 1024);
+    std::fs::write(
+        &big,
+        format!("id: big\ntask: {task}\nwritable_paths: ['src/g*.txt']\n"),
+    )
+    .expect("write");
+    let out = Command::new(host_bin())
+        .current_dir(fx.repo.path())
+        .args(["attempt", "--model", "m"])
+        .arg(&big)
+        .env("SATYRN_PI_BIN", &fx.fake_pi)
+        .env("FAKE_PI_LOG", &fx.log)
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(10), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("over the 122880-byte limit"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!fx.log.exists(), "Pi ran");
+    // Sibling: the same contract with a short task runs.
+    std::fs::write(
+        &big,
+        "id: big\ntask: short\nwritable_paths: ['src/g*.txt']\n",
+    )
+    .expect("write");
+    let out = Command::new(host_bin())
+        .current_dir(fx.repo.path())
+        .args(["attempt", "--model", "m"])
+        .arg(&big)
+        .env("SATYRN_PI_BIN", &fx.fake_pi)
+        .env("FAKE_PI_LOG", &fx.log)
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}
+
+#[test]
+fn files_too_large_to_read_or_edit_never_enter_the_revision_map() {
+    let fx = Fixture::new();
+    std::fs::write(
+        fx.repo.file("src/giant.txt"),
+        vec![b'a'; 16 * 1024 * 1024 + 1],
+    )
+    .expect("write");
+    std::fs::write(fx.repo.file("src/gsmall.txt"), vec![b'a'; 1024]).expect("write");
+    git_ok(fx.repo.path(), &["add", "-A"]);
+    git_ok(
+        fx.repo.path(),
+        &[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@e",
+            "commit",
+            "-q",
+            "-m",
+            "big",
+        ],
+    );
+    let out = fx.run(&[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let log = fx.pi_log();
+    let ctx: Value =
+        serde_json::from_str(log["env"]["SATYRN_MUTATION_CONTEXT"].as_str().expect("ctx"))
+            .expect("json");
+    let mut keys: Vec<&String> = ctx["revisions"].as_object().expect("map").keys().collect();
+    keys.sort();
+    assert_eq!(keys, ["src/greeting.txt", "src/gsmall.txt"]);
 }

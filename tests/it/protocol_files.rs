@@ -277,6 +277,94 @@ fn mode_is_preserved_and_the_file_is_replaced_by_rename() {
 }
 
 #[test]
+fn set_id_bits_are_dropped_by_an_edit_like_any_write_drops_them() {
+    let fx = Fixture::new(&[("tool.sh", b"echo world\n")], &["*.sh"]);
+    let path = fx.file("tool.sh");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o6755)).expect("chmod");
+    fx.succeed(
+        &fx.fresh("tool.sh", "world", "there"),
+        "tool.sh",
+        b"echo there\n",
+    );
+    assert_eq!(
+        snapshot(&path).mode & 0o7777,
+        0o755,
+        "setuid/setgid removed"
+    );
+    // The sticky bit and the permission bits are kept.
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o1700)).expect("chmod");
+    fx.succeed(
+        &fx.fresh("tool.sh", "there", "again"),
+        "tool.sh",
+        b"echo again\n",
+    );
+    assert_eq!(snapshot(&path).mode & 0o7777, 0o1700);
+}
+
+#[test]
+fn a_terminating_signal_mid_publish_never_leaves_a_temporary_or_a_torn_file() {
+    // SIGTERM at many points of a large edit: the process may die before or after the
+    // rename, but the temporary is always gone and the file is the old or the new bytes.
+    let mut old: Vec<u8> = b"HEADER\n".to_vec();
+    old.extend(b"0123456789abcdef".repeat(512 * 1024));
+    let mut new = old.clone();
+    new.splice(0..6, b"HEADXX".iter().copied());
+    let fx = Fixture::new(&[("big.txt", &old)], &["*.txt"]);
+    let path = fx.file("big.txt");
+    // The publish (temporary written, fsynced, renamed) is the last part of a run: time an
+    // undisturbed run, then send SIGTERM at points spread over its second half.
+    let request = fx.request(
+        "big.txt",
+        Some(&crate::support::sha256_hex(&old)),
+        "HEADER",
+        "HEADXX",
+    );
+    let started = std::time::Instant::now();
+    crate::support::protocol(&request);
+    let whole = started.elapsed();
+    let mut outcomes = std::collections::BTreeSet::new();
+    const ROUNDS: u32 = 40;
+    for round in 0..ROUNDS {
+        std::fs::write(&path, &old).expect("reset");
+        let mut child = std::process::Command::new(crate::support::host_bin())
+            .arg("protocol")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("spawn");
+        {
+            use std::io::Write;
+            let mut stdin = child.stdin.take().expect("stdin");
+            stdin
+                .write_all(request.to_string().as_bytes())
+                .expect("write");
+        }
+        std::thread::sleep(whole / 2 + whole * round / (2 * ROUNDS));
+        // SAFETY: kill(2) on our own child.
+        unsafe {
+            libc::kill(child.id() as libc::pid_t, libc::SIGTERM);
+        }
+        let status = child.wait().expect("wait");
+        outcomes.insert(status.code() == Some(0));
+        let bytes = std::fs::read(&path).expect("read");
+        assert!(bytes == old || bytes == new, "round {round}: torn file");
+        assert_eq!(
+            temporaries(fx.repo.path()),
+            Vec::<String>::new(),
+            "round {round}: temporary left"
+        );
+    }
+    assert!(
+        outcomes.contains(&false),
+        "no round was interrupted: the test proves nothing"
+    );
+    // Sibling: undisturbed, the same edit lands.
+    std::fs::write(&path, &old).expect("reset");
+    fx.succeed(&fx.fresh("big.txt", "HEADER", "HEADXX"), "big.txt", &new);
+}
+
+#[test]
 fn replacement_is_literal() {
     let fx = Fixture::new(&[("a.txt", b"x = a.*b;\n")], &["a.txt"]);
     let new_text = "$1 \\0 & ${1} \\1 $& $$ \\n";

@@ -24,7 +24,6 @@
 //!   or interior). Problems are listed in edit order; if there are none and the result is
 //!   the base itself, the batch is a no-op.
 
-use alloc::borrow::ToOwned;
 use alloc::boxed::Box;
 use alloc::format;
 use alloc::string::{String, ToString};
@@ -34,7 +33,8 @@ use memchr::memmem;
 use crate::fnmatch;
 use crate::lines::{LineIndex, LineStyle, has_line_break, quote};
 use crate::path;
-use crate::replace::{Plan, Refusal, RefusalCode, git_admin_message, is_git_admin};
+use crate::path::is_git_admin;
+use crate::replace::{Plan, Refusal, RefusalCode, git_admin_message};
 use crate::revision::Revision;
 use crate::worktree::Worktree;
 
@@ -52,6 +52,9 @@ pub const MAX_PREVIEW_BYTES: usize = 8 * 1024;
 pub const PREVIEW_CONTEXT: usize = 2;
 /// Longest quoted line, in bytes, in previews and diagnostics.
 pub const MAX_QUOTE_BYTES: usize = 200;
+/// Longest exact file text quoted by a whitespace near miss (4 KiB): enough to copy a
+/// multi-line selector back, small enough to keep every response bounded.
+pub const MAX_NEAR_MISS_TEXT_BYTES: usize = 4 * 1024;
 /// Lines longer than this are not searched for a whitespace-only near miss.
 const MAX_NEAR_MISS_LINE: usize = 64 * 1024;
 /// Problem messages repeated in the top-level message.
@@ -832,7 +835,10 @@ fn whitespace_miss(body: &str, lines: &LineIndex, sel_lines: &[&str]) -> Option<
                     .map_or(text.len(), |c| last + c.len_utf8());
                 return Some(NearMiss::Whitespace {
                     line: count(line),
-                    text: text.get(start..end).unwrap_or_default().to_owned(),
+                    text: quote(
+                        text.get(start..end).unwrap_or_default(),
+                        MAX_NEAR_MISS_TEXT_BYTES,
+                    ),
                 });
             }
         }
@@ -862,7 +868,7 @@ fn whitespace_miss(body: &str, lines: &LineIndex, sel_lines: &[&str]) -> Option<
         let text = text.strip_suffix('\r').unwrap_or(text);
         return Some(NearMiss::Whitespace {
             line: count(start),
-            text: text.to_owned(),
+            text: quote(text, MAX_NEAR_MISS_TEXT_BYTES),
         });
     }
     None

@@ -66,6 +66,15 @@ pub fn segments(path: &str) -> Result<Vec<&str>, PathShapeError> {
         .collect()
 }
 
+/// Whether a segment is `.git` (in any letter case): git's administrative files (or a
+/// linked worktree's `.git` pointer) are never writable or readable through satyrn,
+/// whatever a contract declares — editing them could point git elsewhere or make it run
+/// commands (hooks, `core.*`).
+#[must_use]
+pub fn is_git_admin(segments: &[&str]) -> bool {
+    segments.iter().any(|s| s.eq_ignore_ascii_case(".git"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -12,7 +12,8 @@ use alloc::string::{String, ToString};
 use crate::fnmatch;
 use crate::lines::LineIndex;
 use crate::path;
-use crate::replace::{git_admin_message, is_git_admin};
+use crate::path::is_git_admin;
+use crate::replace::git_admin_message;
 use crate::revision::Revision;
 use crate::worktree::Worktree;
 

@@ -7,7 +7,7 @@ use core::fmt;
 
 use crate::anchor::{self, Occurrences};
 use crate::fnmatch;
-use crate::path;
+use crate::path::{self, is_git_admin};
 use crate::revision::{Hasher, Revision};
 use crate::worktree::Worktree;
 
@@ -228,7 +228,9 @@ pub enum RevisionError {
 }
 
 /// The revision of a declared, editable file, under the same path, pattern and no-follow
-/// rules as [`decide`].
+/// rules as [`decide`], and the size limit of `edit` and `read`
+/// ([`crate::edit::MAX_EDIT_FILE_BYTES`]): a file an agent could neither read nor edit
+/// gets no revision.
 ///
 /// # Errors
 ///
@@ -244,16 +246,9 @@ pub fn revision<W: Worktree + ?Sized>(
         return Err(RevisionError::Undeclared);
     }
     let bytes = worktree
-        .read_regular(&segments, MAX_FILE_BYTES)
+        .read_regular(&segments, crate::edit::MAX_EDIT_FILE_BYTES)
         .map_err(|e| RevisionError::NotEditable(e.0))?;
     Ok(Revision::of(&bytes))
-}
-
-/// Whether a segment is `.git` (in any letter case): git's administrative files (or a
-/// linked worktree's `.git` pointer) are never writable, whatever the contract declares —
-/// editing them could point git elsewhere or make it run commands (hooks, `core.*`).
-pub(crate) fn is_git_admin(segments: &[&str]) -> bool {
-    segments.iter().any(|s| s.eq_ignore_ascii_case(".git"))
 }
 
 pub(crate) fn git_admin_message(path: &str) -> String {

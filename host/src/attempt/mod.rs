@@ -51,6 +51,10 @@ pub struct Options {
 /// Runs one attempt in the current directory and returns the exit status.
 #[must_use]
 pub fn run(options: &Options) -> u8 {
+    // From the start: SIGTERM/SIGINT (which `deliver` sends to the whole group) must not
+    // kill the attempt before its private directory is removed. Pi gets the signal too;
+    // the attempt waits for it and still publishes what it produced.
+    let _ = signals::install();
     let mut cleanup = Cleanup::default();
     let result = attempt(options, &mut cleanup);
     let cleaned = cleanup.finish();
@@ -104,14 +108,31 @@ fn attempt(options: &Options, cleanup: &mut Cleanup) -> Result<(), Failure> {
         return Err(failed(revisions::describe_empty(&cwd)));
     }
     let writable: Vec<&str> = revisions.keys().map(String::as_str).collect();
+    let (Some(repo_text), Some(frozen_text)) = (cwd.to_str(), frozen.to_str()) else {
+        return Err(failed(format!(
+            "the worktree {} or the temporary directory {} is not a UTF-8 path",
+            cwd.display(),
+            frozen.display()
+        )));
+    };
     let context = serde_json::json!({
         "version": 1,
-        "repo": cwd,
-        "contract": frozen,
+        "repo": repo_text,
+        "contract": frozen_text,
         "revisions": revisions,
     })
     .to_string();
     let prompt = prompt::build(&contract.task, &writable);
+    for (what, text) in [("the prompt", &prompt), ("the mutation context", &context)] {
+        if text.len() > MAX_CHILD_STRING_BYTES {
+            return Err(failed(format!(
+                "{what} is {} bytes, over the {MAX_CHILD_STRING_BYTES}-byte limit of one argument or \
+                 environment string ({} declared files); narrow writable_paths or shorten the task",
+                text.len(),
+                revisions.len()
+            )));
+        }
+    }
     let (engine, mutator) = pi::write_extensions(&private.join("pi"))
         .map_err(|e| failed(format!("cannot write the Pi extensions: {e}")))?;
 
@@ -134,9 +155,6 @@ fn attempt(options: &Options, cleanup: &mut Cleanup) -> Result<(), Failure> {
         )
         .stderr(Stdio::inherit());
     pi::environment(&mut cmd, &context, &host).map_err(|e| failed(e.to_string()))?;
-    // Survive the SIGTERM/SIGINT delivery sends to the whole group: Pi gets it too; we
-    // wait for it and still publish what it produced.
-    let _ = signals::install();
     let status = cmd.status().map_err(|e| {
         failed(format!(
             "cannot start pi ({}): {e}",
@@ -148,6 +166,9 @@ fn attempt(options: &Options, cleanup: &mut Cleanup) -> Result<(), Failure> {
     let mut errors: Vec<String> = Vec::new();
     if !status.success() {
         errors.push(format!("pi exited unsuccessfully ({status})"));
+    }
+    if let Err(e) = sweep_temporaries(&root, &git) {
+        errors.push(e);
     }
     let transcript =
         read_spool(spool).map_err(|e| failed(format!("cannot read the transcript spool: {e}")))?;
@@ -177,6 +198,39 @@ fn attempt(options: &Options, cleanup: &mut Cleanup) -> Result<(), Failure> {
     } else {
         Err(failed(errors.join("; ")))
     }
+}
+
+/// The longest single argument or environment string Linux accepts (`MAX_ARG_STRLEN` is
+/// 128 KiB), less a margin: the prompt and the mutation context must each fit.
+pub const MAX_CHILD_STRING_BYTES: usize = 120 * 1024;
+
+/// Removes the publish temporaries (`.<name>.satyrn-<pid>-<nonce>.tmp`) that a
+/// `satyrn-host protocol` killed by `SIGKILL` mid-publish may have left, so they never reach
+/// the patch or a candidate. Runs after Pi exited, under the worktree lock, so no publish
+/// is in flight; each removal is reported on stderr.
+fn sweep_temporaries(root: &RepoRoot, git: &Git) -> Result<(), String> {
+    let _lock = crate::lock::WorktreeLock::acquire(root.dir())
+        .map_err(|e| format!("cannot lock the worktree to sweep temporaries: {e}"))?;
+    let untracked = git
+        .run(&["ls-files", "-z", "--others", "--full-name"])
+        .map_err(|e| format!("listing untracked files failed: {e}"))?;
+    for raw in git::split_z(&untracked) {
+        let Ok(path) = std::str::from_utf8(raw) else {
+            continue;
+        };
+        let name = path.rsplit('/').next().unwrap_or(path);
+        if !crate::publish::is_temporary_name(name) {
+            continue;
+        }
+        let full = root.path().join(path);
+        std::fs::remove_file(&full)
+            .map_err(|e| format!("cannot remove the stale temporary {}: {e}", full.display()))?;
+        let _ = writeln!(
+            std::io::stderr(),
+            "satyrn-host attempt: removed a stale publish temporary {path}"
+        );
+    }
+    Ok(())
 }
 
 /// Registered worktrees plus git's administrative and common directories.

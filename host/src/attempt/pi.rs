@@ -24,6 +24,7 @@ pub const EXTENSION_FILES: &[(&str, &str)] = &[
         "lib/exchange.ts",
         include_str!("../../../pi/lib/exchange.ts"),
     ),
+    ("lib/guard.ts", include_str!("../../../pi/lib/guard.ts")),
     ("lib/loop.ts", include_str!("../../../pi/lib/loop.ts")),
 ];
 

@@ -18,8 +18,9 @@ pub fn build(task: &str, writable: &[&str]) -> String {
          - You may read any file in the repository with the read tool.\n\
          - To change a file you must use the edit tool; there is no other way to write.\n\
          - You cannot create, delete or rename files; only the files listed above can be edited.\n\
-         - Each edit replaces one exact text span that occurs exactly once in the file; read a file before editing it.\n\
-         - A refused edit changes nothing and says why; read the file again and retry with the exact text.\n\
+         - Read a file before editing it. An edit names exact text of the file: it replaces it, or inserts after it; \
+         when the text occurs more than once, say which occurrence. All edits of one call apply together or not at all.\n\
+         - A refused edit changes nothing and says why, with line numbers; fix the edit (or read the file again) and retry.\n\
          - Stop when the task is done.\n",
     );
     prompt

@@ -21,7 +21,7 @@ pub fn run(args: &[OsString]) -> u8 {
     let response = match read {
         Ok(_) => protocol::handle(&input),
         Err(e) => Response {
-            shape: Shape::Replace,
+            shape: Shape::WithResult,
             code: Code::InvalidRequest,
             message: Failure::new(Code::InvalidRequest, format!("cannot read stdin: {e}")).message,
             result: None,

@@ -1,0 +1,108 @@
+import assert from "node:assert/strict";
+import { afterEach, test } from "node:test";
+
+import type { ExtensionAPI } from "@mariozechner/pi-coding-agent";
+
+import satyrnEngine from "../engine.ts";
+import satyrnMutator from "../mutator.ts";
+import { markToolsRegistered, toolsRegistered } from "../lib/context.ts";
+import { AttemptGuard, guardFor, UNREGISTERED_REASON } from "../lib/guard.ts";
+
+const MARKER = Symbol.for("satyrn.tools.registered");
+const SHA = "a".repeat(64);
+const CONTEXT = JSON.stringify({ version: 1, repo: "/w", contract: "/tmp/c.yaml", revisions: { "src/a.ts": SHA } });
+
+afterEach(() => {
+  delete (globalThis as Record<symbol, unknown>)[MARKER];
+  delete process.env.SATYRN_MUTATION_CONTEXT;
+  delete process.env.SATYRN_HOST_BIN;
+});
+
+test("the guard exists whenever the context variable is set, even malformed; never outside an attempt", () => {
+  assert.equal(guardFor({}), undefined);
+  assert.equal(guardFor({ SATYRN_HOST_BIN: "/bin/satyrn-host" }), undefined);
+  for (const value of [CONTEXT, "not json", "{}", '{"version":2}', ""]) {
+    assert.ok(guardFor({ SATYRN_MUTATION_CONTEXT: value }) instanceof AttemptGuard, JSON.stringify(value));
+  }
+});
+
+test("without satyrn's tools every call is blocked, the first included", () => {
+  const guard = new AttemptGuard(() => false);
+  for (const [name, input] of [["read", { path: "a" }], ["edit", { path: "a", edits: [] }], ["bash", { command: "ls" }]] as const) {
+    assert.equal(guard.check(name, input), UNREGISTERED_REASON);
+  }
+  assert.match(UNREGISTERED_REASON, /not registered/);
+});
+
+test("once satyrn's tools are registered, calls pass and the loop breaker still applies", () => {
+  let registered = false;
+  const guard = new AttemptGuard(() => registered);
+  assert.equal(guard.check("read", { path: "a" }), UNREGISTERED_REASON);
+  registered = true; // asked at every call, so extension load order does not matter
+  assert.equal(guard.check("read", { path: "a" }), undefined);
+  assert.equal(guard.check("read", { path: "a" }), undefined);
+  assert.match(guard.check("read", { path: "a" }) ?? "", /loop breaker.*call number 3/);
+  assert.equal(guard.check("read", { path: "b" }), undefined);
+});
+
+test("the default guard reads the process-wide marker, defined once in lib/context.ts", () => {
+  const guard = guardFor({ SATYRN_MUTATION_CONTEXT: CONTEXT });
+  assert.equal(toolsRegistered(), false);
+  assert.equal(guard?.check("read", { path: "a" }), UNREGISTERED_REASON);
+  markToolsRegistered();
+  assert.equal((globalThis as Record<symbol, unknown>)[MARKER], true);
+  assert.equal(guard?.check("read", { path: "a" }), undefined);
+});
+
+/** A recording stand-in for Pi's ExtensionAPI; the real Pi runs both extensions in e2e.test.ts. */
+function fakePi(failOnTool?: string) {
+  const tools: string[] = [];
+  const handlers = new Map<string, (event: unknown) => Promise<unknown>>();
+  const api = {
+    registerTool(tool: { name: string }) {
+      if (tool.name === failOnTool) throw new Error(`cannot register ${tool.name}`);
+      tools.push(tool.name);
+    },
+    on(event: string, handler: (event: unknown) => Promise<unknown>) {
+      handlers.set(event, handler);
+    },
+  };
+  return { api: api as unknown as ExtensionAPI, tools, handlers };
+}
+
+test("mutator.ts sets the marker only after both tools are registered", () => {
+  process.env.SATYRN_MUTATION_CONTEXT = CONTEXT;
+  process.env.SATYRN_HOST_BIN = "/bin/satyrn-host";
+  const failing = fakePi("read");
+  assert.throws(() => satyrnMutator(failing.api), /cannot register read/);
+  assert.deepEqual(failing.tools, ["edit"]);
+  assert.equal(toolsRegistered(), false);
+  const ok = fakePi();
+  satyrnMutator(ok.api);
+  assert.deepEqual(ok.tools, ["edit", "read"]);
+  assert.equal(toolsRegistered(), true);
+});
+
+test("mutator.ts without a valid context registers nothing and sets no marker", () => {
+  process.env.SATYRN_MUTATION_CONTEXT = "not json";
+  process.env.SATYRN_HOST_BIN = "/bin/satyrn-host";
+  const pi = fakePi();
+  satyrnMutator(pi.api);
+  assert.deepEqual(pi.tools, []);
+  assert.equal(toolsRegistered(), false);
+});
+
+test("engine.ts installs the guard for a malformed context too, and none outside an attempt", async () => {
+  const outside = fakePi();
+  satyrnEngine(outside.api);
+  assert.equal(outside.handlers.size, 0);
+  process.env.SATYRN_MUTATION_CONTEXT = "not json";
+  const inside = fakePi();
+  satyrnEngine(inside.api);
+  const handler = inside.handlers.get("tool_call");
+  assert.ok(handler !== undefined, "the tool_call guard is installed");
+  assert.deepEqual(await handler({ type: "tool_call", toolName: "read", toolCallId: "c", input: { path: "a" } }), {
+    block: true,
+    reason: UNREGISTERED_REASON,
+  });
+});
