@@ -82,7 +82,12 @@ fn check(text: &str, edits: &[E]) -> Result<(), TestCaseError> {
             prop_assert_eq!(plan.plan.base, Revision::of(text.as_bytes()));
         }
         (Err(codes), Err(EditError::Rejected(r))) => {
-            prop_assert_eq!(codes.len(), r.problems.len());
+            let got: Codes = r
+                .problems
+                .iter()
+                .map(|p| (p.index.map(|i| i as usize), p.code.as_str()))
+                .collect();
+            prop_assert_eq!(codes, &got);
         }
         (_, other) => prop_assert!(false, "model {:?} but decide {:?}", expected, other),
     }
@@ -117,46 +122,82 @@ proptest! {
 
 #[test]
 fn the_gates_come_first_in_replace_order() {
-    let ops = [EditOp::Replace {
+    use satyrn_mutator_core::replace::RefusalCode;
+    // Every request below fails several gates at once; the first gate in order decides.
+    let empty_selector = [EditOp::Replace {
         old_text: "",
+        new_text: "x",
+        occurrence: None,
+    }];
+    let missing = [EditOp::Replace {
+        old_text: "zzz",
         new_text: "x",
         occurrence: None,
     }];
     let writable = vec!["*.txt".to_string()];
     let worktree = One(b"abc\n".to_vec());
-    let request = |path, expected| EditRequest {
-        path,
-        writable_paths: &writable,
-        expected_sha256: expected,
-        edits: &ops,
-    };
     let sha = Revision::of(b"abc\n").to_hex();
     let stale = Revision::of(b"other").to_hex();
+    let decide = |path: &str, expected: Option<&str>, ops: &[EditOp<'_>]| {
+        edit::decide(
+            &worktree,
+            &EditRequest {
+                path,
+                writable_paths: &writable,
+                expected_sha256: expected,
+                edits: ops,
+            },
+        )
+    };
+    let refused = |r: Result<_, EditError>| match r {
+        Err(EditError::Refused(refusal)) => refusal.code,
+        other => panic!("expected a refusal, got {other:?}"),
+    };
+    // Shape before policy: a bad path with an undeclared name and no revision.
     assert!(matches!(
-        edit::decide(&worktree, &request("../f.txt", Some(&sha))),
+        decide("../f.rs", None, &missing),
         Err(EditError::InvalidRequest(_))
     ));
-    assert!(matches!(
-        edit::decide(&worktree, &request(".git/f.txt", Some(&sha))),
-        Err(EditError::Refused(_))
-    ));
-    assert!(matches!(
-        edit::decide(&worktree, &request("f.rs", Some(&sha))),
-        Err(EditError::Refused(_))
-    ));
-    assert!(matches!(
-        edit::decide(&worktree, &request("f.txt", None)),
-        Err(EditError::Refused(_))
-    ));
-    match edit::decide(&worktree, &request("f.txt", Some(&stale))) {
-        Err(EditError::Stale { current, message }) => {
-            assert_eq!(current.to_hex(), sha);
-            assert!(message.contains(&sha), "{message}");
+    // `.git` and undeclared before the revision, before any file access.
+    assert_eq!(
+        refused(decide(".git/f.txt", None, &missing)),
+        RefusalCode::PathUndeclared
+    );
+    assert_eq!(
+        refused(decide("f.rs", None, &missing)),
+        RefusalCode::PathUndeclared
+    );
+    assert_eq!(
+        refused(decide("f.rs", Some(&stale), &missing)),
+        RefusalCode::PathUndeclared
+    );
+    // Revision present before the file is read (`g.txt` does not exist).
+    assert_eq!(
+        refused(decide("g.txt", None, &missing)),
+        RefusalCode::RevisionUnavailable
+    );
+    // The file must exist before its revision is compared.
+    assert_eq!(
+        refused(decide("g.txt", Some(&stale), &missing)),
+        RefusalCode::MutationFailed
+    );
+    // A stale revision before any selector is looked at (missing, or empty).
+    for ops in [&missing[..], &empty_selector[..]] {
+        match decide("f.txt", Some(&stale), ops) {
+            Err(EditError::Stale { current, message }) => {
+                assert_eq!(current.to_hex(), sha);
+                assert!(message.contains(&sha), "{message}");
+            }
+            other => panic!("{other:?}"),
         }
+    }
+    // Only then the batch's own problems.
+    match decide("f.txt", Some(&sha), &missing) {
+        Err(EditError::Rejected(r)) => assert_eq!(r.problems[0].code.as_str(), "ANCHOR_MISSING"),
         other => panic!("{other:?}"),
     }
-    assert!(matches!(
-        edit::decide(&worktree, &request("f.txt", Some(&sha))),
-        Err(EditError::Rejected(_))
-    ));
+    match decide("f.txt", Some(&sha), &empty_selector) {
+        Err(EditError::Rejected(r)) => assert_eq!(r.problems[0].code.as_str(), "SELECTOR_EMPTY"),
+        other => panic!("{other:?}"),
+    }
 }
