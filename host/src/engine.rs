@@ -122,6 +122,10 @@ impl Loaded {
     ///
     /// [`EngineError`] when the preopen or the instantiation fails.
     pub fn instantiate(&self, worktree: &OwnedFd) -> Result<Mutator, EngineError> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .map_err(|e| EngineError(format!("creating the runtime: {e}")))?;
+        let entered = runtime.enter();
         let mut wasi = WasiCtxBuilder::new();
         // Before the preopen, which captures it: run file operations on this thread
         // instead of a thread pool (one short synchronous call; threads only cost time).
@@ -140,7 +144,12 @@ impl Loaded {
         let instance =
             bindings::MutatorComponent::instantiate(&mut store, &self.component, &self.linker)
                 .map_err(engine_error("instantiating the component"))?;
-        Ok(Mutator { store, instance })
+        drop(entered);
+        Ok(Mutator {
+            store,
+            instance,
+            runtime,
+        })
     }
 }
 
@@ -180,6 +189,10 @@ fn interface_items(
 pub struct Mutator {
     store: Store<State>,
     instance: bindings::MutatorComponent,
+    /// wasmtime-wasi runs file operations "in tokio": a current-thread runtime entered for
+    /// every call keeps it from starting a multi-threaded one of its own. With
+    /// `allow_blocking_current_thread` the operations run right here; no thread is started.
+    runtime: tokio::runtime::Runtime,
 }
 
 impl std::fmt::Debug for Mutator {
@@ -198,6 +211,7 @@ impl Mutator {
         &mut self,
         request: &ReplaceRequest,
     ) -> Result<Result<Plan, ReplaceError>, EngineError> {
+        let _entered = self.runtime.enter();
         self.instance
             .satyrn_mutator_mutator()
             .call_replace(&mut self.store, request)
@@ -214,6 +228,7 @@ impl Mutator {
         path: &str,
         writable_paths: &[String],
     ) -> Result<Result<String, RevisionError>, EngineError> {
+        let _entered = self.runtime.enter();
         self.instance
             .satyrn_mutator_mutator()
             .call_revision(&mut self.store, path, writable_paths)
@@ -226,6 +241,7 @@ impl Mutator {
     ///
     /// [`EngineError`] on a trap.
     pub fn matches(&mut self, path: &str, patterns: &[String]) -> Result<bool, EngineError> {
+        let _entered = self.runtime.enter();
         self.instance
             .satyrn_mutator_mutator()
             .call_matches(&mut self.store, path, patterns)
@@ -241,6 +257,7 @@ impl Mutator {
         &mut self,
         request: &ReadRequest,
     ) -> Result<Result<ReadPage, ReadError>, EngineError> {
+        let _entered = self.runtime.enter();
         self.instance
             .satyrn_mutator_mutator()
             .call_read(&mut self.store, request)
@@ -256,6 +273,7 @@ impl Mutator {
         &mut self,
         request: &EditRequest,
     ) -> Result<Result<EditPlan, EditError>, EngineError> {
+        let _entered = self.runtime.enter();
         self.instance
             .satyrn_mutator_mutator()
             .call_edit(&mut self.store, request)
