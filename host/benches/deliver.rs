@@ -5,10 +5,12 @@
 //! Run: `cargo bench -p satyrn-host --bench deliver` (release binary). Prints p50/p95 of
 //! each and the ratio of the p50s (target ≤ 1.3×).
 
+mod common;
+
 use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 const FILES: usize = 20_000;
 const PER_DIR: usize = 100;
@@ -43,15 +45,6 @@ fn ok(cmd: &mut Command) {
         "{cmd:?} failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-}
-
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1]
-}
-
-fn ms(d: Duration) -> String {
-    format!("{:.1} ms", d.as_secs_f64() * 1000.0)
 }
 
 fn main() {
@@ -121,18 +114,16 @@ fn main() {
             satyrn.push(ours);
         }
     }
-    satyrn.sort();
-    baseline.sort();
-    let (s50, s95) = (percentile(&satyrn, 50.0), percentile(&satyrn, 95.0));
-    let (b50, b95) = (percentile(&baseline, 50.0), percentile(&baseline, 95.0));
+    let (s50, s95) = common::percentiles(&satyrn);
+    let (b50, b95) = common::percentiles(&baseline);
     let _ = writeln!(out);
     let _ = writeln!(
         out,
         "| measure | p50 | p95 |\n|---|---|---|\n| `satyrn-host deliver … -- true` | {} | {} |\n| git baseline (`worktree add --detach` + `worktree remove`) | {} | {} |",
-        ms(s50),
-        ms(s95),
-        ms(b50),
-        ms(b95)
+        common::ms(s50),
+        common::ms(s95),
+        common::ms(b50),
+        common::ms(b95)
     );
     let _ = writeln!(out);
     let _ = writeln!(

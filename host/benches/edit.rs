@@ -15,6 +15,8 @@
 
 #![allow(clippy::print_stdout)] // a bench prints its figures
 
+mod common;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -49,19 +51,27 @@ fn main() {
         native_edit(&f.file, round);
         started.elapsed()
     });
-    let (s50, s95) = percentiles(&satyrn);
-    let (p50, p95) = percentiles(&process);
-    let (i50, i95) = percentiles(&in_process);
+    let (s50, s95) = common::percentiles(&satyrn);
+    let (p50, p95) = common::percentiles(&process);
+    let (i50, i95) = common::percentiles(&in_process);
     println!();
     println!("| measure | p50 | p95 |");
     println!("|---|---|---|");
     println!(
         "| satyrn-host protocol edit (100 edits) | {} | {} |",
-        ms(s50),
-        ms(s95)
+        common::ms(s50),
+        common::ms(s95)
     );
-    println!("| native process | {} | {} |", ms(p50), ms(p95));
-    println!("| native in-process | {} | {} |", ms(i50), ms(i95));
+    println!(
+        "| native process | {} | {} |",
+        common::ms(p50),
+        common::ms(p95)
+    );
+    println!(
+        "| native in-process | {} | {} |",
+        common::ms(i50),
+        common::ms(i95)
+    );
     println!();
     println!(
         "ratio satyrn / native process: p50 {:.2}×, p95 {:.2}×",
@@ -138,7 +148,7 @@ impl Fixture {
     }
 
     fn satyrn_once(&self, host: &Path, round: usize) -> Duration {
-        let sha = hex(&Sha256::digest(std::fs::read(&self.file).expect("read")));
+        let sha = common::sha256_hex(&std::fs::read(&self.file).expect("read"));
         let edits: Vec<serde_json::Value> = (0..EDITS)
             .map(|i| {
                 serde_json::json!({"op": "replace", "old_text": marker(i, round), "new_text": marker(i, round + 1)})
@@ -211,29 +221,5 @@ fn native_edit(file: &Path, round: usize) {
     }
     out.extend_from_slice(&bytes[cursor..]);
     let _next = Sha256::digest(&out);
-    let dir = file.parent().expect("parent");
-    let temp = dir.join(".native.tmp");
-    let mut f = std::fs::File::create(&temp).expect("create temp");
-    f.write_all(&out).expect("write");
-    f.sync_all().expect("fsync");
-    std::fs::rename(&temp, file).expect("rename");
-    std::fs::File::open(dir)
-        .expect("dir")
-        .sync_all()
-        .expect("fsync dir");
-}
-
-fn percentiles(samples: &[Duration]) -> (Duration, Duration) {
-    let mut sorted = samples.to_vec();
-    sorted.sort();
-    let at = |q: f64| sorted[((sorted.len() - 1) as f64 * q).round() as usize];
-    (at(0.50), at(0.95))
-}
-
-fn ms(d: Duration) -> String {
-    format!("{:.2} ms", d.as_secs_f64() * 1000.0)
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    common::write_atomically(file, &out);
 }

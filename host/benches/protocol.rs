@@ -16,6 +16,8 @@
 
 #![allow(clippy::print_stdout)] // a bench prints its figures
 
+mod common;
+
 use std::io::Write;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
@@ -68,15 +70,15 @@ fn main() {
             native_replace(&f.file, old, new);
             started.elapsed()
         });
-        let (s50, s95) = percentiles(&satyrn);
-        let (np50, _) = percentiles(&native_process);
-        let (ni50, _) = percentiles(&native_in_process);
+        let (s50, s95) = common::percentiles(&satyrn);
+        let (np50, _) = common::percentiles(&native_process);
+        let (ni50, _) = common::percentiles(&native_in_process);
         println!(
             "| {label} | {} | {} | {} | {} | {:.2}× | {:.2}× |",
-            ms(s50),
-            ms(s95),
-            ms(np50),
-            ms(ni50),
+            common::ms(s50),
+            common::ms(s95),
+            common::ms(np50),
+            common::ms(ni50),
             s50.as_secs_f64() / np50.as_secs_f64(),
             s50.as_secs_f64() / ni50.as_secs_f64()
         );
@@ -99,10 +101,10 @@ fn main() {
     for (label, [load, inst, decide, publish]) in splits {
         println!(
             "| {label} | {} | {} | {} | {} |",
-            ms(load),
-            ms(inst),
-            ms(decide),
-            ms(publish)
+            common::ms(load),
+            common::ms(inst),
+            common::ms(decide),
+            common::ms(publish)
         );
     }
 }
@@ -156,7 +158,7 @@ impl Fixture {
     }
 
     fn request(&self, old: &str, new: &str) -> String {
-        let sha = hex(&Sha256::digest(std::fs::read(&self.file).expect("read")));
+        let sha = common::sha256_hex(&std::fs::read(&self.file).expect("read"));
         serde_json::json!({
             "version": 1, "operation": "replace",
             "repo": self.repo, "contract": self.contract, "path": "data.txt",
@@ -216,7 +218,7 @@ impl Fixture {
         let writable = vec!["*.txt".to_string()];
         for _ in 0..n {
             let (old, new) = self.next_pair();
-            let expected = hex(&Sha256::digest(std::fs::read(&self.file).expect("read")));
+            let expected = common::sha256_hex(&std::fs::read(&self.file).expect("read"));
             let t0 = Instant::now();
             let loaded = Loaded::new().expect("load");
             let t1 = Instant::now();
@@ -240,7 +242,7 @@ impl Fixture {
                 slot.push(d);
             }
         }
-        samples.map(|s| percentiles(&s).0)
+        samples.map(|s| common::percentiles(&s).0)
     }
 
     /// Peak RSS (bytes) of one whole satyrn-host process, from `wait4`'s rusage.
@@ -289,29 +291,5 @@ fn native_replace(file: &Path, old: &str, new: &str) {
     out.extend_from_slice(new.as_bytes());
     out.extend_from_slice(&bytes[at + old.len()..]);
     let _next = Sha256::digest(&out);
-    let dir = file.parent().expect("parent");
-    let temp = dir.join(".native.tmp");
-    let mut f = std::fs::File::create(&temp).expect("create temp");
-    f.write_all(&out).expect("write");
-    f.sync_all().expect("fsync");
-    std::fs::rename(&temp, file).expect("rename");
-    std::fs::File::open(dir)
-        .expect("dir")
-        .sync_all()
-        .expect("fsync dir");
-}
-
-fn percentiles(samples: &[Duration]) -> (Duration, Duration) {
-    let mut sorted = samples.to_vec();
-    sorted.sort();
-    let at = |q: f64| sorted[((sorted.len() - 1) as f64 * q).round() as usize];
-    (at(0.50), at(0.95))
-}
-
-fn ms(d: Duration) -> String {
-    format!("{:.2} ms", d.as_secs_f64() * 1000.0)
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    common::write_atomically(file, &out);
 }

@@ -104,7 +104,8 @@ impl ContractFile {
     }
 }
 
-/// SHA-256 of bytes, lowercase hex.
+/// SHA-256 of bytes, lowercase hex — computed with `sha2` directly, not with the product's
+/// `Revision`, so tests check revisions against an independent spelling.
 pub fn sha256_hex(bytes: &[u8]) -> String {
     use sha2::{Digest, Sha256};
     Sha256::digest(bytes)

@@ -30,11 +30,9 @@ use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 use memchr::memmem;
 
-use crate::fnmatch;
 use crate::lines::{LineIndex, LineStyle, has_line_break, quote};
 use crate::path;
-use crate::path::is_git_admin;
-use crate::replace::{Plan, Refusal, RefusalCode, git_admin_message};
+use crate::replace::{Plan, Refusal, RefusalCode, policy_gates};
 use crate::revision::Revision;
 use crate::worktree::Worktree;
 
@@ -358,24 +356,15 @@ pub fn decide<W: Worktree + ?Sized>(
             "occurrence: occurrences are numbered from 1".to_string(),
         ));
     }
-    if is_git_admin(&segments) {
-        return Err(refuse(RefusalCode::PathUndeclared, git_admin_message(path)));
-    }
-    if !fnmatch::matches_any(path, request.writable_paths) {
-        return Err(refuse(
-            RefusalCode::PathUndeclared,
-            format!("`{path}` is not declared writable by the contract"),
-        ));
-    }
-    let Some(expected) = expected else {
-        return Err(refuse(
-            RefusalCode::RevisionUnavailable,
-            format!("no revision is known for `{path}`: read the file before editing it"),
-        ));
-    };
-    let bytes = worktree
-        .read_regular(&segments, MAX_EDIT_FILE_BYTES)
-        .map_err(|e| refuse(RefusalCode::MutationFailed, e.0))?;
+    let (expected, bytes) = policy_gates(
+        worktree,
+        path,
+        &segments,
+        request.writable_paths,
+        expected,
+        MAX_EDIT_FILE_BYTES,
+    )
+    .map_err(EditError::Refused)?;
     let base = Revision::of(&bytes);
     if base != expected {
         return Err(EditError::Stale {

@@ -106,6 +106,44 @@ fn refuse(code: RefusalCode, message: String) -> ReplaceError {
     ReplaceError::Refused(Refusal { code, message })
 }
 
+/// The policy gates shared by `replace` and `edit`, in their order, after the request's
+/// shape was checked: the path is not inside `.git` and matches a `writable_paths` pattern
+/// (before any file-system access), a revision was given, and the target is a single-link
+/// regular file of at most `max_len` bytes reached without any symlink. Returns the
+/// expected revision and the file's bytes; the caller compares the revision next.
+pub(crate) fn policy_gates<W: Worktree + ?Sized>(
+    worktree: &W,
+    path: &str,
+    segments: &[&str],
+    writable_paths: &[String],
+    expected: Option<Revision>,
+    max_len: u64,
+) -> Result<(Revision, Vec<u8>), Refusal> {
+    let refusal = |code, message| Refusal { code, message };
+    if is_git_admin(segments) {
+        return Err(refusal(
+            RefusalCode::PathUndeclared,
+            git_admin_message(path),
+        ));
+    }
+    if !fnmatch::matches_any(path, writable_paths) {
+        return Err(refusal(
+            RefusalCode::PathUndeclared,
+            format!("`{path}` is not declared writable by the contract"),
+        ));
+    }
+    let Some(expected) = expected else {
+        return Err(refusal(
+            RefusalCode::RevisionUnavailable,
+            format!("no revision is known for `{path}`: read the file before editing it"),
+        ));
+    };
+    let bytes = worktree
+        .read_regular(segments, max_len)
+        .map_err(|e| refusal(RefusalCode::MutationFailed, e.0))?;
+    Ok((expected, bytes))
+}
+
 /// Decides one replacement. The gates run in this order, and the first that fails
 /// decides the result:
 ///
@@ -141,24 +179,15 @@ pub fn decide<W: Worktree + ?Sized>(
         ));
     }
     let path = request.path;
-    if is_git_admin(&segments) {
-        return Err(refuse(RefusalCode::PathUndeclared, git_admin_message(path)));
-    }
-    if !fnmatch::matches_any(path, request.writable_paths) {
-        return Err(refuse(
-            RefusalCode::PathUndeclared,
-            format!("`{path}` is not declared writable by the contract"),
-        ));
-    }
-    let Some(expected) = expected else {
-        return Err(refuse(
-            RefusalCode::RevisionUnavailable,
-            format!("no revision is known for `{path}`: read the file before editing it"),
-        ));
-    };
-    let bytes = worktree
-        .read_regular(&segments, MAX_FILE_BYTES)
-        .map_err(|e| refuse(RefusalCode::MutationFailed, e.0))?;
+    let (expected, bytes) = policy_gates(
+        worktree,
+        path,
+        &segments,
+        request.writable_paths,
+        expected,
+        MAX_FILE_BYTES,
+    )
+    .map_err(ReplaceError::Refused)?;
     // Found now but decided only after the revision and UTF-8 gates: knowing the match
     // lets one pass hash the base and keep the prefix's state for the next revision.
     let found = anchor::occurrences(&bytes, request.old_text.as_bytes());

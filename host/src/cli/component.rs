@@ -15,7 +15,6 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 
 use crate::engine::{COMPONENT_WASM, InterfaceItems, Loaded};
 
@@ -99,12 +98,9 @@ fn export_command(args: &[OsString]) -> u8 {
     }
 }
 
-/// The SHA-256 of `bytes`, lowercase hex.
+/// The SHA-256 of `bytes`, lowercase hex (spelled as satyrn spells revisions).
 fn sha256_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    satyrn_mutator_core::revision::Revision::of(bytes).to_hex()
 }
 
 /// `(name, version)` from the first `package NAME@VERSION;` line of the WIT text.

@@ -1,0 +1,44 @@
+//! What every benchmark shares: percentiles, formatting, and the native atomic write the
+//! baselines end with.
+#![allow(dead_code)] // each bench uses its own subset
+
+use std::io::Write;
+use std::path::Path;
+use std::time::Duration;
+
+/// The `q`-quantile (0.0–1.0, nearest rank) of `samples`.
+pub fn percentile(samples: &[Duration], q: f64) -> Duration {
+    let mut sorted = samples.to_vec();
+    sorted.sort();
+    sorted[((sorted.len() - 1) as f64 * q).round() as usize]
+}
+
+/// p50 and p95 of `samples`.
+pub fn percentiles(samples: &[Duration]) -> (Duration, Duration) {
+    (percentile(samples, 0.50), percentile(samples, 0.95))
+}
+
+/// `12.34 ms`.
+pub fn ms(d: Duration) -> String {
+    format!("{:.2} ms", d.as_secs_f64() * 1000.0)
+}
+
+/// Lowercase hex SHA-256 of `bytes`, as satyrn spells revisions.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    satyrn_mutator_core::revision::Revision::of(bytes).to_hex()
+}
+
+/// The native baselines' publish: a temporary beside `file`, fsync, rename over `file`,
+/// fsync the directory — the same durability satyrn's publish gives.
+pub fn write_atomically(file: &Path, content: &[u8]) {
+    let dir = file.parent().expect("parent");
+    let temp = dir.join(".native.tmp");
+    let mut f = std::fs::File::create(&temp).expect("create temp");
+    f.write_all(content).expect("write");
+    f.sync_all().expect("fsync");
+    std::fs::rename(&temp, file).expect("rename");
+    std::fs::File::open(dir)
+        .expect("dir")
+        .sync_all()
+        .expect("fsync dir");
+}
