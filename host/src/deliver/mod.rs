@@ -353,9 +353,14 @@ fn resolve_root(path: &Path) -> Result<Result<Git, String>, GitError> {
     use std::os::unix::ffi::OsStrExt;
     let top_bytes = out.stdout.strip_suffix(b"\n").unwrap_or(&out.stdout);
     let top = PathBuf::from(std::ffi::OsStr::from_bytes(top_bytes));
-    let real = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
-    let top_real = std::fs::canonicalize(&top).unwrap_or_else(|_| top.clone());
-    if real != top_real {
+    let same = match (
+        crate::fsid::Identity::of(path),
+        crate::fsid::Identity::of(&top),
+    ) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    };
+    if !same {
         return Ok(Err(format!(
             "{} is not a worktree root; the root of its worktree is {}",
             path.display(),

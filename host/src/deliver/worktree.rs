@@ -85,8 +85,8 @@ impl Attempt {
             ))
         })?;
         for wt in git::worktree_paths(repo)? {
-            let wt = std::fs::canonicalize(&wt).unwrap_or(wt);
-            if base.starts_with(&wt) {
+            // Decided by file-system identity (as everywhere in satyrn), not by prefix.
+            if crate::fsid::is_within(&base, &wt).unwrap_or(false) {
                 return Err(WorktreeError::Parent(format!(
                     "temporary directory {} lies inside worktree {}; set TMPDIR elsewhere",
                     base.display(),
