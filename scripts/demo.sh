@@ -110,7 +110,7 @@ for line in open(sys.argv[1], encoding="utf-8", errors="replace"):
         result = event.get("result") or {}
         text = " ".join(c.get("text", "") for c in result.get("content", []) if isinstance(c, dict)).strip().replace("\n", " / ")
         mark = "refused" if event.get("isError") else "ok     "
-        print(f"  {mark} {event.get('toolName')}: {text[:150]}")
+        print(f"  {mark} {event.get('toolName')}: {text[:240]}")
 PY
 printf '\n$ git diff %s refs/satyrn/candidates/demo-greeting/head\n' "${base:0:12}"
 git -C "$repo" --no-pager diff --no-color "$base" refs/satyrn/candidates/demo-greeting/head
