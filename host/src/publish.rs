@@ -14,6 +14,8 @@
 use std::fmt;
 use std::io::{Read, Write};
 use std::os::fd::OwnedFd;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard};
 
 use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 use rustix::io::Errno;
@@ -145,34 +147,40 @@ pub fn is_temporary_name(name: &str) -> bool {
 /// The termination signals a publish holds.
 const HELD: [libc::c_int; 4] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT];
 
-/// The first held signal that arrived, or 0.
-static ARRIVED: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+/// The held signals that arrived, one bit per signal number.
+static ARRIVED: AtomicU64 = AtomicU64::new(0);
+
+/// One hold at a time in a process: the dispositions are process-wide, so two threads
+/// publishing at once must not save and restore each other's handlers.
+static HOLD: Mutex<()> = Mutex::new(());
 
 extern "C" fn record_arrival(signal: libc::c_int) {
-    let _ = ARRIVED.compare_exchange(
-        0,
-        signal,
-        std::sync::atomic::Ordering::SeqCst,
-        std::sync::atomic::Ordering::SeqCst,
-    );
+    if let Ok(bit) = u32::try_from(signal) {
+        ARRIVED.fetch_or(1u64 << (bit % 64), Ordering::SeqCst);
+    }
 }
 
 /// Termination signals held for the whole process until dropped: while held, their
-/// disposition is a handler that only records the first arrival (a signal mask would not
-/// do: it is per thread, and a process-directed signal goes to any thread not blocking
-/// it). On drop the previous dispositions come back and a recorded signal is raised again,
-/// so the process ends as it would have, only after the publish is complete.
+/// disposition is a handler that only records arrivals (a signal mask would not do: it is
+/// per thread, and a process-directed signal goes to any thread not blocking it). On drop
+/// the previous dispositions come back and every recorded signal is raised again, so the
+/// process ends as it would have (or ignores what it ignored), only after the publish is
+/// complete.
 struct HeldSignals {
     previous: Vec<(libc::c_int, libc::sigaction)>,
+    _one_at_a_time: MutexGuard<'static, ()>,
 }
 
 impl HeldSignals {
     fn hold() -> Self {
-        ARRIVED.store(0, std::sync::atomic::Ordering::SeqCst);
+        let guard = HOLD
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        ARRIVED.store(0, Ordering::SeqCst);
         let mut previous = Vec::with_capacity(HELD.len());
         for signal in HELD {
             // SAFETY: a zeroed sigaction is a valid "no flags, empty mask" value; the
-            // handler only stores into an atomic, which is async-signal-safe.
+            // handler only updates an atomic, which is async-signal-safe.
             unsafe {
                 let mut action: libc::sigaction = std::mem::zeroed();
                 action.sa_sigaction =
@@ -185,7 +193,10 @@ impl HeldSignals {
                 }
             }
         }
-        Self { previous }
+        Self {
+            previous,
+            _one_at_a_time: guard,
+        }
     }
 }
 
@@ -197,11 +208,13 @@ impl Drop for HeldSignals {
                 libc::sigaction(*signal, old, std::ptr::null_mut());
             }
         }
-        let arrived = ARRIVED.swap(0, std::sync::atomic::Ordering::SeqCst);
-        if arrived != 0 {
-            // SAFETY: raise(3) with a signal number we recorded.
-            unsafe {
-                libc::raise(arrived);
+        let arrived = ARRIVED.swap(0, Ordering::SeqCst);
+        for signal in HELD {
+            if u32::try_from(signal).is_ok_and(|bit| arrived & (1u64 << (bit % 64)) != 0) {
+                // SAFETY: raise(3) with a signal number we held.
+                unsafe {
+                    libc::raise(signal);
+                }
             }
         }
     }

@@ -1155,6 +1155,61 @@ fn descendants_that_leave_the_group_are_stopped_too() {
     assert!(free.exists(), "the escaper did not run at all");
 }
 
+#[test]
+fn orphans_that_exit_during_a_long_command_are_reaped_not_kept_as_zombies() {
+    // Each `( sleep 0 & )` orphans a process that exits at once and is reparented to
+    // deliver (a subreaper); they must be reaped while the command still runs.
+    let repo = FixedRepo::with_files(&[("a.txt", b"a\n")]);
+    let root = repo.path();
+    let marks = tempfile::tempdir().expect("tempdir");
+    let started = marks.path().join("started");
+    let contract = ContractFile::new("orphans", &[]);
+    let script = format!(
+        "for i in 1 2 3 4 5 6 7 8; do ( sleep 0 & ); done; touch '{}'; sleep 3; echo o > a.txt",
+        started.display()
+    );
+    let argv: Vec<&OsStr> = sh(&script).into_iter().map(OsStr::new).collect();
+    let mut child = deliver_cmd(&root, &contract.path, &[], &argv)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !started.exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(1500));
+    let zombies = zombie_children(child.id());
+    let out = child.wait_with_output().expect("wait");
+    assert!(
+        zombies.is_empty(),
+        "zombies kept under deliver: {zombies:?}"
+    );
+    let receipt: Value = serde_json::from_slice(&out.stdout).expect("receipt");
+    assert_eq!(receipt["code"], "OK");
+}
+
+/// Pids of zombie processes whose parent is `parent`.
+fn zombie_children(parent: u32) -> Vec<u32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        let Some(close) = stat.rfind(')') else {
+            continue;
+        };
+        let fields: Vec<&str> = stat[close + 1..].split_whitespace().collect();
+        if fields.len() > 1 && fields[0] == "Z" && fields[1] == parent.to_string() {
+            found.push(pid);
+        }
+    }
+    found
+}
+
 fn interrupt_case(signal: i32, id: &str) {
     let repo = FixedRepo::with_files(&[("a.txt", b"a\n")]);
     let root = repo.path();

@@ -179,6 +179,7 @@ fn wait(
     };
     let pid = child_pid(child).ok_or_else(|| io::Error::other("child pid out of range"))?;
     let pidfd = rustix::process::pidfd_open(pid, PidfdFlags::empty())?;
+    let mut ticks = 0u32;
     loop {
         if signals::received().is_some() {
             finished.interrupted = true;
@@ -210,6 +211,10 @@ fn wait(
             !fds[0].revents().is_empty()
         };
         signals::drain();
+        ticks = ticks.wrapping_add(1);
+        if ticks.is_multiple_of(10) {
+            reap_orphans(pid);
+        }
         for f in forward.iter_mut() {
             f.pump(4);
         }
@@ -282,6 +287,21 @@ pub fn stop_strays() {
             return;
         }
         std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Reaps the descendants reparented to us (a subreaper) that have already exited, so a
+/// long command that orphans processes does not pile up zombies under `deliver`. Never
+/// `waitpid(-1)`: the direct child `direct` belongs to its `std::process::Child`.
+fn reap_orphans(direct: Pid) {
+    let me = rustix::process::getpid().as_raw_nonzero().get();
+    let direct = direct.as_raw_nonzero().get();
+    for (pid, _) in processes(|pid, ppid, _, state| ppid == me && pid != direct && state == "Z") {
+        let mut status = 0;
+        // SAFETY: waitpid on a specific pid that is our exited child, with a valid out-pointer.
+        unsafe {
+            libc::waitpid(pid, &raw mut status, libc::WNOHANG);
+        }
     }
 }
 
