@@ -1169,7 +1169,7 @@ fn orphans_that_exit_during_a_long_command_are_reaped_not_kept_as_zombies() {
         started.display()
     );
     let argv: Vec<&OsStr> = sh(&script).into_iter().map(OsStr::new).collect();
-    let mut child = deliver_cmd(&root, &contract.path, &[], &argv)
+    let child = deliver_cmd(&root, &contract.path, &[], &argv)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
