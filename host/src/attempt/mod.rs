@@ -214,6 +214,7 @@ fn sweep_temporaries(root: &RepoRoot, git: &Git) -> Result<(), String> {
     let untracked = git
         .run(&["ls-files", "-z", "--others", "--full-name"])
         .map_err(|e| format!("listing untracked files failed: {e}"))?;
+    let mut failures = Vec::new();
     for raw in git::split_z(&untracked) {
         let Ok(path) = std::str::from_utf8(raw) else {
             continue;
@@ -223,14 +224,24 @@ fn sweep_temporaries(root: &RepoRoot, git: &Git) -> Result<(), String> {
             continue;
         }
         let full = root.path().join(path);
-        std::fs::remove_file(&full)
-            .map_err(|e| format!("cannot remove the stale temporary {}: {e}", full.display()))?;
-        let _ = writeln!(
-            std::io::stderr(),
-            "satyrn-host attempt: removed a stale publish temporary {path}"
-        );
+        match std::fs::remove_file(&full) {
+            Ok(()) => {
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "satyrn-host attempt: removed a stale publish temporary {path}"
+                );
+            }
+            Err(e) => failures.push(format!("{}: {e}", full.display())),
+        }
     }
-    Ok(())
+    if failures.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "cannot remove stale publish temporaries: {}",
+            failures.join("; ")
+        ))
+    }
 }
 
 /// Registered worktrees plus git's administrative and common directories.
