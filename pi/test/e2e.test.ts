@@ -337,3 +337,25 @@ for (const [label, extensions, context] of [
     }
   });
 }
+
+test("real Pi: an extension that fails to load stops Pi before any model call (the fail-closed assumption)", async () => {
+  const { base, repo } = repository();
+  const broken = join(base, "broken.ts");
+  writeFileSync(broken, 'import missing from "./no-such-module.ts";\nexport default function (pi: unknown) { missing(pi); }\n');
+  const model = await startScriptedModel([{ text: "should never be asked" }]);
+  try {
+    const agent = writeAgentDir(join(base, "agent"), model.baseUrl);
+    const args = ["--print", "--mode", "json", "--no-session", "--model", MODEL, "--no-extensions"];
+    const tools = ["--tools", "read,edit", "Read README.md."];
+    const broke = await run(PI, [...args, "--extension", broken, ...tools], repo, attemptEnv(agent));
+    assert.notEqual(broke.code, 0);
+    assert.match(broke.stderr, /Failed to load extension/);
+    assert.equal(model.requests.length, 0, "the model was asked despite a failed extension");
+    // Sibling: without the broken extension the same Pi run reaches the model.
+    const fine = await run(PI, [...args, ...tools], repo, attemptEnv(agent));
+    assert.equal(fine.code, 0, fine.stderr);
+    assert.equal(model.requests.length, 1);
+  } finally {
+    await model.close();
+  }
+});
