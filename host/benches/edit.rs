@@ -17,9 +17,8 @@
 
 mod common;
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
@@ -160,27 +159,7 @@ impl Fixture {
             "expected_sha256": sha, "edits": edits,
         })
         .to_string();
-        let started = Instant::now();
-        let mut child = Command::new(host)
-            .arg("protocol")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("spawn satyrn-host");
-        child
-            .stdin
-            .take()
-            .expect("stdin")
-            .write_all(request.as_bytes())
-            .expect("write request");
-        let out = child.wait_with_output().expect("wait");
-        let elapsed = started.elapsed();
-        assert!(
-            out.status.success(),
-            "satyrn-host failed: {}",
-            String::from_utf8_lossy(&out.stdout)
-        );
-        elapsed
+        common::time_protocol(host, &request)
     }
 
     fn native_process_once(&self, round: usize) -> Duration {

@@ -170,27 +170,7 @@ impl Fixture {
     fn satyrn_once(&self, host: &Path) -> Duration {
         let (old, new) = self.next_pair();
         let request = self.request(old, new);
-        let started = Instant::now();
-        let mut child = Command::new(host)
-            .arg("protocol")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("spawn satyrn-host");
-        child
-            .stdin
-            .take()
-            .expect("stdin")
-            .write_all(request.as_bytes())
-            .expect("write request");
-        let out = child.wait_with_output().expect("wait");
-        let elapsed = started.elapsed();
-        assert!(
-            out.status.success(),
-            "satyrn-host failed: {}",
-            String::from_utf8_lossy(&out.stdout)
-        );
-        elapsed
+        common::time_protocol(host, &request)
     }
 
     fn native_process_once(&self) -> Duration {

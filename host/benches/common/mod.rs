@@ -4,7 +4,8 @@
 
 use std::io::Write;
 use std::path::Path;
-use std::time::Duration;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 /// The `q`-quantile (0.0–1.0, nearest rank) of `samples`.
 pub fn percentile(samples: &[Duration], q: f64) -> Duration {
@@ -41,4 +42,30 @@ pub fn write_atomically(file: &Path, content: &[u8]) {
         .expect("dir")
         .sync_all()
         .expect("fsync dir");
+}
+
+/// Times one whole `satyrn-host protocol` process answering `request`; panics unless it
+/// exits 0.
+pub fn time_protocol(host: &Path, request: &str) -> Duration {
+    let started = Instant::now();
+    let mut child = Command::new(host)
+        .arg("protocol")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn satyrn-host");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(request.as_bytes())
+        .expect("write request");
+    let out = child.wait_with_output().expect("wait");
+    let elapsed = started.elapsed();
+    assert!(
+        out.status.success(),
+        "satyrn-host failed: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    elapsed
 }
