@@ -18,7 +18,6 @@
 
 mod common;
 
-use std::io::Write;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -230,18 +229,7 @@ impl Fixture {
     fn satyrn_peak_rss(&self, host: &Path) -> u64 {
         let (old, new) = self.next_pair();
         let request = self.request(old, new);
-        let mut child = Command::new(host)
-            .arg("protocol")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("spawn satyrn-host");
-        child
-            .stdin
-            .take()
-            .expect("stdin")
-            .write_all(request.as_bytes())
-            .expect("write request");
+        let child = common::spawn_protocol(host, &request, Stdio::null());
         let pid = libc::pid_t::try_from(child.id()).expect("pid");
         let mut status = 0;
         // SAFETY: plain wait4 on our own child with valid out-pointers.

@@ -73,13 +73,17 @@ impl Fixture {
         }
     }
 
-    fn command(&self, env: &[(&str, &str)]) -> Command {
+    /// `satyrn-host attempt ARGS` in the repository, with the fake Pi and a clean
+    /// environment (no model, no artifact destinations) plus `env`.
+    fn attempt_command<A: AsRef<std::ffi::OsStr>>(
+        &self,
+        args: &[A],
+        env: &[(&str, &str)],
+    ) -> Command {
         let mut cmd = Command::new(host_bin());
         cmd.current_dir(self.repo.path())
             .arg("attempt")
-            .arg("--model")
-            .arg("provider/model-1")
-            .arg(&self.contract)
+            .args(args)
             .env("SATYRN_PI_BIN", &self.fake_pi)
             .env("FAKE_PI_LOG", &self.log)
             .env_remove("SATYRN_ATTEMPT_TRANSCRIPT")
@@ -89,6 +93,28 @@ impl Fixture {
             cmd.env(k, v);
         }
         cmd
+    }
+
+    /// [`Self::attempt_command`] run to completion.
+    fn attempt<A: AsRef<std::ffi::OsStr>>(&self, args: &[A], env: &[(&str, &str)]) -> Output {
+        self.attempt_command(args, env)
+            .output()
+            .expect("run attempt")
+    }
+
+    /// The usual attempt: `--model provider/model-1` and the fixture's contract.
+    fn command(&self, env: &[(&str, &str)]) -> Command {
+        let contract = self.contract.as_os_str();
+        self.attempt_command(
+            &["--model".as_ref(), "provider/model-1".as_ref(), contract],
+            env,
+        )
+    }
+
+    /// Commits everything in the repository.
+    fn commit_all(&self, message: &str) {
+        git_ok(self.repo.path(), &["add", "-A"]);
+        git_ok(self.repo.path(), &["commit", "-q", "-m", message]);
     }
 
     fn run(&self, env: &[(&str, &str)]) -> Output {
@@ -304,31 +330,14 @@ fn editing_the_contract_cannot_widen_permissions_mid_run() {
     let fx = Fixture::new();
     let text = "id: attempt-test\ntask: t\nwritable_paths: ['contract.yaml', 'src/g*.txt']\n";
     std::fs::write(fx.repo.file("contract.yaml"), text).expect("write");
-    git_ok(fx.repo.path(), &["add", "-A"]);
-    git_ok(
-        fx.repo.path(),
-        &[
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@e",
-            "commit",
-            "-q",
-            "-m",
-            "contract",
-        ],
-    );
-    let out = Command::new(host_bin())
-        .current_dir(fx.repo.path())
-        .args(["attempt", "--model", "m", "contract.yaml"])
-        .env("SATYRN_PI_BIN", &fx.fake_pi)
-        .env("FAKE_PI_LOG", &fx.log)
-        .env(
+    fx.commit_all("contract");
+    let out = fx.attempt(
+        &["--model", "m", "contract.yaml"],
+        &[(
             "FAKE_PI_EDIT",
             "contract.yaml|['contract.yaml', 'src/g*.txt']|['*'];README.md|readme|owned;src/greeting.txt|world|satyrn",
-        )
-        .output()
-        .expect("run");
+        )],
+    );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let codes: Vec<String> = out
         .stdout
@@ -428,19 +437,7 @@ fn a_destination_that_appears_during_the_run_is_not_overwritten() {
 #[test]
 fn usage_and_check_refusals_run_no_pi() {
     let fx = Fixture::new();
-    let run = |args: &[&str], env: &[(&str, &str)]| {
-        let mut cmd = Command::new(host_bin());
-        cmd.current_dir(fx.repo.path())
-            .arg("attempt")
-            .args(args)
-            .env("SATYRN_PI_BIN", &fx.fake_pi)
-            .env("FAKE_PI_LOG", &fx.log)
-            .env_remove("SATYRN_MODEL");
-        for (k, v) in env {
-            cmd.env(k, v);
-        }
-        cmd.output().expect("run")
-    };
+    let run = |args: &[&str], env: &[(&str, &str)]| fx.attempt(args, env);
     let contract = fx.contract.to_str().expect("utf8");
     for (args, env, status) in [
         (vec![contract], vec![], 2),
@@ -473,20 +470,7 @@ fn usage_and_check_refusals_run_no_pi() {
     assert!(!fx.log.exists());
     // A tracked symlink never enters the map, even when declared.
     std::os::unix::fs::symlink("greeting.txt", fx.repo.file("src/glink.txt")).expect("symlink");
-    git_ok(fx.repo.path(), &["add", "src/glink.txt"]);
-    git_ok(
-        fx.repo.path(),
-        &[
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@e",
-            "commit",
-            "-q",
-            "-m",
-            "link",
-        ],
-    );
+    fx.commit_all("link");
     // Sibling success: SATYRN_MODEL is honoured.
     let out = run(&[contract], &[("SATYRN_MODEL", "env/model")]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
@@ -517,27 +501,8 @@ fn a_contract_inside_the_repository_is_read_from_it() {
     std::fs::create_dir_all(fx.repo.file("..hidden")).expect("mkdir");
     let inside = fx.repo.file("..hidden/contract.yaml");
     std::fs::copy(&fx.contract, &inside).expect("copy");
-    git_ok(fx.repo.path(), &["add", "-A"]);
-    git_ok(
-        fx.repo.path(),
-        &[
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@e",
-            "commit",
-            "-q",
-            "-m",
-            "contract",
-        ],
-    );
-    let out = Command::new(host_bin())
-        .current_dir(fx.repo.path())
-        .args(["attempt", "--model", "m", "..hidden/contract.yaml"])
-        .env("SATYRN_PI_BIN", &fx.fake_pi)
-        .env("FAKE_PI_LOG", &fx.log)
-        .output()
-        .expect("run");
+    fx.commit_all("contract");
+    let out = fx.attempt(&["--model", "m", "..hidden/contract.yaml"], &[]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(
         stderr(&out).contains("contract read from the repository"),
@@ -586,14 +551,7 @@ fn a_prompt_or_context_too_large_for_one_argument_is_refused_before_pi() {
         format!("id: big\ntask: {task}\nwritable_paths: ['src/g*.txt']\n"),
     )
     .expect("write");
-    let out = Command::new(host_bin())
-        .current_dir(fx.repo.path())
-        .args(["attempt", "--model", "m"])
-        .arg(&big)
-        .env("SATYRN_PI_BIN", &fx.fake_pi)
-        .env("FAKE_PI_LOG", &fx.log)
-        .output()
-        .expect("run");
+    let out = fx.attempt(&["--model".as_ref(), "m".as_ref(), big.as_os_str()], &[]);
     assert_eq!(out.status.code(), Some(10), "{}", stderr(&out));
     assert!(
         stderr(&out).contains("over the 122880-byte limit"),
@@ -607,14 +565,7 @@ fn a_prompt_or_context_too_large_for_one_argument_is_refused_before_pi() {
         "id: big\ntask: short\nwritable_paths: ['src/g*.txt']\n",
     )
     .expect("write");
-    let out = Command::new(host_bin())
-        .current_dir(fx.repo.path())
-        .args(["attempt", "--model", "m"])
-        .arg(&big)
-        .env("SATYRN_PI_BIN", &fx.fake_pi)
-        .env("FAKE_PI_LOG", &fx.log)
-        .output()
-        .expect("run");
+    let out = fx.attempt(&["--model".as_ref(), "m".as_ref(), big.as_os_str()], &[]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
 }
 
@@ -627,20 +578,7 @@ fn files_too_large_to_read_or_edit_never_enter_the_revision_map() {
     )
     .expect("write");
     std::fs::write(fx.repo.file("src/gsmall.txt"), vec![b'a'; 1024]).expect("write");
-    git_ok(fx.repo.path(), &["add", "-A"]);
-    git_ok(
-        fx.repo.path(),
-        &[
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@e",
-            "commit",
-            "-q",
-            "-m",
-            "big",
-        ],
-    );
+    fx.commit_all("big");
     let out = fx.run(&[]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let log = fx.pi_log();

@@ -4,7 +4,7 @@
 
 use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// The `q`-quantile (0.0–1.0, nearest rank) of `samples`.
@@ -44,14 +44,12 @@ pub fn write_atomically(file: &Path, content: &[u8]) {
         .expect("fsync dir");
 }
 
-/// Times one whole `satyrn-host protocol` process answering `request`; panics unless it
-/// exits 0.
-pub fn time_protocol(host: &Path, request: &str) -> Duration {
-    let started = Instant::now();
+/// Starts `satyrn-host protocol` with `request` written to its stdin (then closed).
+pub fn spawn_protocol(host: &Path, request: &str, stdout: Stdio) -> Child {
     let mut child = Command::new(host)
         .arg("protocol")
         .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
+        .stdout(stdout)
         .spawn()
         .expect("spawn satyrn-host");
     child
@@ -60,7 +58,16 @@ pub fn time_protocol(host: &Path, request: &str) -> Duration {
         .expect("stdin")
         .write_all(request.as_bytes())
         .expect("write request");
-    let out = child.wait_with_output().expect("wait");
+    child
+}
+
+/// Times one whole `satyrn-host protocol` process answering `request`; panics unless it
+/// exits 0.
+pub fn time_protocol(host: &Path, request: &str) -> Duration {
+    let started = Instant::now();
+    let out = spawn_protocol(host, request, Stdio::piped())
+        .wait_with_output()
+        .expect("wait");
     let elapsed = started.elapsed();
     assert!(
         out.status.success(),
