@@ -18,8 +18,20 @@ use crate::support::{Repo, git_ok, host_bin, sha256_hex};
 const FAKE_PI: &str = r#"#!/usr/bin/env python3
 import json, os, subprocess, sys
 log = os.environ["FAKE_PI_LOG"]
+def private_modes():
+    ctx = json.loads(os.environ.get("SATYRN_MUTATION_CONTEXT", "{}"))
+    if "contract" not in ctx:
+        return {}
+    private = os.path.dirname(ctx["contract"])
+    paths = [private] + [os.path.join(private, n) for n in os.listdir(private)]
+    return {p: oct(os.stat(p).st_mode & 0o777) for p in paths}
+agent = os.environ.get("PI_CODING_AGENT_DIR", "")
+carried = {n: open(os.path.join(agent, n)).read() for n in sorted(os.listdir(agent))} if agent else {}
 with open(log, "w") as f:
-    json.dump({"argv": sys.argv[1:], "env": dict(os.environ)}, f)
+    json.dump({"argv": sys.argv[1:], "env": dict(os.environ), "cwd": os.getcwd(),
+               "cwd_entries": os.listdir("."), "agent_files": carried,
+               "modes": {p: oct(os.stat(p).st_mode & 0o777) for p in [".", agent] if p},
+               "private_modes": private_modes()}, f)
 sys.stdout.buffer.write(b'{"type":"session","fake":true}\n')
 for edit in filter(None, os.environ.get("FAKE_PI_EDIT", "").split(";")):
     path, old, new = edit.split("|")
@@ -154,9 +166,9 @@ fn pi_gets_the_exact_argv_context_and_environment() {
         .map(|v| v.as_str().expect("str"))
         .collect();
     let (prompt, flags) = argv.split_last().expect("prompt");
-    assert_eq!(flags.len(), 17, "{argv:?}");
+    assert_eq!(flags.len(), 19, "{argv:?}");
     assert_eq!(
-        &flags[..8],
+        &flags[..10],
         [
             "--print",
             "--mode",
@@ -164,15 +176,17 @@ fn pi_gets_the_exact_argv_context_and_environment() {
             "--no-session",
             "--model",
             "provider/model-1",
+            "--system-prompt",
+            satyrn_host::attempt::pi::SYSTEM_PROMPT,
             "--no-extensions",
             "--extension"
         ]
     );
-    assert!(flags[8].ends_with("/pi/engine.ts"), "{}", flags[8]);
-    assert_eq!(flags[9], "--extension");
-    assert!(flags[10].ends_with("/pi/mutator.ts"), "{}", flags[10]);
+    assert!(flags[10].ends_with("/pi/engine.ts"), "{}", flags[10]);
+    assert_eq!(flags[11], "--extension");
+    assert!(flags[12].ends_with("/pi/mutator.ts"), "{}", flags[12]);
     assert_eq!(
-        &flags[11..],
+        &flags[13..],
         [
             "--no-skills",
             "--no-prompt-templates",
@@ -234,6 +248,116 @@ fn pi_gets_the_exact_argv_context_and_environment() {
     assert!(!frozen.exists(), "the private directory must be removed");
     // Nothing changed, so no patch; the worktree is clean.
     assert_eq!(git_ok(fx.repo.path(), &["status", "--porcelain"]), "");
+}
+
+/// Pi never runs in the repository and never sees the user's agent directory: its working
+/// directory is empty and private, and its agent directory holds copies of `models.json`
+/// and `auth.json` only (the real-Pi proof with hostile settings is in `pi/test/e2e.test.ts`).
+#[test]
+fn pi_runs_in_a_private_home_with_only_the_users_models_and_credentials() {
+    let fx = Fixture::new();
+    let user_agent = fx.outside.path().join("user-agent");
+    std::fs::create_dir_all(user_agent.join("extensions")).expect("mkdir");
+    for (name, text) in [
+        ("models.json", "{\"providers\":{}}"),
+        ("auth.json", "{\"p\":{\"key\":\"k\"}}"),
+        (
+            "settings.json",
+            "{\"npmCommand\":[\"sh\"],\"packages\":[\"npm:x\"]}",
+        ),
+        ("SYSTEM.md", "USER SYSTEM PROMPT"),
+        ("APPEND_SYSTEM.md", "USER APPEND"),
+        ("extensions/evil.ts", "export default () => {}"),
+    ] {
+        std::fs::write(user_agent.join(name), text).expect("write");
+    }
+    std::fs::create_dir_all(fx.repo.path().join(".pi")).expect("mkdir");
+    std::fs::write(fx.repo.path().join(".pi/SYSTEM.md"), "REPO SYSTEM PROMPT").expect("write");
+    let out = fx.run(&[("PI_CODING_AGENT_DIR", user_agent.to_str().expect("utf8"))]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let log = fx.pi_log();
+    let cwd = PathBuf::from(log["cwd"].as_str().expect("cwd"));
+    let repo = std::fs::canonicalize(fx.repo.path()).expect("canonical");
+    assert!(
+        !cwd.starts_with(&repo),
+        "Pi ran inside the repository: {}",
+        cwd.display()
+    );
+    assert!(cwd.ends_with("cwd"), "{}", cwd.display());
+    assert_eq!(
+        log["cwd_entries"],
+        serde_json::json!([]),
+        "Pi's working directory is not empty"
+    );
+    let agent = log["env"]["PI_CODING_AGENT_DIR"]
+        .as_str()
+        .expect("agent dir");
+    assert_ne!(
+        Path::new(agent),
+        user_agent,
+        "Pi got the user's own agent directory"
+    );
+    assert_eq!(
+        log["agent_files"],
+        serde_json::json!({"auth.json": "{\"p\":{\"key\":\"k\"}}", "models.json": "{\"providers\":{}}"})
+    );
+    assert_eq!(log["modes"]["."], "0o700");
+    assert_eq!(log["modes"][agent], "0o700");
+    assert!(
+        !Path::new(agent).exists(),
+        "the private home must be removed"
+    );
+    // The user's directory is untouched.
+    assert!(user_agent.join("settings.json").exists() && user_agent.join("SYSTEM.md").exists());
+
+    // Refusals: a relative agent directory, or one inside the worktree; Pi never runs.
+    for bad in [
+        "relative/agent",
+        fx.repo.path().join(".pi").to_str().expect("utf8"),
+    ] {
+        let _ = std::fs::remove_file(&fx.log);
+        let out = fx.run(&[("PI_CODING_AGENT_DIR", bad)]);
+        assert_eq!(out.status.code(), Some(10), "{bad}: {}", stderr(&out));
+        assert!(
+            stderr(&out).contains("PI_CODING_AGENT_DIR")
+                || stderr(&out).contains("inside the worktree"),
+            "{}",
+            stderr(&out)
+        );
+        assert!(!fx.log.exists(), "{bad}: Pi ran");
+    }
+}
+
+/// The private directory, the frozen contract and the transcript spool are owner-only
+/// whatever the umask.
+#[test]
+fn the_private_directory_and_spool_are_owner_only_under_a_permissive_umask() {
+    let fx = Fixture::new();
+    let mut cmd = fx.command(&[]);
+    // SAFETY: umask(2) is async-signal-safe and only changes the child's file-mode mask.
+    unsafe {
+        use std::os::unix::process::CommandExt;
+        cmd.pre_exec(|| {
+            libc::umask(0);
+            Ok(())
+        });
+    }
+    let out = cmd.output().expect("run");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let log = fx.pi_log();
+    let context: Value =
+        serde_json::from_str(log["env"]["SATYRN_MUTATION_CONTEXT"].as_str().expect("ctx"))
+            .expect("json");
+    let frozen = PathBuf::from(context["contract"].as_str().expect("contract"));
+    let private = frozen.parent().expect("private dir").to_path_buf();
+    let modes = &log["private_modes"];
+    assert_eq!(modes[private.to_str().expect("utf8")], "0o700", "{modes}");
+    assert_eq!(modes[frozen.to_str().expect("utf8")], "0o600", "{modes}");
+    assert_eq!(
+        modes[private.join("transcript.jsonl").to_str().expect("utf8")],
+        "0o600",
+        "{modes}"
+    );
 }
 
 #[test]

@@ -17,12 +17,14 @@
 //! transcript bytes only.
 
 pub mod artifacts;
+pub mod child;
 pub mod pi;
 pub mod prompt;
 pub mod revisions;
 
 use std::fs::File;
 use std::io::{Read, Seek, Write};
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -97,10 +99,19 @@ fn attempt(options: &Options, cleanup: &mut Cleanup) -> Result<(), Failure> {
     let forbidden = forbidden_roots(&git)?;
     let transcript_dest = destination(TRANSCRIPT_VAR, &forbidden)?;
     let patch_dest = destination(PATCH_VAR, &forbidden)?;
+    if let (Some(transcript), Some(patch)) = (&transcript_dest, &patch_dest)
+        && transcript.same_target(patch)
+    {
+        return Err(failed(format!(
+            "{TRANSCRIPT_VAR} and {PATCH_VAR} name the same file ({}); give each its own",
+            patch.path().display()
+        )));
+    }
 
     let private = cleanup.private_dir(&cwd)?;
     let frozen = private.join("contract.yaml");
-    std::fs::write(&frozen, &contract_bytes)
+    private_file(&frozen)
+        .and_then(|mut file| file.write_all(&contract_bytes))
         .map_err(|e| failed(format!("cannot freeze the contract: {e}")))?;
 
     let revisions = revisions::map(&root, &contract.writable_paths).map_err(failed)?;
@@ -137,16 +148,11 @@ fn attempt(options: &Options, cleanup: &mut Cleanup) -> Result<(), Failure> {
         .map_err(|e| failed(format!("cannot write the Pi extensions: {e}")))?;
 
     let spool_path = private.join("transcript.jsonl");
-    let spool = File::options()
-        .read(true)
-        .write(true)
-        .create_new(true)
-        .open(&spool_path)
+    let spool = private_file(&spool_path)
         .map_err(|e| failed(format!("cannot create the transcript spool: {e}")))?;
     let program = pi::executable().map_err(failed)?;
     let mut cmd = Command::new(&program);
     cmd.args(pi::args(&options.model, &engine, &mutator, &prompt))
-        .current_dir(&cwd)
         .stdin(Stdio::null())
         .stdout(
             spool
@@ -154,18 +160,27 @@ fn attempt(options: &Options, cleanup: &mut Cleanup) -> Result<(), Failure> {
                 .map_err(|e| failed(format!("cannot share the spool: {e}")))?,
         )
         .stderr(Stdio::inherit());
-    pi::environment(&mut cmd, &context, &host).map_err(|e| failed(e.to_string()))?;
-    let status = cmd.status().map_err(|e| {
+    let home = pi::prepare_home(&private, &cwd).map_err(failed)?;
+    pi::environment(&mut cmd, &context, &host, &home).map_err(|e| failed(e.to_string()))?;
+    let mut pi_child = cmd.spawn().map_err(|e| {
         failed(format!(
             "cannot start pi ({}): {e}",
             Path::new(&program).display()
         ))
     })?;
+    let ended = child::wait(&mut pi_child)
+        .map_err(|e| failed(format!("cannot wait for pi (it was killed): {e}")))?;
 
     // Everything below runs whatever Pi's outcome: artifacts are preserved on failure too.
     let mut errors: Vec<String> = Vec::new();
-    if !status.success() {
-        errors.push(format!("pi exited unsuccessfully ({status})"));
+    if let Some(signal) = ended.interrupted {
+        errors.push(format!(
+            "interrupted by {}: the signal was forwarded to pi",
+            child::signal_name(signal)
+        ));
+    }
+    if !ended.status.success() {
+        errors.push(format!("pi exited unsuccessfully ({})", ended.status));
     }
     if let Err(e) = sweep_temporaries(&root, &git) {
         errors.push(e);
@@ -269,6 +284,17 @@ fn destination(
     }
 }
 
+/// Creates a new file readable and writable by the owner only (mode 0600, whatever the
+/// umask).
+fn private_file(path: &Path) -> std::io::Result<File> {
+    File::options()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+}
+
 fn read_spool(mut spool: File) -> std::io::Result<Vec<u8>> {
     spool.rewind()?;
     let mut bytes = Vec::new();
@@ -285,6 +311,10 @@ fn patch(git: &Git, head: &str) -> Result<Vec<u8>, git::GitError> {
         "--no-textconv",
         "--no-color",
         "--full-index",
+        // Whatever diff.noprefix, diff.mnemonicPrefix or diff.srcPrefix say: `git apply`
+        // expects a/ and b/.
+        "--src-prefix=a/",
+        "--dst-prefix=b/",
         head,
         "--",
     ])
@@ -297,10 +327,12 @@ struct Cleanup {
 }
 
 impl Cleanup {
-    /// Creates the private directory (mode 0700) outside the worktree `cwd`.
+    /// Creates the private directory (mode 0700 whatever the umask) outside the worktree
+    /// `cwd`.
     fn private_dir(&mut self, cwd: &Path) -> Result<PathBuf, Failure> {
         let dir = tempfile::Builder::new()
             .prefix("satyrn-attempt-")
+            .permissions(std::fs::Permissions::from_mode(0o700))
             .tempdir()
             .map_err(|e| failed(format!("cannot create a temporary directory: {e}")))?
             .keep();
