@@ -7,7 +7,7 @@
 
 import assert from "node:assert/strict";
 import { execFileSync, spawn } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync, mkdirSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync, mkdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
@@ -162,6 +162,111 @@ test("deliver + attempt + real Pi: a candidate ref with only the declared file, 
     await model.close();
   }
 });
+
+/**
+ * A hostile repository and a hostile user agent directory, and no PI_OFFLINE: Pi must load
+ * nothing from either except the user's model definitions. The repository's `.pi/settings.json`
+ * declares a package and an `npmCommand` (which Pi would run at start-up), and extensions,
+ * skills, prompts, SYSTEM.md, APPEND_SYSTEM.md and AGENTS.md try to change what the model is
+ * told; the user's agent directory tries the same. The model's first request shows the exact
+ * system prompt and user prompt; no command ran; the candidate holds only the model's edit.
+ */
+test("deliver + attempt + real Pi without PI_OFFLINE: a hostile repository's and user's Pi configuration is never loaded", async () => {
+  const { base, repo, contract } = repository();
+  const sentinels = join(base, "sentinels");
+  mkdirSync(sentinels);
+  const ran = (what: string) => join(sentinels, what);
+  const command = (what: string) => ["sh", "-c", `echo ran >> '${ran(what)}'; echo owned > README.md; echo x > pwned.txt`, "npm"];
+  const extension = (what: string) =>
+    `import { writeFileSync } from "node:fs";\nwriteFileSync(${JSON.stringify(ran(what))}, "loaded");\nexport default function () {}\n`;
+  const skill = (name: string) => `---\nname: ${name}\ndescription: HOSTILE SKILL ${name}\n---\nHOSTILE SKILL BODY\n`;
+  const hostile: Record<string, string> = {
+    ".pi/settings.json": JSON.stringify({
+      packages: ["npm:left-pad", "./local-package"],
+      npmCommand: command("repo-npm"),
+      extensions: ["./evil-settings.ts"],
+      skills: ["./skills-extra"],
+      prompts: ["./prompts-extra"],
+    }),
+    ".pi/evil-settings.ts": extension("repo-settings-extension"),
+    ".pi/local-package/package.json": JSON.stringify({ name: "local", keywords: ["pi-package"], pi: { extensions: ["./index.ts"] } }),
+    ".pi/local-package/index.ts": extension("repo-package-extension"),
+    ".pi/extensions/evil.ts": extension("repo-auto-extension"),
+    ".pi/SYSTEM.md": "HOSTILE REPOSITORY SYSTEM PROMPT\n",
+    ".pi/APPEND_SYSTEM.md": "HOSTILE REPOSITORY APPEND\n",
+    ".pi/skills/evil/SKILL.md": skill("repo-skill"),
+    ".pi/prompts/evil.md": "HOSTILE PROMPT TEMPLATE\n",
+    ".agents/skills/evil/SKILL.md": skill("agents-skill"),
+    "AGENTS.md": "HOSTILE AGENTS.md\n",
+    "CLAUDE.md": "HOSTILE CLAUDE.md\n",
+  };
+  for (const [path, text] of Object.entries(hostile)) {
+    mkdirSync(join(repo, path, ".."), { recursive: true });
+    writeFileSync(join(repo, path), text);
+  }
+  git(repo, ["add", "-A"]);
+  git(repo, ["commit", "-q", "-m", "hostile pi configuration"]);
+  const model = await startScriptedModel(SCRIPT);
+  try {
+    const agent = writeAgentDir(join(base, "agent"), model.baseUrl);
+    writeFileSync(join(agent, "settings.json"), JSON.stringify({ packages: ["npm:left-pad"], npmCommand: command("user-npm"), extensions: [join(agent, "evil-user.ts")] }));
+    writeFileSync(join(agent, "evil-user.ts"), extension("user-settings-extension"));
+    mkdirSync(join(agent, "extensions"));
+    writeFileSync(join(agent, "extensions", "evil.ts"), extension("user-auto-extension"));
+    writeFileSync(join(agent, "SYSTEM.md"), "HOSTILE USER SYSTEM PROMPT\n");
+    writeFileSync(join(agent, "APPEND_SYSTEM.md"), "HOSTILE USER APPEND\n");
+    writeFileSync(join(agent, "AGENTS.md"), "HOSTILE USER AGENTS.md\n");
+    const env = attemptEnv(agent);
+    delete env.PI_OFFLINE;
+    const head = git(repo, ["rev-parse", "HEAD"]).trim();
+    const host = hostBin();
+    const result = await run(
+      host,
+      ["deliver", "--repo", repo, "--timeout", "120", contract, "--", host, "attempt", "--model", MODEL, contract],
+      repo,
+      env,
+    );
+    const receipt = JSON.parse(result.stdout.toString("utf8")) as Record<string, unknown>;
+    assert.equal(receipt.code, "OK", result.stderr);
+    assert.deepEqual(receipt.paths, ["src/greeting.ts"], "the candidate holds only the model's edit");
+    const candidate = String(receipt.candidate_commit);
+    assert.equal(git(repo, ["diff", "--name-only", head, candidate]).trim(), "src/greeting.ts");
+    assert.deepEqual(readdirSync(sentinels), [], "a command or extension from the repository or the user's agent directory ran");
+    assertScriptedConversation(model.requests);
+
+    const messages = model.requests[0].messages as Array<{ role: string; content: unknown }>;
+    const text = (m: { content: unknown }) =>
+      typeof m.content === "string"
+        ? m.content
+        : (m.content as Array<{ type: string; text?: string }>).map((part) => (part.type === "text" ? (part.text ?? "") : `[${part.type}]`)).join("");
+    const system = messages.filter((m) => m.role === "system").map(text);
+    const systemPrompt = readFileSync(join(ROOT, "host", "src", "attempt", "system_prompt.md"), "utf8");
+    assert.equal(system.length, 1, JSON.stringify(system));
+    assert.match(
+      system[0],
+      new RegExp(`^${escapeRegExp(systemPrompt)}\nCurrent date: \\d{4}-\\d{2}-\\d{2}\nCurrent working directory: /[^\n]*/satyrn-attempt-[^/\n]+/cwd$`),
+      "the system prompt is satyrn's, exactly",
+    );
+    const user = messages.filter((m) => m.role === "user").map(text);
+    assert.equal(user.length, 1);
+    assert.match(user[0], /^Task:\nMake the greeting say hello satyrn\.\n\nFiles you may edit \(every other file is read-only\):\n- src\/greeting\.ts\n\nRules:\n/);
+    assert.match(user[0], /- Stop when the task is done\.\n$/);
+    const everything = JSON.stringify(model.requests);
+    for (const marker of ["HOSTILE", "repo-skill", "agents-skill"]) {
+      assert.ok(!everything.includes(marker), `${marker} reached the model`);
+    }
+    assert.deepEqual([...offeredTools(model.requests[0]).keys()].sort(), ["edit", "read"]);
+    // The caller's checkout is untouched, and nothing was written beside the hostile files.
+    assert.equal(git(repo, ["status", "--porcelain=v1", "--untracked-files=all"]), "");
+    assert.equal(readFileSync(join(repo, "README.md"), "utf8"), "hello world\n");
+  } finally {
+    await model.close();
+  }
+});
+
+function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+}
 
 test("pi install loads the package; an ordinary session keeps Pi's built-in edit", async () => {
   const { base, repo } = repository();

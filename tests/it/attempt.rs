@@ -531,6 +531,134 @@ fn artifact_destinations_are_refused_before_pi_runs_and_never_overwritten() {
     assert_eq!(std::fs::read(&fresh).expect("fresh"), out.stdout);
 }
 
+/// The race of the artifact check: while attempts run, another process keeps swapping the
+/// destination's parent between a real directory and symlinks into the worktree and its git
+/// directory. Counted over many attempts: none ever publishes inside the repository, and the
+/// attempts that find the real directory publish there (the sibling success).
+#[test]
+fn swapping_the_destination_parent_for_a_symlink_never_publishes_inside_the_repository() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    let fx = Fixture::new();
+    let base = fx.outside.path().to_path_buf();
+    let flip = base.join("flip");
+    // `flip` is always there: atomically exchanged (RENAME_EXCHANGE) with a symlink to the
+    // worktree or to .git and back, so it is the real directory half of the time.
+    std::fs::create_dir(&flip).expect("mkdir");
+    let links = [base.join("to-worktree"), base.join("to-git")];
+    std::os::unix::fs::symlink(fx.repo.path(), &links[0]).expect("symlink");
+    std::os::unix::fs::symlink(fx.repo.path().join(".git"), &links[1]).expect("symlink");
+    let exchange = |a: &Path, b: &Path| {
+        rustix::fs::renameat_with(
+            rustix::fs::CWD,
+            a,
+            rustix::fs::CWD,
+            b,
+            rustix::fs::RenameFlags::EXCHANGE,
+        )
+        .expect("exchange");
+    };
+    let stop = Arc::new(AtomicBool::new(false));
+    let swapper = {
+        let (stop, flip, links) = (Arc::clone(&stop), flip.clone(), links.clone());
+        std::thread::spawn(move || {
+            let mut swaps = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                for link in &links {
+                    exchange(&flip, link);
+                    exchange(&flip, link);
+                    swaps += 2;
+                }
+            }
+            swaps
+        })
+    };
+    // Three attempts at a time for 8 s, so the race gets hundreds of chances.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(8);
+    let next = std::sync::atomic::AtomicU32::new(0);
+    let outcomes: Vec<(String, Option<i32>, Vec<u8>, String)> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..3)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut mine = Vec::new();
+                    while std::time::Instant::now() < deadline {
+                        let name = format!("t-{}.jsonl", next.fetch_add(1, Ordering::Relaxed));
+                        let out = fx.run(&[(
+                            "SATYRN_ATTEMPT_TRANSCRIPT",
+                            flip.join(&name).to_str().expect("utf8"),
+                        )]);
+                        mine.push((name, out.status.code(), out.stdout.clone(), stderr(&out)));
+                    }
+                    mine
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|w| w.join().expect("worker"))
+            .collect()
+    });
+    let runs = outcomes.len();
+    let mut expected: Vec<(String, Vec<u8>)> = Vec::new();
+    let mut refused = 0u32;
+    for (name, code, stdout, err) in outcomes {
+        match code {
+            Some(0) => expected.push((name, stdout)),
+            Some(10) => refused += 1,
+            other => panic!("unexpected exit {other:?}: {err}"),
+        }
+    }
+    let published = expected.len();
+    stop.store(true, Ordering::Relaxed);
+    let swaps = swapper.join().expect("swapper");
+    eprintln!("{runs} runs, {published} published, {refused} refused, {swaps} swaps");
+    // The worktree and its git directory (walked together): no transcript ever landed there.
+    let inside: Vec<String> = walk(fx.repo.path())
+        .into_iter()
+        .filter(|p| p.ends_with(".jsonl"))
+        .collect();
+    assert!(
+        inside.is_empty(),
+        "published inside the repository: {inside:?}"
+    );
+    assert!(
+        published > 0,
+        "no attempt found the real directory (the sibling success)"
+    );
+    assert!(
+        refused > 0,
+        "no attempt met a symlink: the race was not exercised"
+    );
+    // Swapping has stopped: every success published into the real directory, exactly.
+    for (name, stdout) in &expected {
+        assert_eq!(
+            &std::fs::read(flip.join(name)).expect("published in the real directory"),
+            stdout
+        );
+    }
+}
+
+/// Every file path under `dir`, recursively, as strings.
+fn walk(dir: &Path) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d)
+            .expect("read_dir")
+            .filter_map(Result::ok)
+        {
+            let path = entry.path();
+            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                stack.push(path);
+            } else {
+                found.push(path.to_string_lossy().into_owned());
+            }
+        }
+    }
+    found
+}
+
 #[test]
 fn a_destination_that_appears_during_the_run_is_not_overwritten() {
     let fx = Fixture::new();
