@@ -686,6 +686,36 @@ fn a_destination_that_appears_during_the_run_is_not_overwritten() {
     assert!(leftovers.is_empty(), "temporary left behind");
 }
 
+/// `--model=VALUE` is `--model VALUE`, and after `--` a contract may start with `-`; the
+/// same name without `--` is still an unknown option (exit 2, no Pi).
+#[test]
+fn model_equals_and_double_dash_reach_a_contract_named_like_an_option() {
+    let fx = Fixture::new();
+    std::fs::copy(&fx.contract, fx.repo.file("-dash.yaml")).expect("copy");
+    fx.commit_all("dash contract");
+    let out = fx.attempt(&["--model=provider/model-2", "--", "-dash.yaml"], &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let argv = fx.pi_log()["argv"].clone();
+    let model_at = argv
+        .as_array()
+        .expect("argv")
+        .iter()
+        .position(|a| a == "--model")
+        .expect("--model");
+    assert_eq!(argv[model_at + 1], "provider/model-2");
+    std::fs::remove_file(&fx.log).expect("rm log");
+    for args in [
+        &["--model=provider/m", "-dash.yaml"][..],
+        &["--model=provider/m", "--model", "x", "--", "-dash.yaml"][..],
+        &["--model=", "--", "-dash.yaml"][..],
+    ] {
+        let out = fx.attempt(args, &[]);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        assert!(out.stdout.is_empty());
+        assert!(!fx.log.exists(), "{args:?}: Pi ran");
+    }
+}
+
 #[test]
 fn usage_and_check_refusals_run_no_pi() {
     let fx = Fixture::new();
