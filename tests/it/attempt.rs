@@ -716,6 +716,46 @@ fn model_equals_and_double_dash_reach_a_contract_named_like_an_option() {
     }
 }
 
+/// A subdirectory with an empty `.git` directory, or a `.git` file that names no git
+/// directory, is not a worktree root: `REPO_UNAVAILABLE` (exit 6) before Pi, nothing
+/// written. The sibling success is every other attempt here, run at a real root.
+#[test]
+fn a_nested_empty_git_directory_or_bogus_git_file_is_not_a_worktree_root() {
+    let fx = Fixture::new();
+    let sub = fx.repo.path().join("sub");
+    std::fs::create_dir_all(sub.join(".git")).expect("mkdir");
+    let bogus = fx.repo.path().join("bogus");
+    std::fs::create_dir_all(&bogus).expect("mkdir");
+    std::fs::write(bogus.join(".git"), b"not a gitdir line\n").expect("write");
+    let before = git_ok(
+        fx.repo.path(),
+        &["status", "--porcelain", "--untracked-files=all"],
+    );
+    for dir in [&sub, &bogus] {
+        let out = fx.command(&[]).current_dir(dir).output().expect("run");
+        assert_eq!(
+            out.status.code(),
+            Some(6),
+            "{}: {}",
+            dir.display(),
+            stderr(&out)
+        );
+        assert!(
+            stderr(&out).contains("is not the root of a git worktree"),
+            "{}",
+            stderr(&out)
+        );
+        assert!(!fx.log.exists(), "Pi ran in {}", dir.display());
+    }
+    assert_eq!(
+        git_ok(
+            fx.repo.path(),
+            &["status", "--porcelain", "--untracked-files=all"]
+        ),
+        before
+    );
+}
+
 #[test]
 fn usage_and_check_refusals_run_no_pi() {
     let fx = Fixture::new();
