@@ -756,6 +756,217 @@ fn a_nested_empty_git_directory_or_bogus_git_file_is_not_a_worktree_root() {
     );
 }
 
+/// A stale (prunable) worktree registration, whose directory is gone, contains nothing: it
+/// no longer makes every artifact destination fail. A live registration still refuses.
+#[test]
+fn a_prunable_worktree_registration_does_not_block_artifact_destinations() {
+    let fx = Fixture::new();
+    let linked = fx.outside.path().join("linked");
+    git_ok(
+        fx.repo.path(),
+        &[
+            "worktree",
+            "add",
+            "-q",
+            "--detach",
+            linked.to_str().expect("utf8"),
+        ],
+    );
+    // While it exists, a destination inside the linked worktree is refused.
+    let inside_linked = linked.join("t.jsonl");
+    let out = fx.run(&[(
+        "SATYRN_ATTEMPT_TRANSCRIPT",
+        inside_linked.to_str().expect("utf8"),
+    )]);
+    assert_eq!(out.status.code(), Some(10), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("which the attempt may change"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!inside_linked.exists());
+    // Its directory disappears without `git worktree remove`: the registration is prunable.
+    std::fs::remove_dir_all(&linked).expect("rm");
+    assert!(
+        git_ok(fx.repo.path(), &["worktree", "list", "--porcelain"]).contains("prunable"),
+        "the registration should be prunable"
+    );
+    let transcript = fx.dest("after-prune.jsonl");
+    let patch = fx.dest("after-prune.patch");
+    let out = fx.run(&[
+        ("FAKE_PI_EDIT", "src/greeting.txt|world|satyrn"),
+        (
+            "SATYRN_ATTEMPT_TRANSCRIPT",
+            transcript.to_str().expect("utf8"),
+        ),
+        ("SATYRN_ATTEMPT_PATCH", patch.to_str().expect("utf8")),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(std::fs::read(&transcript).expect("transcript"), out.stdout);
+    assert!(
+        std::fs::read_to_string(&patch)
+            .expect("patch")
+            .contains("+hello satyrn")
+    );
+}
+
+/// The transcript and the patch cannot share one file, and a destination ending in `/`
+/// names a directory: both refused before Pi, nothing created.
+#[test]
+fn identical_or_directory_shaped_destinations_are_refused_before_pi() {
+    let fx = Fixture::new();
+    let same = fx.dest("same.out");
+    let spelled_twice = fx.outside.path().join(".").join("same.out");
+    let out = fx.run(&[
+        ("SATYRN_ATTEMPT_TRANSCRIPT", same.to_str().expect("utf8")),
+        (
+            "SATYRN_ATTEMPT_PATCH",
+            spelled_twice.to_str().expect("utf8"),
+        ),
+    ]);
+    assert_eq!(out.status.code(), Some(10), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("name the same file"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!fx.log.exists(), "Pi ran");
+    assert!(!same.exists());
+    for shaped in ["dir-shaped/", "dot-shaped/."] {
+        let path = format!("{}/{shaped}", fx.outside.path().display());
+        let out = fx.run(&[("SATYRN_ATTEMPT_TRANSCRIPT", path.as_str())]);
+        assert_eq!(out.status.code(), Some(10), "{shaped}: {}", stderr(&out));
+        assert!(!fx.log.exists(), "{shaped}: Pi ran");
+        assert!(!fx.dest(shaped.trim_end_matches(['/', '.'])).exists());
+    }
+    // A parent reached through a symbolic link is refused too (give the resolved path).
+    std::os::unix::fs::symlink(fx.outside.path(), fx.dest("alias")).expect("symlink");
+    let through = fx.dest("alias").join("t.jsonl");
+    let out = fx.run(&[("SATYRN_ATTEMPT_TRANSCRIPT", through.to_str().expect("utf8"))]);
+    assert_eq!(out.status.code(), Some(10), "{}", stderr(&out));
+    assert!(stderr(&out).contains("symbolic link"), "{}", stderr(&out));
+    assert!(!fx.dest("t.jsonl").exists());
+    // Siblings: two different names in the same directory both publish.
+    let out = fx.run(&[
+        ("FAKE_PI_EDIT", "src/greeting.txt|world|satyrn"),
+        (
+            "SATYRN_ATTEMPT_TRANSCRIPT",
+            fx.dest("t.out").to_str().expect("utf8"),
+        ),
+        (
+            "SATYRN_ATTEMPT_PATCH",
+            fx.dest("p.out").to_str().expect("utf8"),
+        ),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(fx.dest("t.out").exists() && fx.dest("p.out").exists());
+}
+
+/// A contract that is a FIFO is refused at once (`CONTRACT_UNREADABLE`, exit 3) instead of
+/// blocking the attempt forever.
+#[test]
+fn a_fifo_contract_is_refused_at_once() {
+    let fx = Fixture::new();
+    let fifo = fx.dest("contract.fifo");
+    let c = std::ffi::CString::new(fifo.to_str().expect("utf8")).expect("cstring");
+    // SAFETY: mkfifo(3) with a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let mut child = fx
+        .attempt_command(&["--model", "m", fifo.to_str().expect("utf8")], &[])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while child.try_wait().expect("try_wait").is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("attempt blocked on a FIFO contract");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().expect("output");
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("not a regular file"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!fx.log.exists(), "Pi ran");
+}
+
+/// `attempt` can be stopped by its PID: a SIGTERM to the attempt alone (not its group) is
+/// forwarded to Pi; the attempt waits for Pi, publishes the transcript Pi produced, reports
+/// the interruption (exit 10) and removes its private directory.
+#[test]
+fn sigterm_to_the_attempt_is_forwarded_to_pi_and_reported() {
+    let fx = Fixture::new();
+    let slow_pi = fx.outside.path().join("slow-pi");
+    let marker = fx.dest("pi-started");
+    let got = fx.dest("pi-got-signal");
+    std::fs::write(
+        &slow_pi,
+        format!(
+            "#!/usr/bin/env python3\nimport json, os, signal, sys, time\n\
+             def on_term(sig, frame):\n    open({got:?}, 'w').write(str(sig))\n    \
+             sys.stdout.write('{{\"type\":\"stopped\"}}\\n'); sys.stdout.flush(); sys.exit(143)\n\
+             signal.signal(signal.SIGTERM, on_term)\n\
+             ctx = json.loads(os.environ['SATYRN_MUTATION_CONTEXT'])\n\
+             open({marker:?}, 'w').write(os.path.dirname(ctx['contract']))\n\
+             sys.stdout.write('{{\"type\":\"session\"}}\\n'); sys.stdout.flush()\n\
+             time.sleep(60)\n",
+            got = got.to_str().expect("utf8"),
+            marker = marker.to_str().expect("utf8"),
+        ),
+    )
+    .expect("write");
+    std::fs::set_permissions(&slow_pi, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let transcript = fx.dest("t.jsonl");
+    let mut child = fx
+        .command(&[(
+            "SATYRN_ATTEMPT_TRANSCRIPT",
+            transcript.to_str().expect("utf8"),
+        )])
+        .env("SATYRN_PI_BIN", &slow_pi)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !marker.exists() {
+        assert!(std::time::Instant::now() < deadline, "Pi never started");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let private = PathBuf::from(std::fs::read_to_string(&marker).expect("marker"));
+    let pid = i32::try_from(child.id()).expect("pid");
+    // SAFETY: kill(2) of our own child's PID.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    while child.try_wait().expect("try_wait").is_none() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the attempt did not stop after SIGTERM"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().expect("output");
+    assert_eq!(out.status.code(), Some(10), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("interrupted by SIGTERM"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(
+        std::fs::read_to_string(&got).expect("Pi got the signal"),
+        "15"
+    );
+    assert_eq!(
+        out.stdout,
+        b"{\"type\":\"session\"}\n{\"type\":\"stopped\"}\n"
+    );
+    assert_eq!(std::fs::read(&transcript).expect("transcript"), out.stdout);
+    assert!(!private.exists(), "the private directory was not removed");
+}
+
 #[test]
 fn usage_and_check_refusals_run_no_pi() {
     let fx = Fixture::new();
