@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
@@ -298,4 +298,50 @@ test("real satyrn-host: /implement's delivery refuses a dirty repository with a 
     assert.equal(outcome.receipt.code, "REPO_DIRTY", JSON.stringify(outcome.receipt));
     assert.equal(outcome.exitCode, 8);
   }
+});
+
+/**
+ * The delayed writer, for real: /implement's deadline stops the real deliver while the
+ * attempt's Pi has a descendant that ignores SIGTERM and keeps writing. The outcome is
+ * reported only once that whole group is gone, so nothing is written after the report; the
+ * caller's checkout is untouched and no worktree stays registered.
+ */
+test("real deliver: a deadline with a TERM-ignoring descendant reports only after the last write", { timeout: 120_000 }, async () => {
+  const { base, root } = repo();
+  writeFileSync(join(root, "contract.yaml"), "id: late-writer\ntask: t\nwritable_paths:\n  - 'a.txt'\n");
+  writeFileSync(join(root, "a.txt"), "a\n");
+  gitIn(root, ["add", "-A"]);
+  gitIn(root, ["commit", "-q", "-m", "late writer"]);
+  const sentinel = join(base, "late-writes");
+  const pi = join(base, "pi-with-late-writer");
+  writeFileSync(
+    pi,
+    [
+      "#!/usr/bin/env python3",
+      "import os, signal, time",
+      "if os.fork() == 0:",
+      "    signal.signal(signal.SIGTERM, signal.SIG_IGN)",
+      "    while True:",
+      `        with open(${JSON.stringify(sentinel)}, 'a') as f: f.write('x')`,
+      "        time.sleep(0.05)",
+      "time.sleep(300)",
+      "",
+    ].join("\n"),
+    { mode: 0o755 },
+  );
+  const outcome = await implement("contract.yaml", {
+    cwd: root,
+    env: { ...process.env, SATYRN_MODEL: "p/m", SATYRN_HOST_BIN: hostBin(), SATYRN_PI_BIN: pi },
+    deadlineMs: 1_500,
+  });
+  assert.equal(outcome.kind, "refused");
+  if (outcome.kind === "refused") assert.match(outcome.reason, /did not finish within 1500 ms/);
+  const written = readFileSync(sentinel, "utf8").length;
+  assert.ok(written > 0, "the descendant never wrote: the race was not exercised");
+  // Ten write periods after the report: still not one more byte.
+  await new Promise((r) => setTimeout(r, 500));
+  assert.equal(readFileSync(sentinel, "utf8").length, written, "a write landed after /implement reported");
+  assert.equal(gitIn(root, ["status", "--porcelain=v1", "--untracked-files=all"]), "");
+  const worktrees = gitIn(root, ["worktree", "list", "--porcelain"]).split("\n").filter((l) => l.startsWith("worktree "));
+  assert.equal(worktrees.length, 1, worktrees.join("\n"));
 });
