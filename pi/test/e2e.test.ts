@@ -249,8 +249,19 @@ test("deliver + attempt + real Pi without PI_OFFLINE: a hostile repository's and
     );
     const user = messages.filter((m) => m.role === "user").map(text);
     assert.equal(user.length, 1);
-    assert.match(user[0], /^Task:\nMake the greeting say hello satyrn\.\n\nFiles you may edit \(every other file is read-only\):\n- src\/greeting\.ts\n\nRules:\n/);
-    assert.match(user[0], /- Stop when the task is done\.\n$/);
+    // The prompt file, exactly (Pi trims the trailing newline of its standard input).
+    assert.equal(
+      user[0],
+      "Task:\nMake the greeting say hello satyrn.\n\nFiles you may edit (every other file is read-only):\n- src/greeting.ts\n\n" +
+        "Writable patterns of the task contract (fnmatch; `*` matches across `/`):\n- src/*.ts\n\nRules:\n" +
+        "- You may read any file in the repository with the read tool.\n" +
+        "- To change a file you must use the edit tool; there is no other way to write.\n" +
+        "- You cannot create, delete or rename files; only the writable files can be edited.\n" +
+        "- Read a file before editing it. An edit names exact text of the file: it replaces it, or inserts after it; " +
+        "when the text occurs more than once, say which occurrence. All edits of one call apply together or not at all.\n" +
+        "- A refused edit changes nothing and says why, with line numbers; fix the edit (or read the file again) and retry.\n" +
+        "- Stop when the task is done.",
+    );
     const everything = JSON.stringify(model.requests);
     for (const marker of ["HOSTILE", "repo-skill", "agents-skill"]) {
       assert.ok(!everything.includes(marker), `${marker} reached the model`);
@@ -272,7 +283,7 @@ test("pi install loads the package; an ordinary session keeps Pi's built-in edit
   const { base, repo } = repository();
   const agent = writeAgentDir(join(base, "agent"), "http://127.0.0.1:9/v1");
   const env = { ...process.env, PI_CODING_AGENT_DIR: agent, PI_OFFLINE: "1" };
-  for (const key of ["SATYRN_MUTATION_CONTEXT", "SATYRN_HOST_BIN", "SATYRN_MODEL"]) delete env[key];
+  for (const key of ["SATYRN_MUTATION_CONTEXT_FILE", "SATYRN_MUTATION_CONTEXT", "SATYRN_HOST_BIN", "SATYRN_MODEL"]) delete env[key];
   const installed = await run(PI, ["install", join(ROOT, "pi")], repo, env);
   assert.equal(installed.code, 0, installed.stderr);
   const model = await startScriptedModel([
@@ -295,6 +306,7 @@ test("/implement in a real Pi session (RPC mode) delivers a candidate through th
   const { base, repo, contract } = repository();
   const agent = writeAgentDir(join(base, "agent"), "http://127.0.0.1:9/v1");
   const env: NodeJS.ProcessEnv = { ...process.env, PI_CODING_AGENT_DIR: agent, PI_OFFLINE: "1" };
+  delete env.SATYRN_MUTATION_CONTEXT_FILE;
   delete env.SATYRN_MUTATION_CONTEXT;
   const installed = await run(PI, ["install", join(ROOT, "pi")], repo, env);
   assert.equal(installed.code, 0, installed.stderr);
@@ -393,10 +405,14 @@ test("real Pi: an ambiguous edit is refused with the match list, the retry with 
   }
 });
 
-/** Pi exactly as `satyrn-host attempt` starts it (host/src/attempt/pi.rs), with the given extensions. */
+/**
+ * Pi as `satyrn-host attempt` starts it (host/src/attempt/pi.rs), with the given extensions;
+ * the prompt is an argument here rather than standard input.
+ */
 function attemptPiArgs(extensions: string[]): string[] {
   return [
-    "--print", "--mode", "json", "--no-session", "--model", MODEL, "--no-extensions",
+    "--print", "--mode", "json", "--no-session", "--model", MODEL,
+    "--system-prompt", readFileSync(join(ROOT, "host", "src", "attempt", "system_prompt.md"), "utf8"), "--no-extensions",
     ...extensions.flatMap((e) => ["--extension", join(ROOT, "pi", e)]),
     "--no-skills", "--no-prompt-templates", "--no-themes", "--no-context-files", "--tools", "read,edit",
     "Task: read the readme.",
@@ -425,8 +441,10 @@ for (const [label, extensions, context] of [
         context === "valid"
           ? JSON.stringify({ version: 1, repo, contract: join(base, "contract.yaml"), revisions: { "src/greeting.ts": "a".repeat(64) } })
           : context;
+      const contextFile = join(base, "context.json");
+      writeFileSync(contextFile, value);
       const env = attemptEnv(writeAgentDir(join(base, "agent"), model.baseUrl), {
-        SATYRN_MUTATION_CONTEXT: value,
+        SATYRN_MUTATION_CONTEXT_FILE: contextFile,
         SATYRN_HOST_BIN: hostBin(),
       });
       const result = await run(PI, attemptPiArgs(extensions), repo, env);

@@ -18,8 +18,11 @@ use crate::support::{Repo, git_ok, host_bin, sha256_hex};
 const FAKE_PI: &str = r#"#!/usr/bin/env python3
 import json, os, subprocess, sys
 log = os.environ["FAKE_PI_LOG"]
+context_file = os.environ.get("SATYRN_MUTATION_CONTEXT_FILE")
+context = json.load(open(context_file)) if context_file else None
+prompt = sys.stdin.read()
 def private_modes():
-    ctx = json.loads(os.environ.get("SATYRN_MUTATION_CONTEXT", "{}"))
+    ctx = context or {}
     if "contract" not in ctx:
         return {}
     private = os.path.dirname(ctx["contract"])
@@ -29,13 +32,14 @@ agent = os.environ.get("PI_CODING_AGENT_DIR", "")
 carried = {n: open(os.path.join(agent, n)).read() for n in sorted(os.listdir(agent))} if agent else {}
 with open(log, "w") as f:
     json.dump({"argv": sys.argv[1:], "env": dict(os.environ), "cwd": os.getcwd(),
+               "context": context, "prompt": prompt,
                "cwd_entries": os.listdir("."), "agent_files": carried,
                "modes": {p: oct(os.stat(p).st_mode & 0o777) for p in [".", agent] if p},
                "private_modes": private_modes()}, f)
 sys.stdout.buffer.write(b'{"type":"session","fake":true}\n')
 for edit in filter(None, os.environ.get("FAKE_PI_EDIT", "").split(";")):
     path, old, new = edit.split("|")
-    ctx = json.loads(os.environ["SATYRN_MUTATION_CONTEXT"])
+    ctx = context
     req = {"version": 1, "operation": "replace", "repo": ctx["repo"], "contract": ctx["contract"],
            "path": path, "expected_sha256": ctx["revisions"].get(path), "old_text": old, "new_text": new}
     out = subprocess.run([os.environ["SATYRN_HOST_BIN"], "protocol"], input=json.dumps(req).encode(),
@@ -156,6 +160,7 @@ fn pi_gets_the_exact_argv_context_and_environment() {
         ("VIRTUAL_ENV", "/venv"),
         ("SSH_AUTH_SOCK", "/agent.sock"),
         ("OPENAI_API_KEY", "sk-kept"),
+        ("SATYRN_MUTATION_CONTEXT", "{\"inherited\":true}"),
     ]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let log = fx.pi_log();
@@ -165,7 +170,9 @@ fn pi_gets_the_exact_argv_context_and_environment() {
         .iter()
         .map(|v| v.as_str().expect("str"))
         .collect();
-    let (prompt, flags) = argv.split_last().expect("prompt");
+    // No prompt argument: the prompt is Pi's standard input.
+    let flags = &argv[..];
+    let prompt = log["prompt"].as_str().expect("prompt on stdin");
     assert_eq!(flags.len(), 19, "{argv:?}");
     assert_eq!(
         &flags[..10],
@@ -211,6 +218,16 @@ fn pi_gets_the_exact_argv_context_and_environment() {
         "{prompt}"
     );
     assert!(!prompt.contains("other.txt") && !prompt.contains("README"));
+    assert_eq!(
+        prompt,
+        satyrn_host::attempt::prompt::build(
+            "Say hello to satyrn.",
+            &["src/g*.txt".to_string(), "missing/*".to_string()],
+            &["src/greeting.txt"]
+        )
+        .expect("prompt"),
+        "the prompt file is exactly the built prompt"
+    );
 
     let env = log["env"].as_object().expect("env");
     for removed in [
@@ -227,9 +244,20 @@ fn pi_gets_the_exact_argv_context_and_environment() {
     }
     assert_eq!(env["OPENAI_API_KEY"], "sk-kept");
     assert_eq!(env["SATYRN_HOST_BIN"].as_str(), host_bin().to_str());
-    let context: Value =
-        serde_json::from_str(env["SATYRN_MUTATION_CONTEXT"].as_str().expect("ctx"))
-            .expect("ctx json");
+    assert!(
+        !env.contains_key("SATYRN_MUTATION_CONTEXT"),
+        "the inline context variable is never passed on"
+    );
+    let context_file = PathBuf::from(
+        env["SATYRN_MUTATION_CONTEXT_FILE"]
+            .as_str()
+            .expect("context file"),
+    );
+    assert!(
+        !context_file.exists(),
+        "the context file is removed with the private directory"
+    );
+    let context: Value = log["context"].clone();
     let repo = std::fs::canonicalize(fx.repo.path()).expect("canonical");
     assert_eq!(context["version"], 1);
     assert_eq!(
@@ -345,9 +373,7 @@ fn the_private_directory_and_spool_are_owner_only_under_a_permissive_umask() {
     let out = cmd.output().expect("run");
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let log = fx.pi_log();
-    let context: Value =
-        serde_json::from_str(log["env"]["SATYRN_MUTATION_CONTEXT"].as_str().expect("ctx"))
-            .expect("json");
+    let context: Value = log["context"].clone();
     let frozen = PathBuf::from(context["contract"].as_str().expect("contract"));
     let private = frozen.parent().expect("private dir").to_path_buf();
     let modes = &log["private_modes"];
@@ -911,7 +937,7 @@ fn sigterm_to_the_attempt_is_forwarded_to_pi_and_reported() {
              def on_term(sig, frame):\n    open({got:?}, 'w').write(str(sig))\n    \
              sys.stdout.write('{{\"type\":\"stopped\"}}\\n'); sys.stdout.flush(); sys.exit(143)\n\
              signal.signal(signal.SIGTERM, on_term)\n\
-             ctx = json.loads(os.environ['SATYRN_MUTATION_CONTEXT'])\n\
+             ctx = json.load(open(os.environ['SATYRN_MUTATION_CONTEXT_FILE']))\n\
              open({marker:?}, 'w').write(os.path.dirname(ctx['contract']))\n\
              sys.stdout.write('{{\"type\":\"session\"}}\\n'); sys.stdout.flush()\n\
              time.sleep(60)\n",
@@ -1015,9 +1041,7 @@ fn usage_and_check_refusals_run_no_pi() {
             .iter()
             .any(|a| a == "env/model")
     );
-    let ctx: Value =
-        serde_json::from_str(log["env"]["SATYRN_MUTATION_CONTEXT"].as_str().expect("ctx"))
-            .expect("json");
+    let ctx: Value = log["context"].clone();
     assert_eq!(
         ctx["revisions"]
             .as_object()
@@ -1074,32 +1098,38 @@ fn stale_publish_temporaries_are_swept_before_the_patch_other_files_are_kept() {
     assert!(!patch_text.contains("satyrn-4242"), "{patch_text}");
 }
 
+/// The task may be up to 100 KiB (the prompt reaches Pi on its standard input, so no kernel
+/// limit of one argument applies); one byte more is refused before Pi starts.
 #[test]
-fn a_prompt_or_context_too_large_for_one_argument_is_refused_before_pi() {
+fn a_task_of_100_kib_reaches_pi_and_one_byte_more_is_refused() {
     let fx = Fixture::new();
     let big = fx.outside.path().join("big.yaml");
-    let task = "x".repeat(130 * 1024);
-    std::fs::write(
-        &big,
-        format!("id: big\ntask: {task}\nwritable_paths: ['src/g*.txt']\n"),
-    )
-    .expect("write");
+    let limit = satyrn_host::attempt::prompt::MAX_TASK_BYTES;
+    let write = |task: &str| {
+        std::fs::write(
+            &big,
+            format!("id: big\ntask: {task}\nwritable_paths: ['src/g*.txt']\n"),
+        )
+        .expect("write");
+    };
+    write(&"x".repeat(limit));
+    let out = fx.attempt(&["--model".as_ref(), "m".as_ref(), big.as_os_str()], &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let prompt = fx.pi_log()["prompt"].as_str().expect("prompt").to_string();
+    assert!(prompt.starts_with(&format!("Task:\n{}\n\n", "x".repeat(limit))));
+    std::fs::remove_file(&fx.log).expect("rm");
+    write(&"x".repeat(limit + 1));
     let out = fx.attempt(&["--model".as_ref(), "m".as_ref(), big.as_os_str()], &[]);
     assert_eq!(out.status.code(), Some(10), "{}", stderr(&out));
     assert!(
-        stderr(&out).contains("over the 122880-byte limit"),
+        stderr(&out).contains(&format!(
+            "the task is {} bytes, over the {limit}-byte limit",
+            limit + 1
+        )),
         "{}",
         stderr(&out)
     );
     assert!(!fx.log.exists(), "Pi ran");
-    // Sibling: the same contract with a short task runs.
-    std::fs::write(
-        &big,
-        "id: big\ntask: short\nwritable_paths: ['src/g*.txt']\n",
-    )
-    .expect("write");
-    let out = fx.attempt(&["--model".as_ref(), "m".as_ref(), big.as_os_str()], &[]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
 }
 
 #[test]
@@ -1115,9 +1145,7 @@ fn files_too_large_to_read_or_edit_never_enter_the_revision_map() {
     let out = fx.run(&[]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let log = fx.pi_log();
-    let ctx: Value =
-        serde_json::from_str(log["env"]["SATYRN_MUTATION_CONTEXT"].as_str().expect("ctx"))
-            .expect("json");
+    let ctx: Value = log["context"].clone();
     let mut keys: Vec<&String> = ctx["revisions"].as_object().expect("map").keys().collect();
     keys.sort();
     assert_eq!(keys, ["src/greeting.txt", "src/gsmall.txt"]);

@@ -5,8 +5,11 @@
 //!    `HEAD`; freeze the contract's exact bytes in a private temporary directory outside
 //!    the worktree, so editing the contract file cannot widen permissions mid-run.
 //! 2. Check and pin the artifact destinations ([`artifacts`]).
-//! 3. Build the revision map ([`revisions`]); none → `ATTEMPT_FAILED`.
-//! 4. Run Pi once ([`pi`]) with the mutation context, its stdout spooled to a regular file.
+//! 3. Build the revision map ([`revisions`]); none → `ATTEMPT_FAILED`. Write the mutation
+//!    context ([`context`]) and the prompt ([`prompt`]) to private files.
+//! 4. Run Pi once ([`pi`]) in its private home ([`pi::Home`]), the prompt on its stdin, the
+//!    context file named in its environment, its stdout spooled to a regular file; a
+//!    termination signal is forwarded to it ([`child`]).
 //! 5. After Pi is reaped: copy the transcript to stdout and publish it; compute the patch
 //!    (`git diff --binary` against the captured `HEAD`) and publish it when non-empty.
 //! 6. Remove the temporary directory. A cleanup failure is a visible `ATTEMPT_FAILED`
@@ -18,6 +21,7 @@
 
 pub mod artifacts;
 pub mod child;
+pub mod context;
 pub mod pi;
 pub mod prompt;
 pub mod revisions;
@@ -119,31 +123,16 @@ fn attempt(options: &Options, cleanup: &mut Cleanup) -> Result<(), Failure> {
         return Err(failed(revisions::describe_empty(&cwd)));
     }
     let writable: Vec<&str> = revisions.keys().map(String::as_str).collect();
-    let (Some(repo_text), Some(frozen_text)) = (cwd.to_str(), frozen.to_str()) else {
-        return Err(failed(format!(
-            "the worktree {} or the temporary directory {} is not a UTF-8 path",
-            cwd.display(),
-            frozen.display()
-        )));
-    };
-    let context = serde_json::json!({
-        "version": 1,
-        "repo": repo_text,
-        "contract": frozen_text,
-        "revisions": revisions,
-    })
-    .to_string();
-    let prompt = prompt::build(&contract.task, &writable);
-    for (what, text) in [("the prompt", &prompt), ("the mutation context", &context)] {
-        if text.len() > MAX_CHILD_STRING_BYTES {
-            return Err(failed(format!(
-                "{what} is {} bytes, over the {MAX_CHILD_STRING_BYTES}-byte limit of one argument or \
-                 environment string ({} declared files); narrow writable_paths or shorten the task",
-                text.len(),
-                revisions.len()
-            )));
-        }
-    }
+    let prompt = prompt::build(&contract.task, &contract.writable_paths, &writable)
+        .map_err(|e| failed(e.to_string()))?;
+    let context_path = private.join("context.json");
+    context::encode(&cwd, &frozen, &revisions)
+        .and_then(|bytes| context::write(&context_path, &bytes))
+        .map_err(|e| failed(e.to_string()))?;
+    let prompt_path = private.join("prompt.md");
+    private_file(&prompt_path)
+        .and_then(|mut file| file.write_all(prompt.as_bytes()))
+        .map_err(|e| failed(format!("cannot write the prompt: {e}")))?;
     let (engine, mutator) = pi::write_extensions(&private.join("pi"))
         .map_err(|e| failed(format!("cannot write the Pi extensions: {e}")))?;
 
@@ -152,8 +141,10 @@ fn attempt(options: &Options, cleanup: &mut Cleanup) -> Result<(), Failure> {
         .map_err(|e| failed(format!("cannot create the transcript spool: {e}")))?;
     let program = pi::executable().map_err(failed)?;
     let mut cmd = Command::new(&program);
-    cmd.args(pi::args(&options.model, &engine, &mutator, &prompt))
-        .stdin(Stdio::null())
+    let prompt_input =
+        File::open(&prompt_path).map_err(|e| failed(format!("cannot open the prompt: {e}")))?;
+    cmd.args(pi::args(&options.model, &engine, &mutator))
+        .stdin(prompt_input)
         .stdout(
             spool
                 .try_clone()
@@ -161,7 +152,7 @@ fn attempt(options: &Options, cleanup: &mut Cleanup) -> Result<(), Failure> {
         )
         .stderr(Stdio::inherit());
     let home = pi::prepare_home(&private, &cwd).map_err(failed)?;
-    pi::environment(&mut cmd, &context, &host, &home).map_err(|e| failed(e.to_string()))?;
+    pi::environment(&mut cmd, &context_path, &host, &home).map_err(|e| failed(e.to_string()))?;
     let mut pi_child = cmd.spawn().map_err(|e| {
         failed(format!(
             "cannot start pi ({}): {e}",
@@ -214,10 +205,6 @@ fn attempt(options: &Options, cleanup: &mut Cleanup) -> Result<(), Failure> {
         Err(failed(errors.join("; ")))
     }
 }
-
-/// The longest single argument or environment string Linux accepts (`MAX_ARG_STRLEN` is
-/// 128 KiB), less a margin: the prompt and the mutation context must each fit.
-pub const MAX_CHILD_STRING_BYTES: usize = 120 * 1024;
 
 /// Removes the publish temporaries (`.<name>.satyrn-<pid>-<nonce>.tmp`) that a
 /// `satyrn-host protocol` killed by `SIGKILL` mid-publish may have left, so they never reach

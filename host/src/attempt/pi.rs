@@ -25,7 +25,11 @@ use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use crate::attempt::context::CONTEXT_FILE_VAR;
 use crate::git;
+
+/// The inline context variable of earlier versions; never passed on.
+pub const LEGACY_CONTEXT_VAR: &str = "SATYRN_MUTATION_CONTEXT";
 
 /// The extension files an attempt's Pi loads, as `(relative path, contents)`.
 pub const EXTENSION_FILES: &[(&str, &str)] = &[
@@ -170,9 +174,11 @@ fn user_agent_dir() -> Option<PathBuf> {
     }
 }
 
-/// Pi's argv (after the program name).
+/// Pi's argv (after the program name). There is no prompt argument: the prompt is Pi's
+/// standard input (Pi reads a piped stdin as the first message), so no task or path text
+/// can be read as an option or an `@file`.
 #[must_use]
-pub fn args(model: &str, engine: &Path, mutator: &Path, prompt: &str) -> Vec<OsString> {
+pub fn args(model: &str, engine: &Path, mutator: &Path) -> Vec<OsString> {
     let mut args: Vec<OsString> = [
         "--print",
         "--mode",
@@ -201,7 +207,6 @@ pub fn args(model: &str, engine: &Path, mutator: &Path, prompt: &str) -> Vec<OsS
     ] {
         args.push(flag.into());
     }
-    args.push(prompt.into());
     args
 }
 
@@ -210,15 +215,17 @@ pub const REMOVED_VARIABLES: [&str; 2] = ["VIRTUAL_ENV", "SSH_AUTH_SOCK"];
 
 /// Applies the child environment and working directory ([`Home::cwd`]) to `cmd`: the parent's, minus git's routing variables
 /// (`git rev-parse --local-env-vars`, `GIT_NAMESPACE`), `VIRTUAL_ENV` and `SSH_AUTH_SOCK`,
-/// plus the mutation context and `PI_CODING_AGENT_DIR` naming [`Home::agent_dir`]. Model
-/// credentials in the environment are kept.
+/// plus `SATYRN_MUTATION_CONTEXT_FILE` naming the context file, `SATYRN_HOST_BIN` and
+/// `PI_CODING_AGENT_DIR` naming [`Home::agent_dir`]. An inherited `SATYRN_MUTATION_CONTEXT`
+/// (the inline form of older versions) is removed. Model credentials in the environment are
+/// kept.
 ///
 /// # Errors
 ///
 /// When git's list of routing variables cannot be obtained.
 pub fn environment(
     cmd: &mut Command,
-    context_json: &str,
+    context_file: &Path,
     host: &Path,
     home: &Home,
 ) -> Result<(), git::GitError> {
@@ -226,7 +233,8 @@ pub fn environment(
     for var in REMOVED_VARIABLES {
         cmd.env_remove(var);
     }
-    cmd.env("SATYRN_MUTATION_CONTEXT", context_json)
+    cmd.env_remove(LEGACY_CONTEXT_VAR)
+        .env(CONTEXT_FILE_VAR, context_file)
         .env("SATYRN_HOST_BIN", host)
         .env(AGENT_DIR_VAR, &home.agent_dir)
         .current_dir(&home.cwd);
