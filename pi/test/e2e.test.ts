@@ -279,6 +279,56 @@ function escapeRegExp(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 }
 
+/**
+ * A real-size repository: 20 000 tracked files in 100 directories, `writable_paths: ["*"]`.
+ * The attempt starts (no limit from the number of writable files), the prompt stays small
+ * and says how many files there are, the real Pi edits one deep file, and deliver makes a
+ * candidate with exactly that change.
+ */
+test("deliver + attempt + real Pi on 20 000 writable files: the prompt stays small, one deep edit lands", async () => {
+  const base = tempDir();
+  const repo = join(base, "repo");
+  const deep = "d42/sub/deeper/f19999.ts";
+  for (let d = 0; d < 100; d++) mkdirSync(join(repo, `d${d}`), { recursive: true });
+  for (let i = 0; i < 19_999; i++) writeFileSync(join(repo, `d${i % 100}`, `f${String(i).padStart(5, "0")}.ts`), `export const v${i} = ${i};\n`);
+  mkdirSync(join(repo, "d42", "sub", "deeper"), { recursive: true });
+  writeFileSync(join(repo, deep), "export const deep = \"before\";\n");
+  git(repo, ["init", "-q", "-b", "main"]);
+  git(repo, ["add", "-A"]);
+  git(repo, ["commit", "-q", "-m", "20000 files"]);
+  const contract = join(base, "contract.yaml");
+  writeFileSync(contract, "id: big-repo\ntask: Make the deep constant say after.\nwritable_paths: ['*']\n");
+  const model = await startScriptedModel([
+    { toolCalls: [{ name: "read", arguments: { path: deep } }] },
+    { toolCalls: [{ name: "edit", arguments: { path: deep, edits: [{ oldText: "before", newText: "after" }] } }] },
+    { text: "Done." },
+  ]);
+  try {
+    const head = git(repo, ["rev-parse", "HEAD"]).trim();
+    const host = hostBin();
+    const result = await run(
+      host,
+      ["deliver", "--repo", repo, "--timeout", "300", contract, "--", host, "attempt", "--model", MODEL, contract],
+      repo,
+      attemptEnv(writeAgentDir(join(base, "agent"), model.baseUrl)),
+    );
+    const receipt = JSON.parse(result.stdout.toString("utf8")) as Record<string, unknown>;
+    assert.equal(receipt.code, "OK", result.stderr);
+    assert.deepEqual(receipt.paths, [deep]);
+    const candidate = String(receipt.candidate_commit);
+    assert.equal(git(repo, ["diff", "--name-only", head, candidate]).trim(), deep);
+    assert.equal(git(repo, ["show", `${candidate}:${deep}`]), "export const deep = \"after\";\n");
+    assert.equal(model.requests.length, 3);
+    const first = model.requests[0].messages as Array<{ role: string; content: unknown }>;
+    const user = JSON.stringify(first.filter((m) => m.role === "user"));
+    assert.match(user, /and 19800 more: 20000 files in all/);
+    assert.ok(user.length < 16 * 1024, `the prompt is ${user.length} bytes`);
+    assert.match(toolResults(model.requests[2]).join("\n"), /Edited d42\/sub\/deeper\/f19999\.ts/);
+  } finally {
+    await model.close();
+  }
+});
+
 test("pi install loads the package; an ordinary session keeps Pi's built-in edit", async () => {
   const { base, repo } = repository();
   const agent = writeAgentDir(join(base, "agent"), "http://127.0.0.1:9/v1");
