@@ -153,6 +153,12 @@ fn attempt(options: &Options, cleanup: &mut Cleanup) -> Result<(), Failure> {
         .stderr(Stdio::inherit());
     let home = pi::prepare_home(&private, &cwd).map_err(failed)?;
     pi::environment(&mut cmd, &context_path, &host, &home).map_err(|e| failed(e.to_string()))?;
+    if let Some(signal) = signals::received() {
+        return Err(failed(format!(
+            "interrupted by {} before pi started",
+            child::signal_name(signal)
+        )));
+    }
     let mut pi_child = cmd.spawn().map_err(|e| {
         failed(format!(
             "cannot start pi ({}): {e}",
