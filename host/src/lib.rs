@@ -3,6 +3,7 @@
 //! - [`engine`] embeds the precompiled mutator component and runs it with one read-only
 //!   preopen (the worktree);
 //! - [`publish`] is the only writer: an atomic, no-follow replace of one file;
+//! - [`operation`] is every operation (replace, read, edit) once, for every front end;
 //! - [`protocol`] is the one-shot JSON protocol (`satyrn-host protocol`);
 //! - [`contract`] and [`repo`] load and check the task contract and the repository;
 //! - [`code`] holds every result code and the one table of exit statuses;
@@ -19,6 +20,7 @@ pub mod engine;
 pub mod fsid;
 pub mod git;
 pub mod lock;
+pub mod operation;
 pub mod protocol;
 pub mod publish;
 pub mod repo;
