@@ -7,6 +7,7 @@
 //! - [`protocol`] is the one-shot JSON protocol (`satyrn-host protocol`);
 //! - [`contract`] and [`repo`] load and check the task contract and the repository;
 //! - [`code`] holds every result code and the one table of exit statuses;
+//! - [`mcp`] serves the same operations to any MCP client (`satyrn-host mcp`);
 //! - [`deliver`] runs one attempt in a detached worktree and publishes one candidate ref;
 //! - [`git`] builds every (hardened) git invocation;
 //! - [`cli`] has one module per subcommand.
@@ -20,6 +21,7 @@ pub mod engine;
 pub mod fsid;
 pub mod git;
 pub mod lock;
+pub mod mcp;
 pub mod operation;
 pub mod protocol;
 pub mod publish;

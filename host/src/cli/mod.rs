@@ -12,6 +12,7 @@ pub mod attempt;
 pub mod check;
 pub mod component;
 pub mod deliver;
+pub mod mcp;
 pub mod protocol;
 
 const USAGE: &str = "\
@@ -20,6 +21,7 @@ usage:
   satyrn-host protocol < REQUEST.json
   satyrn-host deliver --repo REPO [--timeout SECONDS] CONTRACT -- COMMAND [ARG ...]
   satyrn-host attempt [--model MODEL] CONTRACT
+  satyrn-host mcp --repo WORKTREE CONTRACT
   satyrn-host component export --out DIR
   satyrn-host --version | --help
 ";
@@ -36,6 +38,7 @@ pub fn run(args: &[OsString]) -> u8 {
         Some("deliver") => deliver::run(rest),
         Some("attempt") => attempt::run(rest),
         Some("component") => component::run(rest),
+        Some("mcp") => mcp::run(rest),
         Some("--help" | "-h" | "help") => {
             let _ = std::io::stdout().write_all(USAGE.as_bytes());
             0

@@ -3,7 +3,7 @@
 
 use super::{Scope, internal, lock, plan_base, refusal};
 use crate::code::{Code, Failure};
-use crate::engine::{self, Loaded};
+use crate::engine;
 use crate::protocol::{
     EditRejection, EditResult, Hunk, LineRange, NearMiss, Payload, Problem, SelectorMatch,
     StaleDetails,
@@ -56,9 +56,9 @@ pub fn problem_spelling(code: engine::ProblemCode) -> &'static str {
 /// The first refusal, with its typed details ([`EditRefusal`]).
 pub fn edit(scope: Scope<'_>, args: EditArgs<'_>) -> Result<EditResult, EditRefusal> {
     let plain = |f: Failure| (f, None);
-    let loaded = Loaded::new().map_err(internal).map_err(plain)?;
     let _lock = lock(scope.root).map_err(plain)?;
-    let mut mutator = loaded
+    let mut mutator = scope
+        .loaded
         .instantiate(scope.root.dir())
         .map_err(internal)
         .map_err(plain)?;

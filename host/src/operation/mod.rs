@@ -23,14 +23,17 @@ pub use edit::{EditArgs, EditRefusal, edit, problem_spelling};
 pub use read::{ReadArgs, read};
 pub use replace::{ReplaceArgs, replace};
 
-/// What an operation acts within: the opened worktree root and the contract whose
-/// `writable_paths` decide what may change.
+/// What an operation acts within: the opened worktree root, the contract whose
+/// `writable_paths` decide what may change, and the loaded engine (loaded once per process
+/// or session; every call still gets a fresh component instance).
 #[derive(Debug, Clone, Copy)]
 pub struct Scope<'a> {
     /// The worktree root, opened once (every later step uses this descriptor).
     pub root: &'a RepoRoot,
     /// The contract (already validated).
     pub contract: &'a Contract,
+    /// The engine and the deserialized component.
+    pub loaded: &'a engine::Loaded,
 }
 
 /// Takes the worktree lock for a writing operation.

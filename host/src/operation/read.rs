@@ -3,7 +3,7 @@
 
 use super::{Scope, internal};
 use crate::code::{Code, Failure};
-use crate::engine::{self, Loaded};
+use crate::engine;
 use crate::protocol::ReadResult;
 
 /// One read, as asked.
@@ -34,8 +34,10 @@ impl From<engine::ReadCode> for Code {
 ///
 /// The refusal, as a [`Failure`] with its code.
 pub fn read(scope: Scope<'_>, args: ReadArgs<'_>) -> Result<ReadResult, Failure> {
-    let loaded = Loaded::new().map_err(internal)?;
-    let mut mutator = loaded.instantiate(scope.root.dir()).map_err(internal)?;
+    let mut mutator = scope
+        .loaded
+        .instantiate(scope.root.dir())
+        .map_err(internal)?;
     let page = mutator
         .read(&engine::ReadRequest {
             path: args.path.to_string(),

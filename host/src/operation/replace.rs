@@ -2,7 +2,7 @@
 
 use super::{Scope, internal, lock, plan_base, refusal};
 use crate::code::Failure;
-use crate::engine::{self, Loaded};
+use crate::engine;
 use crate::protocol::ReplaceResult;
 use crate::publish;
 
@@ -25,9 +25,11 @@ pub struct ReplaceArgs<'a> {
 ///
 /// The first refusal, as a [`Failure`] with its code.
 pub fn replace(scope: Scope<'_>, args: ReplaceArgs<'_>) -> Result<ReplaceResult, Failure> {
-    let loaded = Loaded::new().map_err(internal)?;
     let _lock = lock(scope.root)?;
-    let mut mutator = loaded.instantiate(scope.root.dir()).map_err(internal)?;
+    let mut mutator = scope
+        .loaded
+        .instantiate(scope.root.dir())
+        .map_err(internal)?;
     let decision = mutator
         .replace(&engine::ReplaceRequest {
             path: args.path.to_string(),

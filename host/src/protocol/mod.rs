@@ -25,6 +25,7 @@ use std::path::Path;
 
 use crate::code::{Code, Failure};
 use crate::contract::{self, Contract};
+use crate::engine::Loaded;
 use crate::operation::{self, EditArgs, ReadArgs, ReplaceArgs, Scope};
 use crate::repo::RepoRoot;
 
@@ -33,6 +34,7 @@ mod response;
 
 pub use operation::problem_spelling;
 use request::parse;
+pub(crate) use request::parse_edit_list;
 pub use request::{Edit, Read, Replace, Request};
 pub use response::{
     EditRejection, EditResult, Hunk, LineRange, NearMiss, Payload, Problem, ReadResult,
@@ -105,10 +107,13 @@ pub fn handle(input: &[u8]) -> Response {
             match check(&e.repo, &e.contract)
                 .map_err(|f| (f, None))
                 .and_then(|(contract, root)| {
+                    let loaded = Loaded::new()
+                        .map_err(|e| (Failure::new(Code::InternalError, e.to_string()), None))?;
                     operation::edit(
                         Scope {
                             root: &root,
                             contract: &contract,
+                            loaded: &loaded,
                         },
                         EditArgs {
                             path: &e.path,
@@ -154,8 +159,10 @@ fn with_scope<T>(
     op: impl FnOnce(Scope<'_>) -> Result<T, Failure>,
 ) -> Result<T, Failure> {
     let (contract, root) = check(repo, contract)?;
+    let loaded = Loaded::new().map_err(|e| Failure::new(Code::InternalError, e.to_string()))?;
     op(Scope {
         root: &root,
         contract: &contract,
+        loaded: &loaded,
     })
 }
