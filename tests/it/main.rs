@@ -7,6 +7,7 @@ mod component;
 mod deliver;
 mod edit_component;
 mod fnmatch_differential;
+mod mcp;
 mod protocol_common;
 mod protocol_edit;
 mod protocol_files;

@@ -67,21 +67,32 @@ pub fn serve(session: Session) -> u8 {
         ) else {
             return fail("cannot install the signal handlers");
         };
-        let service = match server.serve(rmcp::transport::stdio()).await {
-            Ok(service) => service,
-            Err(e) => return fail(&format!("the MCP handshake failed: {e}")),
+        let session_ended = async {
+            let service = server
+                .serve(rmcp::transport::stdio())
+                .await
+                .map_err(|e| format!("the MCP handshake failed: {e}"))?;
+            service
+                .waiting()
+                .await
+                .map(|_| ())
+                .map_err(|e| format!("the MCP session failed: {e}"))
         };
-        let cancel = service.cancellation_token();
+        // A signal drops the session future, which closes the transport; calls already
+        // running on their own threads are awaited below.
         tokio::select! {
-            ended = service.waiting() => match ended {
-                Ok(_) => 0,
-                Err(e) => fail(&format!("the MCP session failed: {e}")),
+            ended = session_ended => match ended {
+                Ok(()) => 0,
+                Err(message) => fail(&message),
             },
-            _ = term.recv() => { cancel.cancel(); 0 }
-            _ = int.recv() => { cancel.cancel(); 0 }
-            _ = hup.recv() => { cancel.cancel(); 0 }
+            _ = term.recv() => 0,
+            _ = int.recv() => 0,
+            _ = hup.recv() => 0,
         }
     });
+    // Not a plain drop: tokio's stdin reader is a blocking thread that would hold the drop
+    // until the client writes again.
+    runtime.shutdown_background();
     let deadline = Instant::now() + SHUTDOWN_GRACE;
     while session.in_flight() > 0 && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(10));

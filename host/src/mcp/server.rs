@@ -17,7 +17,7 @@ use rmcp::{ErrorData, ServerHandler, tool, tool_handler, tool_router};
 
 use super::args::{EditArgs, NoArgs, ReadArgs};
 use super::output::{BoundaryOutput, EditOutput, ReadOutput};
-use crate::code::Failure;
+use crate::code::{Code, Failure};
 use crate::contract::Contract;
 use crate::engine::Loaded;
 use crate::git::Git;
@@ -223,8 +223,14 @@ impl Server {
         Parameters(args): Parameters<EditArgs>,
     ) -> Result<CallToolResult, ErrorData> {
         let items: Vec<serde_json::Value> = args.edits.iter().map(|e| e.to_protocol()).collect();
-        let edits = crate::protocol::parse_edit_list(items)
-            .map_err(|message| ErrorData::invalid_params(message, None))?;
+        let edits = match crate::protocol::parse_edit_list(items) {
+            Ok(edits) => edits,
+            // As rmcp reports arguments that do not match the schema: a tool error the
+            // model can correct (MCP 2025-11-25), with protocol's code and message.
+            Err(message) => {
+                return Ok(refused(&Failure::new(Code::InvalidRequest, message), None));
+            }
+        };
         let outcome = off_thread(&self.session, move |session| {
             let expected = args
                 .expected_sha256

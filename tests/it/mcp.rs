@@ -1,0 +1,475 @@
+//! `satyrn-host mcp` driven by rmcp's own client over stdio: the real binary, the real
+//! component, real git repositories. Every refusal beside its sibling success, every refusal
+//! proving the file unchanged (bytes, mode, inode); a concurrent `protocol` writer and an
+//! MCP writer on one file lose no update; the contract is frozen at start.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use rmcp::model::{CallToolRequestParams, CallToolResult};
+use rmcp::service::{RoleClient, RunningService};
+use rmcp::transport::TokioChildProcess;
+use rmcp::{ServiceError, ServiceExt};
+use serde_json::{Value, json};
+
+use crate::support::{ContractFile, Repo, host_bin, protocol_raw, snapshot};
+
+const A: &[u8] = b"fn main() {\n    println!(\"hello world\");\n}\n";
+
+struct Fixture {
+    repo: Repo,
+    contract: ContractFile,
+}
+
+impl Fixture {
+    fn new(writable: &[&str]) -> Self {
+        Self {
+            repo: Repo::with_files(&[("src/a.txt", A), ("README.md", b"readme\n")]),
+            contract: ContractFile::new("mcp-test", writable),
+        }
+    }
+
+    fn command(&self) -> tokio::process::Command {
+        let mut cmd = tokio::process::Command::new(host_bin());
+        cmd.arg("mcp")
+            .arg("--repo")
+            .arg(self.repo.path())
+            .arg(&self.contract.path)
+            .stderr(Stdio::inherit());
+        cmd
+    }
+}
+
+type Client = RunningService<RoleClient, ()>;
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
+async fn connect(fx: &Fixture) -> Client {
+    let transport = TokioChildProcess::new(fx.command()).expect("spawn satyrn-host mcp");
+    ().serve(transport).await.expect("MCP handshake")
+}
+
+async fn call(
+    client: &Client,
+    tool: &str,
+    arguments: Value,
+) -> Result<CallToolResult, ServiceError> {
+    let Value::Object(arguments) = arguments else {
+        panic!("arguments must be an object")
+    };
+    client
+        .call_tool(CallToolRequestParams::new(tool.to_string()).with_arguments(arguments))
+        .await
+}
+
+/// A successful call's structured content.
+async fn ok(client: &Client, tool: &str, arguments: Value) -> Value {
+    let result = call(client, tool, arguments).await.expect("call");
+    assert_eq!(result.is_error, Some(false), "{result:?}");
+    result.structured_content.expect("structured content")
+}
+
+/// A refused call's text (`CODE: message ...`).
+async fn refused(client: &Client, tool: &str, arguments: Value) -> String {
+    let result = call(client, tool, arguments).await.expect("call");
+    assert_eq!(result.is_error, Some(true), "{result:?}");
+    assert!(result.structured_content.is_none());
+    result
+        .content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn replace_edit(old: &str, new: &str) -> Value {
+    json!([{"op": "replace", "old_text": old, "new_text": new}])
+}
+
+#[test]
+fn tools_are_listed_with_portable_schemas_and_annotations() {
+    let fx = Fixture::new(&["src/*.txt"]);
+    runtime().block_on(async {
+        let client = connect(&fx).await;
+        let tools = client.list_all_tools().await.expect("tools/list");
+        let mut names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+        names.sort_unstable();
+        assert_eq!(names, ["boundary", "edit", "read"]);
+        for tool in &tools {
+            let text = serde_json::to_string(tool).expect("json");
+            assert!(
+                !text.contains("\"null\""),
+                "{}: a nullable union: {text}",
+                tool.name
+            );
+            assert!(!text.contains("\"default\":null"), "{}: {text}", tool.name);
+            assert!(
+                tool.output_schema.is_some(),
+                "{} has no output schema",
+                tool.name
+            );
+            let annotations = tool.annotations.as_ref().expect("annotations");
+            assert_eq!(annotations.open_world_hint, Some(false), "{}", tool.name);
+            let writes = tool.name == "edit";
+            assert_eq!(annotations.read_only_hint, Some(!writes), "{}", tool.name);
+            if writes {
+                assert_eq!(annotations.destructive_hint, Some(true));
+                assert_eq!(annotations.idempotent_hint, Some(false));
+            }
+        }
+        let boundary = ok(&client, "boundary", json!({})).await;
+        assert_eq!(boundary["writable_paths"], json!(["src/*.txt"]));
+        assert_eq!(boundary["task"], "edit the files");
+        let head = crate::support::git_ok(fx.repo.path(), &["rev-parse", "HEAD"]);
+        assert_eq!(boundary["head"].as_str(), Some(head.trim()));
+        client.cancel().await.expect("close");
+    });
+}
+
+#[test]
+fn read_edit_then_a_stale_explicit_revision_is_refused_and_changes_nothing() {
+    let fx = Fixture::new(&["src/*.txt"]);
+    let file = fx.repo.file("src/a.txt");
+    runtime().block_on(async {
+        let client = connect(&fx).await;
+        // Never read in this session: REVISION_UNAVAILABLE, nothing written.
+        let before = snapshot(&file);
+        let text = refused(&client, "edit", json!({"path": "src/a.txt", "edits": replace_edit("world", "satyrn")})).await;
+        assert!(text.starts_with("REVISION_UNAVAILABLE: "), "{text}");
+        assert_eq!(snapshot(&file), before);
+        // Read, then edit without a revision: the recorded one is used.
+        let page = ok(&client, "read", json!({"path": "src/a.txt"})).await;
+        let first = page["sha256"].as_str().expect("sha").to_string();
+        assert_eq!(page["text"], String::from_utf8(A.to_vec()).expect("utf8"));
+        assert_eq!(page["writable"], true);
+        let edited = ok(&client, "edit", json!({"path": "src/a.txt", "edits": replace_edit("world", "satyrn")})).await;
+        assert_eq!(std::fs::read(&file).expect("read"), b"fn main() {\n    println!(\"hello satyrn\");\n}\n");
+        assert_eq!(edited["sha256"], crate::support::sha256_file(&file));
+        // A second edit builds on the recorded new revision.
+        ok(&client, "edit", json!({"path": "src/a.txt", "edits": replace_edit("satyrn", "there")})).await;
+        // An explicit old revision always wins, and is stale.
+        let before = snapshot(&file);
+        let text = refused(
+            &client,
+            "edit",
+            json!({"path": "src/a.txt", "edits": replace_edit("there", "again"), "expected_sha256": first}),
+        )
+        .await;
+        assert!(text.starts_with("REVISION_STALE: "), "{text}");
+        assert!(text.contains("read it again"), "{text}");
+        assert_eq!(snapshot(&file), before);
+        client.cancel().await.expect("close");
+    });
+}
+
+#[test]
+fn undeclared_symlinked_and_git_paths_are_refused_unchanged_beside_a_declared_success() {
+    let fx = Fixture::new(&["*"]);
+    std::os::unix::fs::symlink("a.txt", fx.repo.file("src/link.txt")).expect("symlink");
+    let narrow = Fixture::new(&["src/*.txt"]);
+    runtime().block_on(async {
+        let client = connect(&fx).await;
+        // `.git/config` under `*`: never readable, never writable.
+        let config = fx.repo.path().join(".git/config");
+        let before = snapshot(&config);
+        let text = refused(&client, "read", json!({"path": ".git/config"})).await;
+        assert!(text.starts_with("READ_UNAVAILABLE: "), "{text}");
+        let text = refused(
+            &client,
+            "edit",
+            json!({"path": ".git/config", "edits": replace_edit("[core]", "[x]"), "expected_sha256": crate::support::sha256_file(&config)}),
+        )
+        .await;
+        assert!(text.starts_with("PATH_UNDECLARED: "), "{text}");
+        assert_eq!(snapshot(&config), before);
+        // A symlink, even declared: refused, the target unchanged.
+        let target = fx.repo.file("src/a.txt");
+        let before = (snapshot(&target), snapshot(&fx.repo.file("src/link.txt")));
+        let text = refused(&client, "read", json!({"path": "src/link.txt"})).await;
+        assert!(text.starts_with("READ_UNAVAILABLE: ") && text.contains("symbolic link"), "{text}");
+        let text = refused(
+            &client,
+            "edit",
+            json!({"path": "src/link.txt", "edits": replace_edit("world", "x"), "expected_sha256": crate::support::sha256_file(&target)}),
+        )
+        .await;
+        assert!(text.starts_with("MUTATION_FAILED: "), "{text}");
+        assert_eq!((snapshot(&target), snapshot(&fx.repo.file("src/link.txt"))), before);
+        // Sibling: the real file edits.
+        ok(&client, "read", json!({"path": "src/a.txt"})).await;
+        ok(&client, "edit", json!({"path": "src/a.txt", "edits": replace_edit("world", "satyrn")})).await;
+        client.cancel().await.expect("close");
+
+        // Undeclared under a narrow contract, even after a read.
+        let client = connect(&narrow).await;
+        let readme = narrow.repo.file("README.md");
+        let page = ok(&client, "read", json!({"path": "README.md"})).await;
+        assert_eq!(page["writable"], false);
+        let before = snapshot(&readme);
+        let text = refused(&client, "edit", json!({"path": "README.md", "edits": replace_edit("readme", "owned")})).await;
+        assert!(text.starts_with("PATH_UNDECLARED: "), "{text}");
+        assert_eq!(snapshot(&readme), before);
+        client.cancel().await.expect("close");
+    });
+}
+
+#[test]
+fn a_rejected_batch_lists_every_problem_and_a_malformed_call_is_a_correctable_tool_error() {
+    let fx = Fixture::new(&["src/*.txt"]);
+    let file = fx.repo.file("src/a.txt");
+    runtime().block_on(async {
+        let client = connect(&fx).await;
+        ok(&client, "read", json!({"path": "src/a.txt"})).await;
+        let before = snapshot(&file);
+        let text = refused(
+            &client,
+            "edit",
+            json!({"path": "src/a.txt", "edits": [
+                {"op": "replace", "old_text": "hello planet", "new_text": "x"},
+                {"op": "replace", "old_text": "\n", "new_text": " "},
+            ]}),
+        )
+        .await;
+        assert!(text.starts_with("ANCHOR_MISSING: "), "{text}");
+        assert!(text.contains("\n- ANCHOR_MISSING: ") && text.contains("\n- ANCHOR_AMBIGUOUS: "), "{text}");
+        assert!(text.contains("\"problems\":["), "{text}");
+        assert_eq!(snapshot(&file), before);
+        for bad in [
+            json!({"path": "src/a.txt"}),
+            json!({"path": "src/a.txt", "edits": []}),
+            json!({"path": "src/a.txt", "edits": [{"op": "replace", "anchor_text": "world", "new_text": "x"}]}),
+            json!({"path": "src/a.txt", "edits": replace_edit("world", "x"), "repo": "/elsewhere"}),
+            json!({"path": 7, "edits": replace_edit("world", "x")}),
+        ] {
+            // Arguments that do not fit the schema are tool errors the model can correct
+            // (MCP 2025-11-25; rmcp reports them so), never applied.
+            let text = refused(&client, "edit", bad.clone()).await;
+            assert!(
+                text.starts_with("failed to deserialize parameters: ")
+                    || text.starts_with("INVALID_REQUEST: "),
+                "{bad}: {text}"
+            );
+        }
+        assert_eq!(snapshot(&file), before);
+        // Sibling: the corrected batch lands.
+        ok(&client, "edit", json!({"path": "src/a.txt", "edits": replace_edit("hello world", "hello satyrn")})).await;
+        client.cancel().await.expect("close");
+    });
+}
+
+#[test]
+fn the_contract_is_frozen_when_the_server_starts() {
+    let fx = Fixture::new(&["src/*.txt"]);
+    runtime().block_on(async {
+        let client = connect(&fx).await;
+        std::fs::write(
+            &fx.contract.path,
+            "id: mcp-test\ntask: widened\nwritable_paths: ['*']\n",
+        )
+        .expect("widen");
+        ok(&client, "read", json!({"path": "README.md"})).await;
+        let text = refused(
+            &client,
+            "edit",
+            json!({"path": "README.md", "edits": replace_edit("readme", "owned")}),
+        )
+        .await;
+        assert!(text.starts_with("PATH_UNDECLARED: "), "{text}");
+        assert_eq!(
+            std::fs::read(fx.repo.file("README.md")).expect("read"),
+            b"readme\n"
+        );
+        let boundary = ok(&client, "boundary", json!({})).await;
+        assert_eq!(boundary["task"], "edit the files");
+        client.cancel().await.expect("close");
+    });
+}
+
+/// A `protocol` writer (one process per call) and the MCP session append to one file at
+/// once, each re-reading on `REVISION_STALE`: every append survives (no lost update).
+#[test]
+fn a_concurrent_protocol_writer_and_an_mcp_writer_lose_no_update() {
+    const ROUNDS: usize = 25;
+    let fx = Fixture::new(&["src/*.txt"]);
+    std::fs::write(fx.repo.file("src/log.txt"), b"log:\n").expect("write");
+    let repo = fx.repo.path().to_path_buf();
+    let contract = fx.contract.path.clone();
+    let writer = std::thread::spawn(move || {
+        let mut retries = 0;
+        for i in 0..ROUNDS {
+            loop {
+                let sha = crate::support::sha256_file(&repo.join("src/log.txt"));
+                let request = json!({"version": 1, "operation": "edit", "repo": repo, "contract": contract,
+                    "path": "src/log.txt", "expected_sha256": sha,
+                    "edits": [{"op": "insert_after", "anchor_text": "log:\n", "new_text": format!("protocol {i}\n")}]});
+                let run = protocol_raw(request.to_string().as_bytes());
+                match run.response["code"].as_str() {
+                    Some("OK") => break,
+                    Some("REVISION_STALE") => retries += 1,
+                    other => panic!("protocol writer: {other:?}: {}", run.stdout),
+                }
+            }
+        }
+        retries
+    });
+    let mcp_retries = runtime().block_on(async {
+        let client = connect(&fx).await;
+        let mut retries = 0;
+        for i in 0..ROUNDS {
+            loop {
+                ok(&client, "read", json!({"path": "src/log.txt"})).await;
+                let result = call(
+                    &client,
+                    "edit",
+                    json!({"path": "src/log.txt", "edits": [{"op": "insert_after", "anchor_text": "log:\n", "new_text": format!("mcp {i}\n")}]}),
+                )
+                .await
+                .expect("call");
+                if result.is_error == Some(false) {
+                    break;
+                }
+                let text = format!("{:?}", result.content);
+                assert!(text.contains("REVISION_STALE"), "{text}");
+                retries += 1;
+            }
+        }
+        client.cancel().await.expect("close");
+        retries
+    });
+    let protocol_retries = writer.join().expect("writer");
+    let text = std::fs::read_to_string(fx.repo.file("src/log.txt")).expect("read");
+    for i in 0..ROUNDS {
+        assert_eq!(
+            text.matches(&format!("protocol {i}\n")).count(),
+            1,
+            "protocol {i} lost: {text}"
+        );
+        assert_eq!(
+            text.matches(&format!("mcp {i}\n")).count(),
+            1,
+            "mcp {i} lost: {text}"
+        );
+    }
+    assert_eq!(text.lines().count(), 1 + 2 * ROUNDS);
+    eprintln!("retries: protocol {protocol_retries}, mcp {mcp_retries}");
+}
+
+/// Start-up refusals: the documented exit status, one line on stderr, no MCP traffic.
+#[test]
+fn start_up_refusals_exit_with_their_status_before_any_traffic() {
+    let fx = Fixture::new(&["src/*.txt"]);
+    let bad_contract = ContractFile::raw("id: x\n");
+    let missing = fx.repo.path().join("no-such-contract.yaml");
+    let sub = fx.repo.file("src");
+    let cases: [(&Path, &Path, i32); 3] = [
+        (fx.repo.path(), &missing, 3),
+        (fx.repo.path(), &bad_contract.path, 5),
+        (&sub, &fx.contract.path, 6),
+    ];
+    for (repo, contract, status) in cases {
+        let out = Command::new(host_bin())
+            .arg("mcp")
+            .arg("--repo")
+            .arg(repo)
+            .arg(contract)
+            .stdin(Stdio::null())
+            .output()
+            .expect("run");
+        assert_eq!(
+            out.status.code(),
+            Some(status),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(out.stdout.is_empty(), "MCP traffic on a refused start");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(stderr.starts_with("satyrn-host mcp: "), "{stderr}");
+    }
+    let out = Command::new(host_bin())
+        .args(["mcp", "--repo"])
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty());
+}
+
+/// The server ends on stdin EOF and on SIGTERM, SIGINT or SIGHUP (exit 0), leaving no child and no
+/// temporary in the worktree.
+#[test]
+fn the_server_ends_cleanly_on_eof_and_on_sigterm() {
+    let fx = Fixture::new(&["src/*.txt"]);
+    for signal in [
+        None,
+        Some(libc::SIGTERM),
+        Some(libc::SIGINT),
+        Some(libc::SIGHUP),
+    ] {
+        let mut child = Command::new(host_bin())
+            .arg("mcp")
+            .arg("--repo")
+            .arg(fx.repo.path())
+            .arg(&fx.contract.path)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn");
+        let mut stdin = child.stdin.take().expect("stdin");
+        use std::io::Write;
+        writeln!(
+            stdin,
+            r#"{{"jsonrpc":"2.0","id":1,"method":"initialize","params":{{"protocolVersion":"2025-06-18","capabilities":{{}},"clientInfo":{{"name":"t","version":"1"}}}}}}"#
+        )
+        .expect("write");
+        let mut stdout = std::io::BufReader::new(child.stdout.take().expect("stdout"));
+        let mut line = String::new();
+        std::io::BufRead::read_line(&mut stdout, &mut line).expect("initialize answer");
+        assert!(line.contains("\"serverInfo\""), "{line}");
+        match signal {
+            None => drop(stdin),
+            Some(sig) => {
+                let pid = i32::try_from(child.id()).expect("pid");
+                // SAFETY: kill(2) of our own child.
+                assert_eq!(unsafe { libc::kill(pid, sig) }, 0);
+            }
+        }
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        let status = loop {
+            if let Some(status) = child.try_wait().expect("try_wait") {
+                break status;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the server did not end ({signal:?})"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
+        assert_eq!(status.code(), Some(0), "{signal:?}");
+    }
+    let entries: Vec<PathBuf> = crate::support::dir_entries(&fx.repo.file("src"))
+        .into_iter()
+        .map(PathBuf::from)
+        .collect();
+    assert_eq!(entries, [PathBuf::from("a.txt")]);
+}
+
+/// An unknown tool is a protocol error, not a tool result.
+#[test]
+fn an_unknown_tool_is_a_protocol_error() {
+    let fx = Fixture::new(&["src/*.txt"]);
+    runtime().block_on(async {
+        let client = connect(&fx).await;
+        let error = call(&client, "write", json!({"path": "src/new.txt"}))
+            .await
+            .expect_err("unknown tool");
+        assert!(matches!(error, ServiceError::McpError(_)), "{error:?}");
+        assert!(!fx.repo.file("src/new.txt").exists());
+        client.cancel().await.expect("close");
+    });
+}
