@@ -1,0 +1,186 @@
+//! A read + edit round trip on a 10 KiB file through one long-lived `satyrn-host mcp`
+//! session, against the same pair through spawn-per-call `satyrn-host protocol`,
+//! interleaved in the same run.
+//!
+//! Run: `cargo bench -p satyrn-host --bench mcp` (release binary). Prints p50/p95 of the
+//! MCP `read`, the MCP `edit`, the MCP pair and the protocol pair, and the ratio of the
+//! pairs' p50s (goal: an MCP edit ≤ 1 ms p50, the pair ≥ 3× faster than spawn-per-call).
+
+mod common;
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+const ROUNDS: usize = 200;
+
+struct Session {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    stdout: BufReader<std::process::ChildStdout>,
+    next: u64,
+}
+
+impl Session {
+    fn start(host: &Path, repo: &Path, contract: &Path) -> Self {
+        let mut child = Command::new(host)
+            .arg("mcp")
+            .arg("--repo")
+            .arg(repo)
+            .arg(contract)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("spawn satyrn-host mcp");
+        let stdin = child.stdin.take().expect("stdin");
+        let stdout = BufReader::new(child.stdout.take().expect("stdout"));
+        let mut session = Self {
+            child,
+            stdin,
+            stdout,
+            next: 0,
+        };
+        session.request(
+            "initialize",
+            json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}),
+        );
+        writeln!(
+            session.stdin,
+            r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#
+        )
+        .expect("initialized");
+        session
+    }
+
+    fn request(&mut self, method: &str, params: Value) -> Value {
+        self.next += 1;
+        let id = self.next;
+        writeln!(
+            self.stdin,
+            "{}",
+            json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+        )
+        .expect("write");
+        self.stdin.flush().expect("flush");
+        let mut line = String::new();
+        self.stdout.read_line(&mut line).expect("read");
+        let value: Value = serde_json::from_str(&line).expect("json");
+        assert_eq!(value["id"], id, "{line}");
+        value
+    }
+
+    fn call(&mut self, tool: &str, arguments: Value) -> Value {
+        let answer = self.request("tools/call", json!({"name": tool, "arguments": arguments}));
+        assert_eq!(answer["result"]["isError"], false, "{answer}");
+        answer["result"]["structuredContent"].clone()
+    }
+}
+
+fn protocol(host: &Path, request: &Value) -> Value {
+    let mut child = common::spawn_protocol(host, &request.to_string(), Stdio::piped());
+    let out = child.wait_with_output().expect("wait");
+    serde_json::from_slice(&out.stdout).expect("response")
+}
+
+fn main() {
+    let mut out = std::io::stdout().lock();
+    let host = Path::new(env!("CARGO_BIN_EXE_satyrn-host"));
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let repo = tmp.path().join("repo");
+    std::fs::create_dir(&repo).expect("mkdir");
+    let init = Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(&repo)
+        .status()
+        .expect("git init");
+    assert!(init.success());
+    let line = "let value = compute(input, 42); // some ordinary source text\n";
+    let mut text = String::from("// marker 0\n");
+    while text.len() + line.len() <= 10 * 1024 {
+        text.push_str(line);
+    }
+    let file = repo.join("bench.rs");
+    std::fs::write(&file, &text).expect("write");
+    let contract = tmp.path().join("contract.yaml");
+    std::fs::write(
+        &contract,
+        "id: bench\ntask: bench\nwritable_paths: ['*.rs']\n",
+    )
+    .expect("contract");
+    let _ = writeln!(
+        out,
+        "satyrn-host: {}\nfile: {} bytes; {ROUNDS} rounds each, interleaved",
+        host.display(),
+        text.len()
+    );
+
+    let mut session = Session::start(host, &repo, &contract);
+    let (mut reads, mut edits, mut pairs, mut baseline) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut marker = 0u64;
+    for round in 0..=ROUNDS {
+        let started = Instant::now();
+        session.call("read", json!({"path": "bench.rs"}));
+        let read = started.elapsed();
+        let old = format!("// marker {marker}\n");
+        marker += 1;
+        let new = format!("// marker {marker}\n");
+        let started_edit = Instant::now();
+        session.call(
+            "edit",
+            json!({"path": "bench.rs", "edits": [{"op": "replace", "old_text": old, "new_text": new}]}),
+        );
+        let edit = started_edit.elapsed();
+        let pair = started.elapsed();
+
+        let started = Instant::now();
+        let page = protocol(
+            host,
+            &json!({"version": 1, "operation": "read", "repo": repo, "contract": contract, "path": "bench.rs"}),
+        );
+        let sha = page["result"]["sha256"].as_str().expect("sha").to_string();
+        let old = format!("// marker {marker}\n");
+        marker += 1;
+        let new = format!("// marker {marker}\n");
+        let edited = protocol(
+            host,
+            &json!({"version": 1, "operation": "edit", "repo": repo, "contract": contract, "path": "bench.rs",
+                    "expected_sha256": sha, "edits": [{"op": "replace", "old_text": old, "new_text": new}]}),
+        );
+        assert_eq!(edited["code"], "OK", "{edited}");
+        let base = started.elapsed();
+        if round > 0 {
+            reads.push(read);
+            edits.push(edit);
+            pairs.push(pair);
+            baseline.push(base);
+        }
+    }
+    drop(session.stdin);
+    let _ = session.child.wait();
+    let row = |what: &str, samples: &[Duration]| {
+        let (p50, p95) = common::percentiles(samples);
+        format!("| {what} | {} | {} |", common::ms(p50), common::ms(p95))
+    };
+    let _ = writeln!(out, "\n| measure | p50 | p95 |\n|---|---|---|");
+    let _ = writeln!(out, "{}", row("MCP session: `read`", &reads));
+    let _ = writeln!(out, "{}", row("MCP session: `edit`", &edits));
+    let _ = writeln!(out, "{}", row("MCP session: read + edit", &pairs));
+    let _ = writeln!(
+        out,
+        "{}",
+        row("spawn-per-call `protocol`: read + edit", &baseline)
+    );
+    let (p50, _) = common::percentiles(&pairs);
+    let (b50, _) = common::percentiles(&baseline);
+    let (e50, _) = common::percentiles(&edits);
+    let _ = writeln!(
+        out,
+        "\nspawn-per-call / MCP session (read + edit, p50): {:.2}× (goal ≥ 3×); MCP edit p50 {} (goal ≤ 1 ms)",
+        b50.as_secs_f64() / p50.as_secs_f64(),
+        common::ms(e50)
+    );
+}
