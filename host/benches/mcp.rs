@@ -80,7 +80,7 @@ impl Session {
 }
 
 fn protocol(host: &Path, request: &Value) -> Value {
-    let mut child = common::spawn_protocol(host, &request.to_string(), Stdio::piped());
+    let child = common::spawn_protocol(host, &request.to_string(), Stdio::piped());
     let out = child.wait_with_output().expect("wait");
     serde_json::from_slice(&out.stdout).expect("response")
 }
