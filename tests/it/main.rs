@@ -5,6 +5,7 @@
 mod attempt;
 mod component;
 mod deliver;
+mod deliver_output;
 mod edit_component;
 mod fnmatch_differential;
 mod protocol_common;

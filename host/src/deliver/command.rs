@@ -1,9 +1,11 @@
 //! Running the delivered command: once, exact argv, no shell, stdin from `/dev/null`, in a
 //! new session (and so a new process group), with a timeout.
 //!
-//! stdout and stderr go to two spool *files* (never pipes a descendant could hold open,
-//! never memory) and are forwarded to our stderr in chunks while the command runs and once
-//! more after it ends.
+//! stdout and stderr go to two pipes that `deliver` reads without blocking into bounded
+//! spools and forwards to its own stderr without blocking ([`super::spool`]), so neither a
+//! stalled reader of our stderr nor a flood of output can hold the deadline or exhaust
+//! memory or disk. Nothing waits for the pipes' end of file: a descendant that kept them
+//! open is killed with the group.
 //!
 //! Stopping the group ([`stop_group`]): `SIGTERM` to the group, up to [`GRACE`] for its
 //! members to exit, `SIGKILL` to what remains. It runs on timeout, on interruption, and
@@ -18,26 +20,32 @@
 //! a descendant is itself a descendant.
 
 use std::ffi::OsString;
-use std::fs::File;
-use std::io::{self, Read, Write};
+use std::io;
+use std::os::fd::AsFd;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use rustix::event::{PollFd, PollFlags, Timespec};
+use rustix::event::{PollFd, PollFlags};
+use rustix::pipe::PipeFlags;
 use rustix::process::{Pid, PidfdFlags, Signal};
 
 use super::signals;
+use super::spool::{self, Sink, Source};
 
 /// The grace between `SIGTERM` and `SIGKILL`: 5 s.
 pub const GRACE: Duration = Duration::from_secs(5);
 
-/// How often output is forwarded and liveness re-checked while waiting.
+/// The longest wait between two checks of the deadline and of signals: 100 ms.
 const TICK: Duration = Duration::from_millis(100);
 
-/// The forwarding chunk size: 64 KiB.
-const CHUNK: usize = 64 * 1024;
+/// How often exited orphans are reaped while the command runs: every second.
+const REAP_EVERY: Duration = Duration::from_secs(1);
+
+/// How long output left after the command stopped may take to forward: 2 s. What our
+/// stderr has not accepted by then is dropped.
+pub const FLUSH_LIMIT: Duration = Duration::from_secs(2);
 
 /// How the command ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,8 +56,11 @@ pub struct Finished {
     pub signal: Option<i32>,
     /// The deadline passed first.
     pub timed_out: bool,
-    /// `deliver` received `SIGINT`/`SIGTERM` first.
+    /// `deliver` received `SIGINT`/`SIGTERM`/`SIGHUP` first.
     pub interrupted: bool,
+    /// Bytes of the command's output that were not forwarded (spool overflow, a stalled or
+    /// closed stderr).
+    pub output_dropped: u64,
 }
 
 impl Finished {
@@ -80,18 +91,23 @@ impl std::fmt::Display for CommandError {
 
 impl std::error::Error for CommandError {}
 
-/// Runs `argv` in `cwd` with `timeout` (`None`: no deadline), spooling into `spool_dir`.
+/// Runs `argv` in `cwd` with `timeout` (`None`: no deadline), forwarding its output to our
+/// stderr through bounded spools (see [`super::spool`]).
 ///
-/// The environment is ours minus [`crate::git::scrub_env`]'s variables.
+/// The environment is ours minus [`crate::git::scrub_env`]'s variables. The deadline holds
+/// whatever our stderr's reader does: forwarding never blocks, and what is left after the
+/// command stopped is forwarded for at most [`FLUSH_LIMIT`].
+///
+/// Process-global effects: makes this process a child subreaper (see [`stop_strays`]).
 ///
 /// # Errors
 ///
 /// [`CommandError::Unavailable`] when the program cannot be executed;
-/// [`CommandError::Io`] when spooling or waiting fails (the group is stopped first).
+/// [`CommandError::Io`] when the pipes cannot be set up or waiting fails (the group is
+/// stopped first).
 pub fn run(
     argv: &[OsString],
     cwd: &Path,
-    spool_dir: &Path,
     timeout: Option<Duration>,
 ) -> Result<Finished, CommandError> {
     let Some((program, args)) = argv.split_first() else {
@@ -101,29 +117,20 @@ pub fn run(
         )));
     };
     let io_err = |what: &str, e: io::Error| CommandError::Io(format!("{what}: {e}"));
-    let out_path = spool_dir.join("stdout");
-    let err_path = spool_dir.join("stderr");
-    let out_file = File::options()
-        .write(true)
-        .create_new(true)
-        .open(&out_path)
-        .map_err(|e| io_err("cannot create the stdout spool", e))?;
-    let err_file = File::options()
-        .write(true)
-        .create_new(true)
-        .open(&err_path)
-        .map_err(|e| io_err("cannot create the stderr spool", e))?;
-    let mut forward = [
-        Forward::open(&out_path).map_err(|e| io_err("cannot read the stdout spool", e))?,
-        Forward::open(&err_path).map_err(|e| io_err("cannot read the stderr spool", e))?,
+    let pipe = || rustix::pipe::pipe_with(PipeFlags::CLOEXEC).map_err(io::Error::from);
+    let (out_read, out_write) = pipe().map_err(|e| io_err("cannot create the stdout pipe", e))?;
+    let (err_read, err_write) = pipe().map_err(|e| io_err("cannot create the stderr pipe", e))?;
+    let mut sources = [
+        Source::new("stdout", out_read).map_err(|e| io_err("cannot set up the stdout pipe", e))?,
+        Source::new("stderr", err_read).map_err(|e| io_err("cannot set up the stderr pipe", e))?,
     ];
 
     let mut cmd = Command::new(program);
     cmd.args(args)
         .current_dir(cwd)
         .stdin(Stdio::null())
-        .stdout(Stdio::from(out_file))
-        .stderr(Stdio::from(err_file));
+        .stdout(Stdio::from(out_write))
+        .stderr(Stdio::from(err_write));
     crate::git::scrub_env(&mut cmd).map_err(|e| CommandError::Io(e.to_string()))?;
     // SAFETY: setsid(2) is async-signal-safe and touches no memory of the parent.
     unsafe {
@@ -136,28 +143,25 @@ pub fn run(
     }
     become_subreaper();
     let started = Instant::now();
-    let mut child = cmd.spawn().map_err(CommandError::Unavailable)?;
+    let spawned = cmd.spawn();
+    // Our copies of the write ends must close now, or the pipes never reach end of file.
+    drop(cmd);
+    let mut child = spawned.map_err(CommandError::Unavailable)?;
     let deadline = timeout.and_then(|t| started.checked_add(t));
-    let result = wait(&mut child, deadline, &mut forward);
+    let stderr = io::stderr();
+    let mut sink = Sink::new(stderr.as_fd());
+    let result = wait(&mut child, deadline, &mut sources, &mut sink);
     // Whatever happened, no member of the group outlives this call.
     let pgid = child_pid(&child);
-    let mut finished = match result {
-        Ok(w) => w,
-        Err(e) => {
-            stop_group(pgid);
-            let _ = child.wait();
-            stop_strays();
-            pump_all(&mut forward);
-            return Err(io_err("cannot wait for the command", e));
-        }
-    };
     stop_group(pgid);
     let status = child.wait();
     stop_strays();
+    let dropped = spool::finish(&mut sources, &mut sink, FLUSH_LIMIT);
+    let mut finished = result.map_err(|e| io_err("cannot wait for the command", e))?;
     let status = status.map_err(|e| io_err("cannot reap the command", e))?;
-    pump_all(&mut forward);
     finished.exit_code = status.code();
     finished.signal = status.signal();
+    finished.output_dropped = dropped;
     Ok(finished)
 }
 
@@ -165,60 +169,77 @@ fn child_pid(child: &Child) -> Option<Pid> {
     i32::try_from(child.id()).ok().and_then(Pid::from_raw)
 }
 
-/// Waits until the child exits (left un-reaped), the deadline passes or a signal arrives.
+/// Waits until the child exits (left un-reaped), the deadline passes or a signal arrives,
+/// reading the command's output and forwarding it as the sink accepts it.
 fn wait(
     child: &mut Child,
     deadline: Option<Instant>,
-    forward: &mut [Forward; 2],
+    sources: &mut [Source; 2],
+    sink: &mut Sink<'_>,
 ) -> io::Result<Finished> {
     let mut finished = Finished {
         exit_code: None,
         signal: None,
         timed_out: false,
         interrupted: false,
+        output_dropped: 0,
     };
     let pid = child_pid(child).ok_or_else(|| io::Error::other("child pid out of range"))?;
     let pidfd = rustix::process::pidfd_open(pid, PidfdFlags::empty())?;
-    let mut ticks = 0u32;
+    let mut next_reap = Instant::now() + REAP_EVERY;
     loop {
         if signals::received().is_some() {
             finished.interrupted = true;
             return Ok(finished);
         }
+        let now = Instant::now();
         let mut tick = TICK;
         if let Some(deadline) = deadline {
-            let now = Instant::now();
             if now >= deadline {
                 finished.timed_out = true;
                 return Ok(finished);
             }
             tick = tick.min(deadline - now);
         }
-        let timespec = Timespec {
-            tv_sec: 0,
-            tv_nsec: i64::from(tick.subsec_nanos()).max(1_000_000),
-        };
-        let ready = {
-            let mut fds = Vec::with_capacity(2);
+        let (exited, stream_ready) = {
+            let mut fds = Vec::with_capacity(5);
             fds.push(PollFd::new(&pidfd, PollFlags::IN));
-            if let Some(wake) = signals::wake_fd() {
+            let wake = signals::wake_fd();
+            if let Some(wake) = wake {
                 fds.push(PollFd::from_borrowed_fd(wake, PollFlags::IN));
             }
-            match rustix::event::poll(&mut fds, Some(&timespec)) {
+            for source in sources.iter() {
+                if let Some(fd) = source.fd() {
+                    fds.push(PollFd::from_borrowed_fd(fd, PollFlags::IN));
+                }
+            }
+            if spool::pending(sources, sink) {
+                fds.push(PollFd::from_borrowed_fd(sink.fd(), PollFlags::OUT));
+            }
+            match rustix::event::poll(&mut fds, Some(&spool::timespec(tick))) {
                 Ok(_) | Err(rustix::io::Errno::INTR) => {}
                 Err(e) => return Err(e.into()),
             }
-            !fds[0].revents().is_empty()
+            let first_stream = 1 + usize::from(wake.is_some());
+            (
+                !fds[0].revents().is_empty(),
+                fds[first_stream..].iter().any(|f| !f.revents().is_empty()),
+            )
         };
         signals::drain();
-        ticks = ticks.wrapping_add(1);
-        if ticks.is_multiple_of(10) {
+        if stream_ready {
+            for source in sources.iter_mut() {
+                // A read error closes that pipe; the command then gets EPIPE, as it would
+                // writing to any closed pipe.
+                let _ = source.fill();
+            }
+            spool::forward(sources, sink);
+        }
+        if Instant::now() >= next_reap {
             reap_orphans(pid);
+            next_reap = Instant::now() + REAP_EVERY;
         }
-        for f in forward.iter_mut() {
-            f.pump(4);
-        }
-        if ready {
+        if exited {
             return Ok(finished);
         }
     }
@@ -353,40 +374,4 @@ pub fn group_alive(pgid: Pid) -> bool {
         .into_iter()
         .next()
         .is_some()
-}
-
-/// Forwards one spool file to our stderr from where it last stopped.
-struct Forward {
-    file: File,
-    buf: Vec<u8>,
-}
-
-impl Forward {
-    fn open(path: &Path) -> io::Result<Self> {
-        Ok(Self {
-            file: File::open(path)?,
-            buf: vec![0; CHUNK],
-        })
-    }
-
-    /// Forwards at most `chunks` chunks; returns whether the end of file was reached.
-    fn pump(&mut self, chunks: usize) -> bool {
-        let mut err = io::stderr().lock();
-        for _ in 0..chunks {
-            match self.file.read(&mut self.buf) {
-                Ok(0) | Err(_) => return true,
-                Ok(n) => {
-                    let _ = err.write_all(&self.buf[..n]);
-                }
-            }
-        }
-        let _ = err.flush();
-        false
-    }
-}
-
-fn pump_all(forward: &mut [Forward; 2]) {
-    for f in forward.iter_mut() {
-        while !f.pump(16) {}
-    }
 }

@@ -17,6 +17,7 @@ pub mod candidate;
 pub mod command;
 pub mod receipt;
 pub mod signals;
+pub mod spool;
 pub mod worktree;
 
 use std::ffi::OsString;
@@ -240,12 +241,7 @@ fn run_attempt(
     }
 
     // 3. The command.
-    let finished = match command::run(
-        &request.argv,
-        attempt.worktree(),
-        attempt.parent(),
-        Some(request.timeout),
-    ) {
+    let finished = match command::run(&request.argv, attempt.worktree(), Some(request.timeout)) {
         Ok(f) => f,
         Err(command::CommandError::Unavailable(e)) => {
             return Pending::fail(

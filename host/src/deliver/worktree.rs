@@ -2,7 +2,7 @@
 //!
 //! Layout: a fresh private (`0700`) directory `satyrn-deliver-<pid>-<n>-<nanos>` under the
 //! system temporary directory, verified to lie outside every registered worktree, holding
-//! `worktree/` (the checkout) and the command's `stdout`/`stderr` spools.
+//! `worktree/` (the checkout).
 //!
 //! The cleanup state becomes *uncertain* before `git worktree add` runs, so an interruption
 //! or failure after git registered the worktree still removes it. Cleanup is
@@ -132,7 +132,7 @@ impl Attempt {
         )))
     }
 
-    /// The temporary parent (spool files live here).
+    /// The temporary parent.
     #[must_use]
     pub fn parent(&self) -> &Path {
         &self.parent
@@ -179,7 +179,7 @@ impl Attempt {
     /// # Errors
     ///
     /// [`WorktreeError::Retained`] when the worktree is still registered or present
-    /// afterwards (the spools are removed; the worktree and its parent are kept).
+    /// afterwards (the worktree and its parent are kept).
     pub fn cleanup(&mut self) -> Result<(), WorktreeError> {
         if self.state == State::Uncertain {
             let mut args: Vec<std::ffi::OsString> =
@@ -198,8 +198,6 @@ impl Attempt {
                     self.repo.run(&["worktree", "prune"])?;
                 }
                 if self.registered()? {
-                    let _ = std::fs::remove_file(self.parent.join("stdout"));
-                    let _ = std::fs::remove_file(self.parent.join("stderr"));
                     self.state = State::Done;
                     self.parent_removed = true;
                     return Err(WorktreeError::Retained(self.worktree.clone(), detail));
