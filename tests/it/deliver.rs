@@ -321,6 +321,11 @@ fn show(root: &Path, spec: &str) -> Vec<u8> {
     out.stdout
 }
 
+/// The registered worktree paths of `root`, as one string (for `contains`).
+pub fn git_worktrees(root: &Path) -> String {
+    git_ok(root, &["worktree", "list", "--porcelain"])
+}
+
 /// Asserts a private `TMPDIR` given to `deliver` holds nothing afterwards.
 fn assert_empty_tmp(tmp: &Path) {
     let left = crate::support::dir_entries(tmp);

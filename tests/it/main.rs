@@ -6,6 +6,7 @@ mod attempt;
 mod component;
 mod deliver;
 mod deliver_output;
+mod deliver_signals;
 mod edit_component;
 mod fnmatch_differential;
 mod protocol_common;

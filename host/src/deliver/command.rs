@@ -20,7 +20,7 @@
 //! a descendant is itself a descendant.
 
 use std::ffi::OsString;
-use std::io;
+use std::io::{self, Write};
 use std::os::fd::AsFd;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::Path;
@@ -33,6 +33,7 @@ use rustix::process::{Pid, PidfdFlags, Signal};
 
 use super::signals;
 use super::spool::{self, Sink, Source};
+use super::watchdog::Watchdog;
 
 /// The grace between `SIGTERM` and `SIGKILL`: 5 s.
 pub const GRACE: Duration = Duration::from_secs(5);
@@ -98,7 +99,9 @@ impl std::error::Error for CommandError {}
 /// whatever our stderr's reader does: forwarding never blocks, and what is left after the
 /// command stopped is forwarded for at most [`FLUSH_LIMIT`].
 ///
-/// Process-global effects: makes this process a child subreaper (see [`stop_strays`]).
+/// Process-global effects: makes this process a child subreaper (see [`stop_strays`]). The
+/// command gets `SIGKILL` as its parent-death signal, and a [`Watchdog`] process runs for
+/// the duration of the call, so the command's session dies even if this process is killed.
 ///
 /// # Errors
 ///
@@ -132,30 +135,64 @@ pub fn run(
         .stdout(Stdio::from(out_write))
         .stderr(Stdio::from(err_write));
     crate::git::scrub_env(&mut cmd).map_err(|e| CommandError::Io(e.to_string()))?;
-    // SAFETY: setsid(2) is async-signal-safe and touches no memory of the parent.
+    let parent = rustix::process::getpid();
+    // SAFETY: setsid(2), prctl(2) and getppid(2) are async-signal-safe raw system calls that
+    // touch no memory of the parent; `parent` is a copied integer.
     unsafe {
-        cmd.pre_exec(|| {
+        cmd.pre_exec(move || {
             if libc::setsid() < 0 {
                 return Err(io::Error::last_os_error());
+            }
+            // The direct child dies with this thread (the only one: deliver is
+            // single-threaded). Checked afterwards: deliver may have died before the prctl.
+            rustix::process::set_parent_process_death_signal(Some(Signal::KILL))?;
+            if rustix::process::getppid() != Some(parent) {
+                return Err(io::Error::other("deliver ended before the command started"));
             }
             Ok(())
         });
     }
     become_subreaper();
+    // Best effort: without it only the parent-death signal stands in for deliver's death.
+    let mut watchdog = match Watchdog::start() {
+        Ok(w) => Some(w),
+        Err(e) => {
+            let _ = writeln!(
+                io::stderr(),
+                "satyrn-host deliver: cannot start the watchdog ({e}); if deliver is killed, only the command's first process dies with it"
+            );
+            None
+        }
+    };
+    let spare = watchdog.as_ref().map(Watchdog::pid);
     let started = Instant::now();
     let spawned = cmd.spawn();
     // Our copies of the write ends must close now, or the pipes never reach end of file.
     drop(cmd);
-    let mut child = spawned.map_err(CommandError::Unavailable)?;
+    let mut child = match spawned {
+        Ok(c) => c,
+        Err(e) => {
+            if let Some(w) = watchdog {
+                w.finish();
+            }
+            return Err(CommandError::Unavailable(e));
+        }
+    };
+    if let Some(w) = watchdog.as_mut() {
+        w.arm(child.id());
+    }
     let deadline = timeout.and_then(|t| started.checked_add(t));
     let stderr = io::stderr();
     let mut sink = Sink::new(stderr.as_fd());
-    let result = wait(&mut child, deadline, &mut sources, &mut sink);
+    let result = wait(&mut child, deadline, &mut sources, &mut sink, spare);
     // Whatever happened, no member of the group outlives this call.
     let pgid = child_pid(&child);
     stop_group(pgid);
     let status = child.wait();
-    stop_strays();
+    stop_strays(spare);
+    if let Some(w) = watchdog {
+        w.finish();
+    }
     let dropped = spool::finish(&mut sources, &mut sink, FLUSH_LIMIT);
     let mut finished = result.map_err(|e| io_err("cannot wait for the command", e))?;
     let status = status.map_err(|e| io_err("cannot reap the command", e))?;
@@ -176,6 +213,7 @@ fn wait(
     deadline: Option<Instant>,
     sources: &mut [Source; 2],
     sink: &mut Sink<'_>,
+    spare: Option<u32>,
 ) -> io::Result<Finished> {
     let mut finished = Finished {
         exit_code: None,
@@ -236,7 +274,7 @@ fn wait(
             spool::forward(sources, sink);
         }
         if Instant::now() >= next_reap {
-            reap_orphans(pid);
+            reap_orphans(pid, spare);
             next_reap = Instant::now() + REAP_EVERY;
         }
         if exited {
@@ -278,14 +316,16 @@ fn become_subreaper() {
     }
 }
 
-/// Kills and reaps every remaining child of this process: the descendants that left the
-/// command's group and were reparented to us (see [`become_subreaper`]). They had no part
-/// in the group's `SIGTERM` grace and get `SIGKILL` at once. Bounded: a process that keeps
-/// forking is outrun after a few rounds of killing its whole reparented generation.
-pub fn stop_strays() {
+/// Kills and reaps every remaining child of this process but `spare` (the watchdog): the
+/// descendants that left the command's group and were reparented to us (see
+/// [`become_subreaper`]). They had no part in the group's `SIGTERM` grace and get `SIGKILL`
+/// at once. Bounded: a process that keeps forking is outrun after a few rounds of killing
+/// its whole reparented generation.
+pub fn stop_strays(spare: Option<u32>) {
     let me = rustix::process::getpid().as_raw_nonzero().get();
+    let spare = spare.and_then(|p| i32::try_from(p).ok());
     for _ in 0..64 {
-        let children = processes(|_, ppid, _, _| ppid == me);
+        let children = processes(|p| p.ppid == me && Some(p.pid) != spare);
         for &(pid, zombie) in &children {
             if !zombie {
                 // SAFETY: kill(2) with a pid read from /proc; at worst it names a process
@@ -295,13 +335,15 @@ pub fn stop_strays() {
                 }
             }
         }
-        // Reap whatever has exited (ours only: nothing else of ours runs at this point).
-        loop {
-            let mut status = 0;
-            // SAFETY: waitpid with a valid out-pointer.
-            let reaped = unsafe { libc::waitpid(-1, &raw mut status, libc::WNOHANG) };
-            if reaped <= 0 {
-                break;
+        // Reap whatever has exited (the watchdog excepted: its `Child` reaps it).
+        for &(pid, zombie) in &children {
+            if zombie {
+                let mut status = 0;
+                // SAFETY: waitpid on a specific pid that is our exited child, with a valid
+                // out-pointer.
+                unsafe {
+                    libc::waitpid(pid, &raw mut status, libc::WNOHANG);
+                }
             }
         }
         if children.is_empty() {
@@ -313,11 +355,15 @@ pub fn stop_strays() {
 
 /// Reaps the descendants reparented to us (a subreaper) that have already exited, so a
 /// long command that orphans processes does not pile up zombies under `deliver`. Never
-/// `waitpid(-1)`: the direct child `direct` belongs to its `std::process::Child`.
-fn reap_orphans(direct: Pid) {
+/// `waitpid(-1)`: the direct child `direct` and the watchdog `spare` belong to their
+/// `std::process::Child`.
+fn reap_orphans(direct: Pid, spare: Option<u32>) {
     let me = rustix::process::getpid().as_raw_nonzero().get();
     let direct = direct.as_raw_nonzero().get();
-    for (pid, _) in processes(|pid, ppid, _, state| ppid == me && pid != direct && state == "Z") {
+    let spare = spare.and_then(|p| i32::try_from(p).ok());
+    for (pid, _) in
+        processes(|p| p.ppid == me && p.pid != direct && Some(p.pid) != spare && p.state == "Z")
+    {
         let mut status = 0;
         // SAFETY: waitpid on a specific pid that is our exited child, with a valid out-pointer.
         unsafe {
@@ -326,9 +372,17 @@ fn reap_orphans(direct: Pid) {
     }
 }
 
-/// `(pid, is_zombie)` of every process whose `/proc/PID/stat` satisfies `keep(pid, ppid,
-/// pgrp, state)`.
-fn processes(keep: impl Fn(i32, i32, i32, &str) -> bool) -> Vec<(i32, bool)> {
+/// One process as `/proc/PID/stat` describes it.
+struct Stat<'a> {
+    pid: i32,
+    ppid: i32,
+    pgrp: i32,
+    session: i32,
+    state: &'a str,
+}
+
+/// `(pid, is_zombie)` of every process whose `/proc/PID/stat` satisfies `keep`.
+fn processes(keep: impl Fn(&Stat<'_>) -> bool) -> Vec<(i32, bool)> {
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
@@ -348,14 +402,26 @@ fn processes(keep: impl Fn(i32, i32, i32, &str) -> bool) -> Vec<(i32, bool)> {
         };
         let rest = String::from_utf8_lossy(&stat[close + 1..]);
         let mut fields = rest.split_ascii_whitespace();
-        let (Some(state), Some(ppid), Some(pgrp)) = (fields.next(), fields.next(), fields.next())
+        let (Some(state), Some(ppid), Some(pgrp), Some(session)) =
+            (fields.next(), fields.next(), fields.next(), fields.next())
         else {
             continue;
         };
-        let (Ok(ppid), Ok(pgrp)) = (ppid.parse::<i32>(), pgrp.parse::<i32>()) else {
+        let (Ok(ppid), Ok(pgrp), Ok(session)) = (
+            ppid.parse::<i32>(),
+            pgrp.parse::<i32>(),
+            session.parse::<i32>(),
+        ) else {
             continue;
         };
-        if keep(pid, ppid, pgrp, state) {
+        let stat = Stat {
+            pid,
+            ppid,
+            pgrp,
+            session,
+            state,
+        };
+        if keep(&stat) {
             found.push((pid, state == "Z" || state == "X"));
         }
     }
@@ -370,8 +436,21 @@ pub fn group_alive(pgid: Pid) -> bool {
         return rustix::process::test_kill_process_group(pgid).is_ok();
     }
     let want = pgid.as_raw_nonzero().get();
-    processes(|_, _, pgrp, state| pgrp == want && state != "Z" && state != "X")
+    processes(|p| p.pgrp == want && !dead(p.state))
         .into_iter()
         .next()
         .is_some()
+}
+
+/// The live (not zombie) processes of session `sid`, read from `/proc`.
+#[must_use]
+pub fn session_members(sid: i32) -> Vec<i32> {
+    processes(|p| p.session == sid && !dead(p.state))
+        .into_iter()
+        .map(|(pid, _)| pid)
+        .collect()
+}
+
+fn dead(state: &str) -> bool {
+    state == "Z" || state == "X"
 }

@@ -18,9 +18,12 @@ pub mod command;
 pub mod receipt;
 pub mod signals;
 pub mod spool;
+pub mod stale;
+pub mod watchdog;
 pub mod worktree;
 
 use std::ffi::OsString;
+use std::io::Write;
 use std::path::{Component, Path, PathBuf};
 use std::time::Duration;
 
@@ -119,6 +122,7 @@ fn interrupted_message(signal: i32) -> String {
     let name = match signal {
         libc::SIGINT => "SIGINT",
         libc::SIGTERM => "SIGTERM",
+        libc::SIGHUP => "SIGHUP",
         _ => "a signal",
     };
     format!("deliver received {name}; the attempt was stopped and cleaned up")
@@ -169,6 +173,9 @@ pub fn deliver(request: &Request) -> Receipt {
         }
     };
     progress.receipt.base_commit = Some(base.clone());
+    for note in stale::prune(&repo) {
+        let _ = writeln!(std::io::stderr(), "satyrn-host deliver: {note}");
+    }
     let mut attempt = match Attempt::create(&repo) {
         Ok(a) => a,
         Err(e) => return progress.finish(Code::GitFailed, e.to_string()),
@@ -179,13 +186,16 @@ pub fn deliver(request: &Request) -> Receipt {
     // 5. Cleanup before publishing; its failure supersedes.
     match attempt.cleanup() {
         Ok(()) => {}
-        Err(WorktreeError::Retained(path, detail)) => {
-            progress.receipt.retained_worktree = Some(path.to_string_lossy().into_owned());
+        Err(WorktreeError::Retained(left)) => {
+            progress.receipt.retained_worktree = left
+                .retained_worktree()
+                .map(|p| p.to_string_lossy().into_owned());
             return progress.finish(
                 Code::CleanupFailed,
                 format!(
-                    "the attempt's worktree {} could not be removed and is retained; nothing was published ({detail}); pending result was {}",
-                    path.display(),
+                    "the attempt could not be cleaned up; retained: {}; nothing was published ({}); pending result was {}",
+                    left.kept(),
+                    left.detail,
                     pending.code
                 ),
             );

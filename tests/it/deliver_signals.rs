@@ -1,0 +1,277 @@
+//! `deliver` itself signalled or killed: real `SIGHUP` and `SIGKILL` to the real binary,
+//! and the pruning of the worktree a killed `deliver` left registered.
+
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::process::Child;
+use std::time::{Duration, Instant};
+
+use crate::deliver::{Caller, FixedRepo, deliver_cmd, finish, git_worktrees};
+use crate::deliver_output::{group_alive, poll_until, read_pid};
+use crate::support::{ContractFile, dir_entries};
+
+/// Starts `deliver` on `script` with `TMPDIR` set, and waits until the command wrote its
+/// pid (its process group and session id) to `pidfile`.
+fn start(root: &Path, id: &str, tmp: &Path, script: &str, pidfile: &Path) -> (Child, i32) {
+    let contract = ContractFile::new(id, &[]);
+    let argv = [OsStr::new("sh"), OsStr::new("-c"), OsStr::new(script)];
+    let child = deliver_cmd(root, &contract.path, &[], &argv)
+        .env("TMPDIR", tmp)
+        .spawn()
+        .expect("spawn deliver");
+    // The contract file must outlive the run: deliver read it at start, so this is safe.
+    let pid = read_pid(pidfile);
+    drop(contract);
+    (child, pid)
+}
+
+fn signal(child: &Child, signal: i32) {
+    let pid = i32::try_from(child.id()).expect("pid");
+    // SAFETY: kill(2) on our own child.
+    assert_eq!(unsafe { libc::kill(pid, signal) }, 0);
+}
+
+/// The satyrn attempt directories in `tmp`.
+fn attempts(tmp: &Path) -> Vec<String> {
+    dir_entries(tmp)
+        .into_iter()
+        .filter(|n| n.starts_with("satyrn-deliver-"))
+        .collect()
+}
+
+#[test]
+fn sighup_to_deliver_is_an_interruption_with_a_receipt() {
+    let repo = FixedRepo::with_files(&[("a.txt", b"a\n")]);
+    let root = repo.path();
+    let before = Caller::capture(&root);
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let marks = tempfile::tempdir().expect("tempdir");
+    let pidfile = marks.path().join("pid");
+    let late = marks.path().join("late");
+    let script = format!(
+        "echo x > a.txt; (sleep 2; touch '{}') & echo $$ > '{}'; sleep 30",
+        late.display(),
+        pidfile.display()
+    );
+    let t0 = Instant::now();
+    let (child, pgid) = start(&root, "hup", tmp.path(), &script, &pidfile);
+    signal(&child, libc::SIGHUP);
+    let run = finish(child.wait_with_output().expect("wait"), t0.elapsed());
+    assert_eq!(run.code(), "INTERRUPTED", "{}", run.stdout);
+    assert_eq!(run.status, 8);
+    assert_eq!(run.outcome(), "discarded");
+    assert!(
+        run.receipt["message"]
+            .as_str()
+            .expect("message")
+            .contains("SIGHUP")
+    );
+    assert_eq!(run.receipt["signal"], libc::SIGTERM);
+    assert!(!group_alive(pgid), "the command's group outlived deliver");
+    assert!(
+        !poll_until(Duration::from_millis(2500), || late.exists()),
+        "a descendant outlived the interrupted attempt"
+    );
+    before.assert_unchanged(&root, None);
+    assert!(dir_entries(tmp.path()).is_empty(), "temporary files left");
+    crate::deliver::sibling_success(&root, "hup");
+}
+
+#[test]
+fn sigkill_to_deliver_kills_its_command_and_the_next_deliver_prunes_the_worktree() {
+    let repo = FixedRepo::with_files(&[("a.txt", b"a\n")]);
+    let root = repo.path();
+    let before = Caller::capture(&root);
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let marks = tempfile::tempdir().expect("tempdir");
+    let pidfile = marks.path().join("pid");
+    let (fg, bg) = (marks.path().join("fg"), marks.path().join("bg"));
+    // A foreground sentinel written by the command itself, and one by a background
+    // descendant in the command's group.
+    let script = format!(
+        "echo x > a.txt; (sleep 1.5; touch '{}') & echo $$ > '{}'; sleep 1.5; touch '{}'",
+        bg.display(),
+        pidfile.display(),
+        fg.display()
+    );
+    let (mut child, pgid) = start(&root, "killed", tmp.path(), &script, &pidfile);
+    signal(&child, libc::SIGKILL);
+    let status = child.wait().expect("wait");
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&status),
+        Some(libc::SIGKILL)
+    );
+    assert!(
+        poll_until(Duration::from_secs(5), || !group_alive(pgid)),
+        "the command's group outlived the killed deliver"
+    );
+    assert!(
+        !poll_until(Duration::from_secs(3), || fg.exists() || bg.exists()),
+        "the command ran on after deliver was killed"
+    );
+    // The killed deliver could not clean up: its worktree is still registered.
+    let stale = attempts(tmp.path());
+    assert_eq!(stale.len(), 1, "{stale:?}");
+    assert!(
+        git_worktrees(&root).contains(&stale[0]),
+        "stale registration expected"
+    );
+
+    // The next deliver prunes it, then succeeds; afterwards everything is as before.
+    let contract = ContractFile::new("after-kill", &[]);
+    let argv = [
+        OsStr::new("sh"),
+        OsStr::new("-c"),
+        OsStr::new("echo y > b.txt"),
+    ];
+    let run = finish(
+        deliver_cmd(&root, &contract.path, &[], &argv)
+            .env("TMPDIR", tmp.path())
+            .output()
+            .expect("run"),
+        Duration::ZERO,
+    );
+    assert_eq!(run.code(), "OK", "{}", run.stdout);
+    assert!(
+        run.stderr.contains("removed the stale attempt"),
+        "{}",
+        run.stderr
+    );
+    before.assert_unchanged(&root, Some("refs/satyrn/candidates/after-kill/head"));
+    assert!(dir_entries(tmp.path()).is_empty(), "temporary files left");
+}
+
+#[test]
+fn the_worktree_of_a_live_deliver_is_never_pruned() {
+    let repo = FixedRepo::with_files(&[("a.txt", b"a\n")]);
+    let root = repo.path();
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let marks = tempfile::tempdir().expect("tempdir");
+    let pidfile = marks.path().join("pid");
+    let go = marks.path().join("go");
+    let script = format!(
+        "echo $$ > '{}'; n=0; while [ ! -e '{}' ]; do n=$((n+1)); [ $n -gt 2000 ] && exit 9; sleep 0.01; done; echo long > a.txt",
+        pidfile.display(),
+        go.display()
+    );
+    let (first, _) = start(&root, "live-first", tmp.path(), &script, &pidfile);
+    let contract = ContractFile::new("live-second", &[]);
+    let argv = [
+        OsStr::new("sh"),
+        OsStr::new("-c"),
+        OsStr::new("echo y > b.txt"),
+    ];
+    let second = finish(
+        deliver_cmd(&root, &contract.path, &[], &argv)
+            .env("TMPDIR", tmp.path())
+            .output()
+            .expect("run"),
+        Duration::ZERO,
+    );
+    assert_eq!(second.code(), "OK", "{}", second.stdout);
+    assert!(!second.stderr.contains("stale"), "{}", second.stderr);
+    std::fs::write(&go, "").expect("go");
+    let run = finish(first.wait_with_output().expect("wait"), Duration::ZERO);
+    assert_eq!(
+        run.code(),
+        "OK",
+        "the live attempt was disturbed: {}",
+        run.stdout
+    );
+    assert_eq!(run.receipt["paths"], serde_json::json!(["a.txt"]));
+}
+
+#[test]
+fn a_lookalike_worktree_without_a_dead_owner_is_never_pruned() {
+    use std::os::unix::fs::PermissionsExt;
+    let repo = FixedRepo::with_files(&[("a.txt", b"a\n")]);
+    let root = repo.path();
+    let tmp = tempfile::tempdir().expect("tempdir");
+    // Named like an attempt of a pid that does not exist, private, but with no marker /
+    // a marker of this (live) test process / a marker in the wrong format.
+    let dead_pid = 999_999_999u32;
+    let cases: [(&str, Option<String>); 3] = [
+        ("no-marker", None),
+        (
+            "live-owner",
+            Some(format!(
+                "satyrn-deliver-owner 1\npid {dead_pid}\nstart 0\nboot {}\npidns {}\n",
+                std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+                    .expect("boot id")
+                    .trim(),
+                "pid:[0]"
+            )),
+        ),
+        ("garbage", Some("not a marker\n".to_owned())),
+    ];
+    let mut made: Vec<PathBuf> = Vec::new();
+    for (i, (_, marker)) in cases.iter().enumerate() {
+        let dir = tmp
+            .path()
+            .join(format!("satyrn-deliver-{dead_pid}-{i}-000000000"));
+        std::fs::create_dir(&dir).expect("mkdir");
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).expect("chmod");
+        if let Some(m) = marker {
+            std::fs::write(dir.join("owner"), m).expect("marker");
+        }
+        let wt = dir.join("worktree");
+        crate::support::git_ok(
+            &root,
+            &[
+                "worktree",
+                "add",
+                "-q",
+                "--detach",
+                wt.to_str().expect("utf-8"),
+                "HEAD",
+            ],
+        );
+        made.push(wt);
+    }
+    let before = Caller::capture(&root);
+    let contract = ContractFile::new("lookalikes", &[]);
+    let argv = [
+        OsStr::new("sh"),
+        OsStr::new("-c"),
+        OsStr::new("echo y > b.txt"),
+    ];
+    let run = finish(
+        deliver_cmd(&root, &contract.path, &[], &argv)
+            .env("TMPDIR", tmp.path())
+            .output()
+            .expect("run"),
+        Duration::ZERO,
+    );
+    assert_eq!(run.code(), "OK", "{}", run.stdout);
+    before.assert_unchanged(&root, Some("refs/satyrn/candidates/lookalikes/head"));
+    for wt in &made {
+        assert!(wt.join("a.txt").exists(), "{} was touched", wt.display());
+    }
+    // Sibling: the same lookalike with a marker naming a dead owner in this pid namespace
+    // is pruned.
+    let dir = made[0].parent().expect("parent");
+    std::fs::write(
+        dir.join("owner"),
+        format!(
+            "satyrn-deliver-owner 1\npid {dead_pid}\nstart 0\nboot {}\npidns {}\n",
+            std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+                .expect("boot id")
+                .trim(),
+            std::fs::read_link("/proc/self/ns/pid")
+                .expect("pidns")
+                .to_string_lossy()
+        ),
+    )
+    .expect("marker");
+    let contract = ContractFile::new("lookalikes-2", &[]);
+    let run = finish(
+        deliver_cmd(&root, &contract.path, &[], &argv)
+            .env("TMPDIR", tmp.path())
+            .output()
+            .expect("run"),
+        Duration::ZERO,
+    );
+    assert_eq!(run.code(), "OK", "{}", run.stdout);
+    assert!(!dir.exists(), "the attempt of a dead owner was not pruned");
+    assert!(made[1].exists() && made[2].exists());
+}
