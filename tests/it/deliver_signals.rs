@@ -275,3 +275,64 @@ fn a_lookalike_worktree_without_a_dead_owner_is_never_pruned() {
     assert!(!dir.exists(), "the attempt of a dead owner was not pruned");
     assert!(made[1].exists() && made[2].exists());
 }
+
+#[test]
+fn sigkill_at_any_moment_leaves_no_command_running_and_everything_prunable() {
+    // The race: deliver killed before, while or after it starts the command and arms the
+    // watchdog. Each round kills at a later moment; every command that started must die, and
+    // one later deliver prunes every attempt left behind.
+    let repo = FixedRepo::with_files(&[("a.txt", b"a\n")]);
+    let root = repo.path();
+    let before = Caller::capture(&root);
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let marks = tempfile::tempdir().expect("tempdir");
+    let contract = ContractFile::new("kill-race", &[]);
+    let mut started = 0;
+    let rounds = 12;
+    let mut sentinels = Vec::new();
+    for round in 0..rounds {
+        let pidfile = marks.path().join(format!("pid-{round}"));
+        let sentinel = marks.path().join(format!("late-{round}"));
+        let script = format!(
+            "echo $$ > '{}'; (sleep 1; touch '{}') & sleep 1; touch '{}'",
+            pidfile.display(),
+            sentinel.display(),
+            sentinel.display()
+        );
+        let argv = [OsStr::new("sh"), OsStr::new("-c"), OsStr::new(&script)];
+        let mut child = deliver_cmd(&root, &contract.path, &[], &argv)
+            .env("TMPDIR", tmp.path())
+            .spawn()
+            .expect("spawn deliver");
+        std::thread::sleep(Duration::from_millis(25 * round));
+        signal(&child, libc::SIGKILL);
+        child.wait().expect("wait");
+        if let Ok(text) = std::fs::read_to_string(&pidfile)
+            && let Ok(pgid) = text.trim().parse::<i32>()
+        {
+            started += 1;
+            assert!(
+                poll_until(Duration::from_secs(5), || !group_alive(pgid)),
+                "round {round}: the command's group outlived deliver"
+            );
+        }
+        sentinels.push(sentinel);
+    }
+    eprintln!("{started} of {rounds} rounds killed deliver after its command started");
+    assert!(
+        !poll_until(Duration::from_millis(1300), || sentinels.iter().any(|s| s.exists())),
+        "a command ran on after deliver was killed"
+    );
+    let contract = ContractFile::new("kill-race-after", &[]);
+    let argv = [OsStr::new("sh"), OsStr::new("-c"), OsStr::new("echo y > b.txt")];
+    let run = finish(
+        deliver_cmd(&root, &contract.path, &[], &argv)
+            .env("TMPDIR", tmp.path())
+            .output()
+            .expect("run"),
+        Duration::ZERO,
+    );
+    assert_eq!(run.code(), "OK", "{}", run.stdout);
+    before.assert_unchanged(&root, Some("refs/satyrn/candidates/kill-race-after/head"));
+    assert!(dir_entries(tmp.path()).is_empty(), "left: {:?}", dir_entries(tmp.path()));
+}

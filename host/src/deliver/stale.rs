@@ -17,7 +17,9 @@
 //!
 //! Removal is `git worktree remove --force`, or, when git refuses (the command removed or
 //! rewrote the worktree's `.git`), removing the directory and `git worktree prune`; then the
-//! temporary directory. A worktree that a receipt reported as retained (`CLEANUP_FAILED`)
+//! temporary directory. An attempt directory in the system temporary directory that passes
+//! the same checks and has nothing at `<dir>/worktree` (its `deliver` was killed before
+//! `git worktree add`) is removed too. A worktree that a receipt reported as retained (`CLEANUP_FAILED`)
 //! has no marker any more ([`forget_owner`]) and is never pruned.
 
 use std::ffi::OsStr;
@@ -233,6 +235,7 @@ pub fn prune(repo: &Git) -> Vec<String> {
         }
     };
     let mut notes = Vec::new();
+    sweep_unregistered(&mut notes);
     for wt in list.iter().filter(|w| !w.locked) {
         let why = match stale(&wt.path) {
             Ok(Some(why)) => why,
@@ -254,6 +257,35 @@ pub fn prune(repo: &Git) -> Vec<String> {
         });
     }
     notes
+}
+
+/// Removes, from the system temporary directory, the attempt directories of dead owners
+/// that never got a worktree (their `deliver` was killed before `git worktree add`): the
+/// same checks as for a registered one, and nothing at `<dir>/worktree`. One with a
+/// worktree is left alone here — it may belong to another repository.
+fn sweep_unregistered(notes: &mut Vec<String>) {
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let worktree = entry.path().join("worktree");
+        if worktree.symlink_metadata().is_ok() {
+            continue;
+        }
+        let Ok(Some(why)) = stale(&worktree) else {
+            continue;
+        };
+        notes.push(match std::fs::remove_dir_all(entry.path()) {
+            Ok(()) => format!(
+                "removed the stale attempt directory {} ({why})",
+                entry.path().display()
+            ),
+            Err(e) => format!(
+                "cannot remove the stale attempt directory {} ({why}): {e}",
+                entry.path().display()
+            ),
+        });
+    }
 }
 
 fn remove(repo: &Git, worktree: &Path) -> Result<(), String> {
