@@ -320,11 +320,17 @@ fn sigkill_at_any_moment_leaves_no_command_running_and_everything_prunable() {
     }
     eprintln!("{started} of {rounds} rounds killed deliver after its command started");
     assert!(
-        !poll_until(Duration::from_millis(1300), || sentinels.iter().any(|s| s.exists())),
+        !poll_until(Duration::from_millis(1300), || sentinels
+            .iter()
+            .any(|s| s.exists())),
         "a command ran on after deliver was killed"
     );
     let contract = ContractFile::new("kill-race-after", &[]);
-    let argv = [OsStr::new("sh"), OsStr::new("-c"), OsStr::new("echo y > b.txt")];
+    let argv = [
+        OsStr::new("sh"),
+        OsStr::new("-c"),
+        OsStr::new("echo y > b.txt"),
+    ];
     let run = finish(
         deliver_cmd(&root, &contract.path, &[], &argv)
             .env("TMPDIR", tmp.path())
@@ -334,5 +340,86 @@ fn sigkill_at_any_moment_leaves_no_command_running_and_everything_prunable() {
     );
     assert_eq!(run.code(), "OK", "{}", run.stdout);
     before.assert_unchanged(&root, Some("refs/satyrn/candidates/kill-race-after/head"));
-    assert!(dir_entries(tmp.path()).is_empty(), "left: {:?}", dir_entries(tmp.path()));
+    assert!(
+        dir_entries(tmp.path()).is_empty(),
+        "left: {:?}",
+        dir_entries(tmp.path())
+    );
+}
+
+#[test]
+fn an_attempt_directory_killed_before_worktree_add_is_swept() {
+    use std::os::unix::fs::PermissionsExt;
+    let repo = FixedRepo::with_files(&[("a.txt", b"a\n")]);
+    let root = repo.path();
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dead_pid = 999_999_998u32;
+    let marker = format!(
+        "satyrn-deliver-owner 1\npid {dead_pid}\nstart 0\nboot {}\npidns {}\n",
+        std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+            .expect("boot id")
+            .trim(),
+        std::fs::read_link("/proc/self/ns/pid")
+            .expect("pidns")
+            .to_string_lossy()
+    );
+    // One without a worktree (swept), one with an unregistered worktree directory (left:
+    // it may belong to another repository), one of a live owner (left).
+    let dirs: Vec<PathBuf> = (0..3)
+        .map(|i| {
+            let dir = tmp
+                .path()
+                .join(format!("satyrn-deliver-{dead_pid}-{i}-000000000"));
+            std::fs::create_dir(&dir).expect("mkdir");
+            std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).expect("chmod");
+            dir
+        })
+        .collect();
+    std::fs::write(dirs[0].join("owner"), &marker).expect("marker");
+    std::fs::write(dirs[1].join("owner"), &marker).expect("marker");
+    std::fs::create_dir(dirs[1].join("worktree")).expect("mkdir");
+    let me = std::process::id();
+    let live = tmp.path().join(format!("satyrn-deliver-{me}-9-000000000"));
+    std::fs::create_dir(&live).expect("mkdir");
+    std::fs::set_permissions(&live, std::fs::Permissions::from_mode(0o700)).expect("chmod");
+    let stat = std::fs::read_to_string("/proc/self/stat").expect("stat");
+    let start = stat[stat.rfind(')').expect(")") + 1..]
+        .split_whitespace()
+        .nth(19)
+        .expect("starttime")
+        .to_owned();
+    std::fs::write(
+        live.join("owner"),
+        marker
+            .replace(&format!("pid {dead_pid}"), &format!("pid {me}"))
+            .replace("start 0", &format!("start {start}")),
+    )
+    .expect("marker");
+    let contract = ContractFile::new("swept", &[]);
+    let argv = [
+        OsStr::new("sh"),
+        OsStr::new("-c"),
+        OsStr::new("echo y > b.txt"),
+    ];
+    let run = finish(
+        deliver_cmd(&root, &contract.path, &[], &argv)
+            .env("TMPDIR", tmp.path())
+            .output()
+            .expect("run"),
+        Duration::ZERO,
+    );
+    assert_eq!(run.code(), "OK", "{}", run.stdout);
+    assert!(
+        !dirs[0].exists(),
+        "the dead owner's empty attempt was not swept"
+    );
+    assert!(
+        dirs[1].join("worktree").exists(),
+        "an unregistered worktree was removed"
+    );
+    assert!(
+        live.join("owner").exists(),
+        "a live owner's attempt was removed"
+    );
+    std::fs::remove_dir_all(&dirs[2]).expect("rm");
 }
