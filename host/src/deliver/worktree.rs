@@ -35,6 +35,8 @@ pub struct Leftovers {
     pub worktree: PathBuf,
     /// The worktree is still registered in the repository.
     pub registered: bool,
+    /// Its administrative directory in the repository, when known.
+    pub admin: Option<PathBuf>,
     /// The worktree directory (or whatever is at its path) still exists.
     pub worktree_dir: bool,
     /// The temporary parent, which is kept whenever anything is left.
@@ -55,10 +57,14 @@ impl Leftovers {
     pub fn kept(&self) -> String {
         let mut kept = Vec::new();
         if self.registered {
-            kept.push(format!(
-                "the worktree registration of {}",
-                self.worktree.display()
-            ));
+            kept.push(match &self.admin {
+                Some(admin) => format!(
+                    "the worktree registration of {} (git's administrative directory {})",
+                    self.worktree.display(),
+                    admin.display()
+                ),
+                None => format!("the worktree registration of {}", self.worktree.display()),
+            });
         }
         if self.worktree_dir {
             kept.push(format!(
@@ -260,6 +266,7 @@ impl Attempt {
                 return Err(WorktreeError::Retained(Leftovers {
                     worktree: self.worktree.clone(),
                     registered: false,
+                    admin: None,
                     worktree_dir: self.worktree.symlink_metadata().is_ok(),
                     parent: self.parent.clone(),
                     detail: format!("cannot remove {}: {e}", self.parent.display()),
@@ -282,19 +289,30 @@ impl Attempt {
             Ok(out) => git::failed(&args, &out).to_string(),
             Err(e) => e.to_string(),
         };
-        let locked = self.entry()?.is_some_and(|e| e.locked);
+        let locked = self.entry()?.is_some_and(|e| e.locked)
+            || self
+                .git_dir
+                .as_ref()
+                .is_some_and(|d| d.join("locked").symlink_metadata().is_ok());
         if !locked {
             if let Err(e) = remove_tree(&self.worktree) {
                 detail = format!("{detail}; cannot remove {}: {e}", self.worktree.display());
             }
             self.repo.run(&["worktree", "prune"])?;
         }
-        let registered = self.entry()?.is_some();
+        // Ours by path, or by the administrative directory git gave it (the command may have
+        // pointed the registration elsewhere).
+        let registered = self.entry()?.is_some()
+            || self
+                .git_dir
+                .as_ref()
+                .is_some_and(|d| d.symlink_metadata().is_ok());
         let worktree_dir = self.worktree.symlink_metadata().is_ok();
         if registered || worktree_dir {
             return Err(WorktreeError::Retained(Leftovers {
                 worktree: self.worktree.clone(),
                 registered,
+                admin: self.git_dir.clone(),
                 worktree_dir,
                 parent: self.parent.clone(),
                 detail: if locked {
