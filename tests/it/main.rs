@@ -7,6 +7,7 @@ mod component;
 mod deliver;
 mod deliver_output;
 mod deliver_signals;
+mod deliver_warnings;
 mod edit_component;
 mod fnmatch_differential;
 mod protocol_common;

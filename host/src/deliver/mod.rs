@@ -19,6 +19,7 @@ pub mod receipt;
 pub mod signals;
 pub mod spool;
 pub mod stale;
+pub mod warnings;
 pub mod watchdog;
 pub mod worktree;
 
@@ -101,11 +102,18 @@ impl Progress {
     }
 }
 
+/// A candidate commit waiting for cleanup and publication.
+struct Built {
+    commit: String,
+    paths: Vec<String>,
+    warnings: Vec<warnings::Warning>,
+}
+
 /// A pending result before cleanup.
 struct Pending {
     code: Code,
     message: String,
-    candidate: Option<(String, Vec<String>)>,
+    candidate: Option<Built>,
 }
 
 impl Pending {
@@ -207,7 +215,12 @@ pub fn deliver(request: &Request) -> Receipt {
             );
         }
     }
-    let Some((commit, paths)) = pending.candidate else {
+    let Some(Built {
+        commit,
+        paths,
+        warnings,
+    }) = pending.candidate
+    else {
         return progress.finish(pending.code, pending.message);
     };
     if let Some(s) = signals::received() {
@@ -219,6 +232,8 @@ pub fn deliver(request: &Request) -> Receipt {
             progress.receipt.candidate_ref = Some(name);
             progress.receipt.candidate_commit = Some(commit);
             progress.receipt.paths = paths;
+            progress.receipt.warnings.extend(warnings);
+            progress.receipt.warnings.sort();
             progress.finish(Code::Ok, "")
         }
         Ok(Published::Exists) => progress.finish(
@@ -299,12 +314,23 @@ fn run_attempt(
         };
         return Pending::fail(Code::CommandFailed, format!("the command {how}"));
     }
+    match warnings::dropped_submodule_writes(&wt, attempt.worktree()) {
+        Ok(w) => progress.receipt.warnings.extend(w),
+        Err(e) => return Pending::fail(Code::GitFailed, format!("cannot list submodules: {e}")),
+    }
     match candidate::build(&wt, id, base) {
         Ok(Change::None) => Pending::fail(Code::NoChange, "the command changed nothing"),
-        Ok(Change::Commit { commit, paths }) => Pending {
-            code: Code::Ok,
-            message: String::new(),
-            candidate: Some((commit, paths)),
+        Ok(Change::Commit { commit, paths }) => match warnings::in_candidate(&wt, &commit) {
+            Ok(warnings) => Pending {
+                code: Code::Ok,
+                message: String::new(),
+                candidate: Some(Built {
+                    commit,
+                    paths,
+                    warnings,
+                }),
+            },
+            Err(e) => Pending::fail(Code::GitFailed, format!("cannot review the candidate: {e}")),
         },
         Err(e) => Pending::fail(Code::GitFailed, format!("cannot build the candidate: {e}")),
     }
