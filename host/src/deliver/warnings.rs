@@ -48,7 +48,7 @@ pub struct Warning {
 const COUNT_LIMIT: usize = 10_000;
 
 /// Warnings about the candidate `commit`'s changes against its parent: symlinks that leave
-/// the repository and gitlinks to missing commits. Sorted by path, then kind.
+/// the repository and gitlinks to missing commits. Sorted by kind, then path.
 ///
 /// # Errors
 ///
