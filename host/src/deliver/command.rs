@@ -18,6 +18,10 @@
 //! child after the group is stopped. Only a process that both leaves the group and keeps a
 //! living parent outside our descendants could escape, and there is none: every ancestor of
 //! a descendant is itself a descendant.
+//!
+//! If `deliver` itself is killed (`SIGKILL`), none of that can run. The command's first
+//! process then gets `SIGKILL` as its parent-death signal, and the [`Watchdog`] kills the
+//! command's process group and session (see [`super::watchdog`] for what neither covers).
 
 use std::ffi::OsString;
 use std::io::{self, Write};
@@ -137,7 +141,8 @@ pub fn run(
     crate::git::scrub_env(&mut cmd).map_err(|e| CommandError::Io(e.to_string()))?;
     let parent = rustix::process::getpid();
     // SAFETY: setsid(2), prctl(2) and getppid(2) are async-signal-safe raw system calls that
-    // touch no memory of the parent; `parent` is a copied integer.
+    // touch no memory of the parent; `parent` is a copied integer; errors are raw OS errors,
+    // so nothing allocates between fork and exec.
     unsafe {
         cmd.pre_exec(move || {
             if libc::setsid() < 0 {
@@ -147,7 +152,8 @@ pub fn run(
             // single-threaded). Checked afterwards: deliver may have died before the prctl.
             rustix::process::set_parent_process_death_signal(Some(Signal::KILL))?;
             if rustix::process::getppid() != Some(parent) {
-                return Err(io::Error::other("deliver ended before the command started"));
+                // deliver ended before the command started (no allocation after fork).
+                return Err(io::Error::from_raw_os_error(libc::ESRCH));
             }
             Ok(())
         });
