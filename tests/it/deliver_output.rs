@@ -192,6 +192,10 @@ fn a_stalled_stderr_reader_cannot_hold_the_deadline_or_grow_the_spool() {
         disk <= DISK_BOUND && memory <= MEMORY_BOUND,
         "{disk} {memory}"
     );
+    eprintln!(
+        "stalled reader: ended after {:?}, peak temporary usage {disk} B, peak deliver memory {memory} B",
+        run.elapsed
+    );
     before.assert_unchanged(&root, None);
     assert!(crate::support::dir_entries(tmp.path()).is_empty());
     drop(stalled_reader);

@@ -423,3 +423,78 @@ fn an_attempt_directory_killed_before_worktree_add_is_swept() {
     );
     std::fs::remove_dir_all(&dirs[2]).expect("rm");
 }
+
+/// The children of `pid` whose command line is `… __deliver-watchdog`.
+fn watchdogs_of(pid: u32) -> Vec<u32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
+        let Ok(child) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        let Some(close) = stat.rfind(')') else {
+            continue;
+        };
+        if stat[close + 1..].split_whitespace().nth(1) != Some(pid.to_string().as_str()) {
+            continue;
+        }
+        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        if cmdline
+            .split(|b| *b == 0)
+            .any(|a| a == b"__deliver-watchdog")
+        {
+            found.push(child);
+        }
+    }
+    found
+}
+
+#[test]
+fn the_watchdog_lives_exactly_as_long_as_the_command_and_harms_nothing() {
+    let repo = FixedRepo::with_files(&[("a.txt", b"a\n")]);
+    let root = repo.path();
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let marks = tempfile::tempdir().expect("tempdir");
+    let pidfile = marks.path().join("pid");
+    let go = marks.path().join("go");
+    let script = format!(
+        "echo $$ > '{}'; n=0; while [ ! -e '{}' ]; do n=$((n+1)); [ $n -gt 2000 ] && exit 9; sleep 0.01; done; echo w > a.txt",
+        pidfile.display(),
+        go.display()
+    );
+    let (child, pgid) = start(&root, "watched", tmp.path(), &script, &pidfile);
+    let dogs = watchdogs_of(child.id());
+    assert_eq!(
+        dogs.len(),
+        1,
+        "one watchdog while the command runs: {dogs:?}"
+    );
+    let dog = dogs[0];
+    // Terminal-style signals to deliver's process group do not reach the watchdog: it has
+    // a group of its own.
+    let stat = std::fs::read_to_string(format!("/proc/{dog}/stat")).expect("stat");
+    let dog_pgrp = stat[stat.rfind(')').expect(")") + 1..]
+        .split_whitespace()
+        .nth(2)
+        .expect("pgrp")
+        .to_owned();
+    assert_eq!(
+        dog_pgrp,
+        dog.to_string(),
+        "the watchdog leads its own group"
+    );
+    assert!(group_alive(pgid));
+    std::fs::write(&go, "").expect("go");
+    let run = finish(child.wait_with_output().expect("wait"), Duration::ZERO);
+    assert_eq!(run.code(), "OK", "{}", run.stdout);
+    assert!(
+        !Path::new(&format!("/proc/{dog}")).exists()
+            || poll_until(Duration::from_secs(5), || !Path::new(&format!(
+                "/proc/{dog}"
+            ))
+            .exists()),
+        "the watchdog outlived deliver"
+    );
+}
