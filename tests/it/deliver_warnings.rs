@@ -50,7 +50,7 @@ fn symlinks_leaving_the_repository_are_flagged_and_inner_ones_are_not() {
         &root,
         &contract.path,
         &sh(
-            "ln -s /etc/passwd abs && ln -s ../outside up && ln -s ../a.txt d/in && ln -s ../../x d/out && ln -s a.txt same",
+            "ln -s /etc/passwd abs && ln -s ../outside up && ln -s ../a.txt d/in && ln -s ../../x d/out && ln -s a.txt same && ln -s .. d/up2 && ln -s d/up2/.. via",
         ),
     );
     assert_eq!(run.code(), "OK", "{}", run.stdout);
@@ -60,6 +60,7 @@ fn symlinks_leaving_the_repository_are_flagged_and_inner_ones_are_not() {
             ("symlink-leaves-repository", "abs"),
             ("symlink-leaves-repository", "d/out"),
             ("symlink-leaves-repository", "up"),
+            ("symlink-leaves-repository", "via"),
         ])
     );
     assert!(

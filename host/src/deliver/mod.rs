@@ -320,18 +320,22 @@ fn run_attempt(
     }
     match candidate::build(&wt, id, base) {
         Ok(Change::None) => Pending::fail(Code::NoChange, "the command changed nothing"),
-        Ok(Change::Commit { commit, paths }) => match warnings::in_candidate(&wt, &commit) {
-            Ok(warnings) => Pending {
-                code: Code::Ok,
-                message: String::new(),
-                candidate: Some(Built {
-                    commit,
-                    paths,
-                    warnings,
-                }),
-            },
-            Err(e) => Pending::fail(Code::GitFailed, format!("cannot review the candidate: {e}")),
-        },
+        Ok(Change::Commit { commit, paths }) => {
+            match warnings::in_candidate(&wt, attempt.worktree(), &commit) {
+                Ok(warnings) => Pending {
+                    code: Code::Ok,
+                    message: String::new(),
+                    candidate: Some(Built {
+                        commit,
+                        paths,
+                        warnings,
+                    }),
+                },
+                Err(e) => {
+                    Pending::fail(Code::GitFailed, format!("cannot review the candidate: {e}"))
+                }
+            }
+        }
         Err(e) => Pending::fail(Code::GitFailed, format!("cannot build the candidate: {e}")),
     }
 }

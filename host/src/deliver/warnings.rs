@@ -2,8 +2,8 @@
 //! receipt's `warnings` (see `docs/delivery.md`).
 //!
 //! - [`Kind::SymlinkLeavesRepository`]: a symlink added or changed by the candidate whose
-//!   target is absolute or climbs above the repository root (decided lexically on the target
-//!   text, from the link's own directory);
+//!   target is absolute or climbs above the repository root (resolved from the link's own
+//!   directory, through the worktree's other symlinks);
 //! - [`Kind::GitlinkCommitMissing`]: a gitlink added or changed by the candidate whose commit
 //!   is not in the repository's object store (typically an embedded repository the command
 //!   created, whose objects went away with the worktree);
@@ -48,12 +48,13 @@ pub struct Warning {
 const COUNT_LIMIT: usize = 10_000;
 
 /// Warnings about the candidate `commit`'s changes against its parent: symlinks that leave
-/// the repository and gitlinks to missing commits. Sorted by kind, then path.
+/// the repository (resolved through the other symlinks of `worktree`, the worktree the
+/// candidate was staged from) and gitlinks to missing commits. Sorted by kind, then path.
 ///
 /// # Errors
 ///
 /// [`GitError`] when git cannot list or read the changes.
-pub fn in_candidate(wt: &Git, commit: &str) -> Result<Vec<Warning>, GitError> {
+pub fn in_candidate(wt: &Git, worktree: &Path, commit: &str) -> Result<Vec<Warning>, GitError> {
     let raw = wt.run(&[
         "diff-tree",
         "-r",
@@ -82,7 +83,7 @@ pub fn in_candidate(wt: &Git, commit: &str) -> Result<Vec<Warning>, GitError> {
         match *mode {
             b"120000" => {
                 let target = wt.run(&["cat-file", "blob", &sha])?;
-                if let Some(how) = leaves(path, &target) {
+                if let Some(how) = leaves(worktree, path, &target) {
                     warnings.push(Warning {
                         kind: Kind::SymlinkLeavesRepository,
                         path: shown,
@@ -110,21 +111,57 @@ pub fn in_candidate(wt: &Git, commit: &str) -> Result<Vec<Warning>, GitError> {
     Ok(warnings)
 }
 
+/// The most symlinks followed while resolving one target (as the kernel's `MAXSYMLINKS`).
+const MAX_HOPS: usize = 40;
+
 /// How the symlink at repository path `link` with target `target` leaves the repository,
-/// or `None` when it stays inside (lexically).
-fn leaves(link: &[u8], target: &[u8]) -> Option<&'static str> {
+/// or `None` when it stays inside. Resolved segment by segment from the link's directory;
+/// a segment that is itself a symlink in `worktree` is followed (up to [`MAX_HOPS`]), so a
+/// target that leaves only through another link is caught too. Segments that do not exist
+/// are taken as plain names.
+fn leaves(worktree: &Path, link: &[u8], target: &[u8]) -> Option<String> {
     if target.starts_with(b"/") {
-        return Some("is absolute");
+        return Some("is absolute".to_owned());
     }
-    let mut depth = link.split(|b| *b == b'/').count().saturating_sub(1);
-    for segment in target.split(|b| *b == b'/') {
-        match segment {
+    let mut at: Vec<Vec<u8>> = link.split(|b| *b == b'/').map(<[u8]>::to_vec).collect();
+    at.pop();
+    let mut pending: std::collections::VecDeque<Vec<u8>> =
+        target.split(|b| *b == b'/').map(<[u8]>::to_vec).collect();
+    let mut hops = 0;
+    while let Some(segment) = pending.pop_front() {
+        match segment.as_slice() {
             b"" | b"." => {}
-            b".." => match depth.checked_sub(1) {
-                Some(d) => depth = d,
-                None => return Some("climbs above the repository root"),
-            },
-            _ => depth += 1,
+            b".." => {
+                if at.pop().is_none() {
+                    return Some(if hops == 0 {
+                        "climbs above the repository root".to_owned()
+                    } else {
+                        "leads above the repository root through another symlink".to_owned()
+                    });
+                }
+            }
+            _ => {
+                at.push(segment);
+                let here = worktree.join(OsStr::from_bytes(&at.join(&b'/')));
+                let Ok(next) = std::fs::read_link(&here) else {
+                    continue;
+                };
+                hops += 1;
+                if hops > MAX_HOPS {
+                    return None;
+                }
+                let via = String::from_utf8_lossy(&at.join(&b'/')).into_owned();
+                let next = next.as_os_str().as_bytes();
+                if next.starts_with(b"/") {
+                    return Some(format!(
+                        "leads to an absolute path through the symlink {via}"
+                    ));
+                }
+                at.pop();
+                for s in next.split(|b| *b == b'/').rev() {
+                    pending.push_front(s.to_vec());
+                }
+            }
         }
     }
     None
@@ -204,23 +241,37 @@ mod tests {
     use super::*;
 
     #[test]
-    fn symlink_targets_are_judged_lexically_from_the_link_directory() {
-        assert_eq!(leaves(b"l", b"/etc/passwd"), Some("is absolute"));
-        assert_eq!(
-            leaves(b"l", b"../x"),
-            Some("climbs above the repository root")
-        );
-        assert_eq!(
-            leaves(b"d/l", b"../../x"),
-            Some("climbs above the repository root")
-        );
-        assert_eq!(
-            leaves(b"d/l", b"a/../../../x"),
-            Some("climbs above the repository root")
-        );
+    fn symlink_targets_are_judged_from_the_link_directory() {
+        let none = Path::new("/nonexistent/satyrn-worktree");
+        let leaves = |l: &[u8], t: &[u8]| leaves(none, l, t);
+        assert_eq!(leaves(b"l", b"/etc/passwd").as_deref(), Some("is absolute"));
+        let climbs = Some("climbs above the repository root");
+        assert_eq!(leaves(b"l", b"../x").as_deref(), climbs);
+        assert_eq!(leaves(b"d/l", b"../../x").as_deref(), climbs);
+        assert_eq!(leaves(b"d/l", b"a/../../../x").as_deref(), climbs);
         assert_eq!(leaves(b"d/l", b"../a.txt"), None);
         assert_eq!(leaves(b"d/e/l", b"./../../a.txt"), None);
         assert_eq!(leaves(b"l", b"a/b/../c"), None);
         assert_eq!(leaves(b"l", b""), None);
+    }
+
+    #[test]
+    fn a_target_that_leaves_through_another_symlink_is_caught() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let wt = dir.path();
+        std::fs::create_dir(wt.join("d")).expect("mkdir");
+        std::os::unix::fs::symlink("/", wt.join("root")).expect("symlink");
+        std::os::unix::fs::symlink("..", wt.join("d/up")).expect("symlink");
+        std::os::unix::fs::symlink("loop", wt.join("loop")).expect("symlink");
+        assert_eq!(
+            leaves(wt, b"x", b"root/etc").as_deref(),
+            Some("leads to an absolute path through the symlink root")
+        );
+        assert_eq!(
+            leaves(wt, b"d/x", b"up/../y").as_deref(),
+            Some("leads above the repository root through another symlink")
+        );
+        assert_eq!(leaves(wt, b"d/x", b"up/d"), None);
+        assert_eq!(leaves(wt, b"x", b"loop"), None, "a loop stays inside");
     }
 }
