@@ -106,6 +106,8 @@ impl std::error::Error for CommandError {}
 /// Process-global effects: makes this process a child subreaper (see [`stop_strays`]). The
 /// command gets `SIGKILL` as its parent-death signal, and a [`Watchdog`] process runs for
 /// the duration of the call, so the command's session dies even if this process is killed.
+/// The watchdog is this executable (`/proc/self/exe`) run again with
+/// [`super::watchdog::ARG`]: call this only from `satyrn-host`.
 ///
 /// # Errors
 ///
