@@ -260,3 +260,61 @@ fn a_late_reader_gets_the_head_and_tail_and_the_count_of_what_was_dropped() {
         "every byte is kept or counted"
     );
 }
+
+#[test]
+fn a_terminal_nobody_reads_cannot_hold_the_deadline_either() {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    let repo = FixedRepo::with_files(&[("a.txt", b"a\n")]);
+    let root = repo.path();
+    let before = Caller::capture(&root);
+    let (mut master, mut slave) = (-1, -1);
+    // SAFETY: openpty with valid out-pointers and no name, termios or window size.
+    let rc = unsafe {
+        libc::openpty(
+            &raw mut master,
+            &raw mut slave,
+            std::ptr::null_mut(),
+            std::ptr::null(),
+            std::ptr::null(),
+        )
+    };
+    assert_eq!(rc, 0, "openpty: {}", std::io::Error::last_os_error());
+    // SAFETY: openpty returned two fresh descriptors that nothing else owns.
+    let (master, slave) = unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
+    let contract = ContractFile::new("tty-flood", &[]);
+    let argv = [OsStr::new("yes")];
+    let t0 = Instant::now();
+    let mut child = deliver_cmd(&root, &contract.path, &["--timeout", "2"], &argv)
+        .stderr(std::process::Stdio::from(slave))
+        .spawn()
+        .expect("spawn deliver");
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("try_wait") {
+            break status;
+        }
+        if t0.elapsed() > Duration::from_secs(60) {
+            kill_tree(&mut child);
+            panic!("deliver was held by a terminal nobody reads");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut stdout = Vec::new();
+    child
+        .stdout
+        .take()
+        .expect("stdout")
+        .read_to_end(&mut stdout)
+        .expect("read receipt");
+    let run = finish(
+        Output {
+            status,
+            stdout,
+            stderr: Vec::new(),
+        },
+        t0.elapsed(),
+    );
+    assert_eq!(run.code(), "COMMAND_TIMEOUT", "{}", run.stdout);
+    before.assert_unchanged(&root, None);
+    drop(master);
+    sibling_success(&root, "tty-flood");
+}

@@ -11,8 +11,10 @@
 //!
 //! Forwarding never blocks: [`forward`] writes only after `poll` reported the sink
 //! writable, and at most [`WRITE_MAX`] bytes at a time (`PIPE_BUF`: a write that small to a
-//! pipe with room never blocks). The sink's file status flags are never changed (it may be
-//! a terminal or a pipe shared with other processes).
+//! pipe with room never blocks). A pipe or terminal is moreover written through a private
+//! non-blocking description of it ([`Sink::new`]), since a terminal may report room for
+//! fewer bytes. The sink's own file status flags are never changed (it may be a terminal
+//! or a pipe shared with other processes).
 
 use std::collections::VecDeque;
 use std::io;
@@ -234,22 +236,55 @@ impl Source {
 /// full disk), output is discarded.
 #[derive(Debug)]
 pub struct Sink<'a> {
-    fd: BorrowedFd<'a>,
+    shared: BorrowedFd<'a>,
+    private: Option<OwnedFd>,
     broken: bool,
 }
 
 impl<'a> Sink<'a> {
-    /// A sink writing to `fd`; its flags are left as they are.
+    /// A sink writing to `fd`, whose flags are left as they are. When `fd` is a pipe or a
+    /// character device (a terminal), it is reopened through `/proc/self/fd` as a private,
+    /// non-blocking description of the same file, and written through that: a terminal
+    /// that reports room for a few bytes would otherwise block a 4096-byte write. Anything
+    /// else (a regular file, a socket), or a reopen that fails, is written through `fd`
+    /// itself, after `poll`, at most [`WRITE_MAX`] bytes at a time.
     #[must_use]
     pub fn new(fd: BorrowedFd<'a>) -> Self {
-        Self { fd, broken: false }
+        Self {
+            shared: fd,
+            private: reopen_nonblocking(fd),
+            broken: false,
+        }
     }
 
-    /// The descriptor to poll for writability.
+    /// The descriptor written to and polled for writability.
     #[must_use]
-    pub fn fd(&self) -> BorrowedFd<'a> {
-        self.fd
+    pub fn fd(&self) -> BorrowedFd<'_> {
+        self.private.as_ref().map_or(self.shared, AsFd::as_fd)
     }
+}
+
+/// A private non-blocking description of the pipe or character device `fd`, if one can be
+/// opened and is the same file.
+fn reopen_nonblocking(fd: BorrowedFd<'_>) -> Option<OwnedFd> {
+    use rustix::fs::{FileType, Mode, OFlags};
+    use std::os::fd::AsRawFd;
+    let before = rustix::fs::fstat(fd).ok()?;
+    let kind = FileType::from_raw_mode(before.st_mode);
+    if !matches!(kind, FileType::Fifo | FileType::CharacterDevice) {
+        return None;
+    }
+    let reopened = rustix::fs::open(
+        format!("/proc/self/fd/{}", fd.as_raw_fd()),
+        OFlags::WRONLY | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY,
+        Mode::empty(),
+    )
+    .ok()?;
+    let after = rustix::fs::fstat(&reopened).ok()?;
+    (after.st_dev == before.st_dev
+        && after.st_ino == before.st_ino
+        && after.st_rdev == before.st_rdev)
+        .then_some(reopened)
 }
 
 /// Whether anything waits to be forwarded (and could be, the sink being usable).
@@ -273,7 +308,7 @@ pub fn forward(sources: &mut [Source], sink: &mut Sink<'_>) -> bool {
             }
             return wrote;
         }
-        if !pending(sources, sink) || !writable(sink.fd, Duration::ZERO) {
+        if !pending(sources, sink) || !writable(sink.fd(), Duration::ZERO) {
             return wrote;
         }
         for s in sources.iter_mut() {
@@ -281,7 +316,7 @@ pub fn forward(sources: &mut [Source], sink: &mut Sink<'_>) -> bool {
             if chunk.is_empty() {
                 continue;
             }
-            match rustix::io::write(sink.fd, chunk) {
+            match rustix::io::write(sink.fd(), chunk) {
                 Ok(n) => {
                     s.spool.consume(n);
                     wrote |= n > 0;
@@ -316,7 +351,7 @@ pub fn finish(sources: &mut [Source], sink: &mut Sink<'_>, limit: Duration) -> u
             break;
         }
         if pending(sources, sink) {
-            writable(sink.fd, (end - now).min(Duration::from_millis(50)));
+            writable(sink.fd(), (end - now).min(Duration::from_millis(50)));
         }
     }
     sources
