@@ -268,6 +268,9 @@ fn sweep_unregistered(notes: &mut Vec<String>) {
         return;
     };
     for entry in entries.flatten() {
+        if attempt_dir_pid(&entry.file_name()).is_none() {
+            continue;
+        }
         let worktree = entry.path().join("worktree");
         if worktree.symlink_metadata().is_ok() {
             continue;
