@@ -19,7 +19,7 @@ fn start(root: &Path, id: &str, tmp: &Path, script: &str, pidfile: &Path) -> (Ch
         .env("TMPDIR", tmp)
         .spawn()
         .expect("spawn deliver");
-    // The contract file must outlive the run: deliver read it at start, so this is safe.
+    // deliver read the contract before it started the command: it may go now.
     let pid = read_pid(pidfile);
     drop(contract);
     (child, pid)

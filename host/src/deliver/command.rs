@@ -196,6 +196,11 @@ pub fn run(
     // Whatever happened, no member of the group outlives this call.
     let pgid = child_pid(&child);
     stop_group(pgid);
+    // Disarmed while the leader is still un-reaped: its pid, the group and session id the
+    // watchdog would signal, cannot have been reused while it was armed.
+    if let Some(w) = watchdog.as_mut() {
+        w.disarm();
+    }
     let status = child.wait();
     stop_strays(spare);
     if let Some(w) = watchdog {

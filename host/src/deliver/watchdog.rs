@@ -11,7 +11,8 @@
 //!   `SIGINT`, `SIGTERM`, `SIGHUP` and `SIGQUIT` ignored, stdout and stderr on `/dev/null`;
 //! - its stdin is the read end of a pipe whose only write end `deliver` holds (close-on-exec,
 //!   so neither the command nor git inherits it). `deliver` writes `arm <pid>` once the
-//!   command runs and `disarm` once the command's group is stopped and reaped.
+//!   command runs and `disarm` once the command's group is stopped, before it reaps the
+//!   command's first process.
 //! - At end of file (every write end closed: `deliver` ended, however it ended), an armed
 //!   watchdog sends `SIGKILL` to the command's process group and to every process of the
 //!   command's session (the command is a session leader, so both ids are its pid), round after
@@ -19,10 +20,14 @@
 //!
 //! Not covered: a descendant that started a session of its own (`setsid`) and is still
 //! running when `deliver` is killed — while `deliver` lives it is caught as a reparented
-//! stray, but after `deliver`'s death it has no identifying tie left. The watchdog acts within
-//! milliseconds of `deliver`'s death; the ids it signals cannot be reused before every member
-//! of the group and session is gone (Linux keeps such a pid allocated while it names a group
-//! or session).
+//! stray, but after `deliver`'s death it has no identifying tie left.
+//!
+//! Pid reuse: Linux keeps a pid allocated while it names a process, a zombie, a group or a
+//! session. While `deliver` lives and the watchdog is armed, the command's first process is
+//! never reaped, so the ids cannot be reused. After `deliver`'s death, they stay allocated as
+//! long as any process of the group or session lives — exactly the processes the watchdog is
+//! after; it could only hit a stranger if every member were already gone *and* the pid
+//! space wrapped around in the milliseconds since.
 
 use std::io::{self, BufRead, Write};
 use std::os::unix::process::CommandExt;
@@ -72,9 +77,14 @@ impl Watchdog {
         self.send(&format!("arm {pid}\n"));
     }
 
-    /// Disarms it and waits for it to exit.
-    pub fn finish(mut self) {
+    /// Disarms it: from now on it exits without killing anything.
+    pub fn disarm(&mut self) {
         self.send("disarm\n");
+    }
+
+    /// Disarms it, closes the pipe and waits for it to exit.
+    pub fn finish(mut self) {
+        self.disarm();
         self.pipe = None;
         let _ = self.child.wait();
     }
