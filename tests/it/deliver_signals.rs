@@ -364,7 +364,8 @@ fn an_attempt_directory_killed_before_worktree_add_is_swept() {
             .to_string_lossy()
     );
     // One without a worktree (swept), one with an unregistered worktree directory (left:
-    // it may belong to another repository), one of a live owner (left).
+    // it may belong to another repository), one empty without a marker (swept), one of a
+    // live owner (left), one empty without a marker named for this live process (left).
     let dirs: Vec<PathBuf> = (0..3)
         .map(|i| {
             let dir = tmp
@@ -395,6 +396,10 @@ fn an_attempt_directory_killed_before_worktree_add_is_swept() {
             .replace("start 0", &format!("start {start}")),
     )
     .expect("marker");
+    let unmarked_live = tmp.path().join(format!("satyrn-deliver-{me}-8-000000000"));
+    std::fs::create_dir(&unmarked_live).expect("mkdir");
+    std::fs::set_permissions(&unmarked_live, std::fs::Permissions::from_mode(0o700))
+        .expect("chmod");
     let contract = ContractFile::new("swept", &[]);
     let argv = [
         OsStr::new("sh"),
@@ -421,7 +426,14 @@ fn an_attempt_directory_killed_before_worktree_add_is_swept() {
         live.join("owner").exists(),
         "a live owner's attempt was removed"
     );
-    std::fs::remove_dir_all(&dirs[2]).expect("rm");
+    assert!(
+        !dirs[2].exists(),
+        "an empty, unmarked attempt of a dead pid was not swept"
+    );
+    assert!(
+        unmarked_live.exists(),
+        "a live process's fresh directory was removed"
+    );
 }
 
 /// The children of `pid` whose command line is `… __deliver-watchdog`.

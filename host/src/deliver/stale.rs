@@ -19,7 +19,8 @@
 //! rewrote the worktree's `.git`), removing the directory and `git worktree prune`; then the
 //! temporary directory. An attempt directory in the system temporary directory that passes
 //! the same checks and has nothing at `<dir>/worktree` (its `deliver` was killed before
-//! `git worktree add`) is removed too. A worktree that a receipt reported as retained (`CLEANUP_FAILED`)
+//! `git worktree add`) is removed too, and so is an *empty* private one without a marker
+//! whose named pid has no process (killed between creating it and writing the marker). A worktree that a receipt reported as retained (`CLEANUP_FAILED`)
 //! has no marker any more ([`forget_owner`]) and is never pruned.
 
 use std::ffi::OsStr;
@@ -268,11 +269,21 @@ fn sweep_unregistered(notes: &mut Vec<String>) {
         return;
     };
     for entry in entries.flatten() {
-        if attempt_dir_pid(&entry.file_name()).is_none() {
+        let Some(named_pid) = attempt_dir_pid(&entry.file_name()) else {
             continue;
-        }
+        };
         let worktree = entry.path().join("worktree");
         if worktree.symlink_metadata().is_ok() {
+            continue;
+        }
+        if empty_orphan(&entry.path(), named_pid) {
+            // Killed between creating the directory and writing its marker: nothing in it.
+            if std::fs::remove_dir(entry.path()).is_ok() {
+                notes.push(format!(
+                    "removed the empty attempt directory {} (process {named_pid} no longer exists)",
+                    entry.path().display()
+                ));
+            }
             continue;
         }
         let Ok(Some(why)) = stale(&worktree) else {
@@ -289,6 +300,19 @@ fn sweep_unregistered(notes: &mut Vec<String>) {
             ),
         });
     }
+}
+
+/// Whether `dir` is a private directory of ours with nothing in it, named for `pid`, which
+/// no process has.
+fn empty_orphan(dir: &Path, pid: u32) -> bool {
+    let Ok(meta) = std::fs::symlink_metadata(dir) else {
+        return false;
+    };
+    meta.is_dir()
+        && meta.uid() == rustix::process::geteuid().as_raw()
+        && meta.mode() & 0o7777 == 0o700
+        && std::fs::read_dir(dir).is_ok_and(|mut d| d.next().is_none())
+        && matches!(start_time(pid), Ok(None))
 }
 
 fn remove(repo: &Git, worktree: &Path) -> Result<(), String> {
