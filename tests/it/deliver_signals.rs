@@ -510,3 +510,94 @@ fn the_watchdog_lives_exactly_as_long_as_the_command_and_harms_nothing() {
         "the watchdog outlived deliver"
     );
 }
+
+/// Runs the watchdog by hand, arms it for `pid`, closes its stdin (as `deliver`'s death
+/// would) and waits for it.
+fn watchdog_for(pid: u32) {
+    use std::io::Write;
+    let mut dog = std::process::Command::new(crate::support::host_bin())
+        .arg("__deliver-watchdog")
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn watchdog");
+    let mut stdin = dog.stdin.take().expect("stdin");
+    writeln!(stdin, "arm {pid}").expect("arm");
+    drop(stdin);
+    let status = dog.wait().expect("wait watchdog");
+    assert_eq!(status.code(), Some(0));
+}
+
+#[test]
+fn the_watchdog_kills_only_a_session_its_parent_started() {
+    use std::os::unix::process::CommandExt;
+    // Not a session leader (it shares the test's session): never killed.
+    let mut plain = std::process::Command::new("sleep")
+        .arg("30")
+        .spawn()
+        .expect("spawn");
+    watchdog_for(plain.id());
+    assert!(
+        plain.try_wait().expect("try_wait").is_none(),
+        "killed a stranger"
+    );
+    plain.kill().expect("kill");
+    plain.wait().expect("wait");
+    // A session leader someone else started (its parent is a shell, not the watchdog's
+    // parent): never killed.
+    let marks = tempfile::tempdir().expect("tempdir");
+    let pidfile = marks.path().join("pid");
+    let mut shell = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "setsid sleep 30 & echo $! > '{}'; wait",
+            pidfile.display()
+        ))
+        .spawn()
+        .expect("spawn");
+    let foreign = read_pid(&pidfile);
+    assert!(
+        poll_until(Duration::from_secs(5), || {
+            std::fs::read_to_string(format!("/proc/{foreign}/stat")).is_ok_and(|s| {
+                let f: Vec<String> = s[s.rfind(')').expect(")") + 1..]
+                    .split_whitespace()
+                    .map(str::to_owned)
+                    .collect();
+                f.get(3) == Some(&foreign.to_string())
+            })
+        }),
+        "the foreign process never led its session"
+    );
+    watchdog_for(u32::try_from(foreign).expect("pid"));
+    assert!(group_alive(foreign), "killed a foreign session");
+    // SAFETY: kill(2) on the sleeper this test started (through its shell).
+    unsafe {
+        libc::kill(foreign, libc::SIGKILL);
+    }
+    shell.wait().expect("wait shell");
+    // Init: never.
+    watchdog_for(1);
+    // Sibling: a session leader started by the watchdog's parent is killed with its group.
+    let mut leader = std::process::Command::new("sh");
+    leader.arg("-c").arg("sleep 30 & sleep 30");
+    // SAFETY: setsid(2) is async-signal-safe and touches no memory of the parent.
+    unsafe {
+        leader.pre_exec(|| {
+            if libc::setsid() < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut leader = leader.spawn().expect("spawn");
+    let pgid = i32::try_from(leader.id()).expect("pid");
+    watchdog_for(leader.id());
+    let status = leader.wait().expect("wait");
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&status),
+        Some(libc::SIGKILL)
+    );
+    assert!(
+        poll_until(Duration::from_secs(5), || !group_alive(pgid)),
+        "the session's group survived"
+    );
+}

@@ -97,7 +97,11 @@ impl Watchdog {
     }
 }
 
-/// The watchdog process itself (`satyrn-host __deliver-watchdog`); returns its exit status.
+/// The watchdog process itself (`satyrn-host __deliver-watchdog`); returns its exit status
+/// (always `OK`'s, 0: it has nothing to report to anyone).
+///
+/// `arm <pid>` is honoured only for a session leader that is a child of the watchdog's own
+/// parent (see [`is_siblings_session`]).
 ///
 /// Process-global: ignores `SIGINT`, `SIGTERM`, `SIGHUP` and `SIGQUIT`.
 #[must_use]
@@ -113,7 +117,7 @@ pub fn main() -> u8 {
     for line in stdin.lock().lines() {
         let Ok(line) = line else { break };
         if let Some(pid) = line.strip_prefix("arm ") {
-            armed = pid.trim().parse().ok().filter(|p| *p > 0);
+            armed = pid.trim().parse().ok().filter(|p| is_siblings_session(*p));
         } else if line == "disarm" {
             armed = None;
         }
@@ -121,7 +125,28 @@ pub fn main() -> u8 {
     if let Some(leader) = armed {
         kill_session(leader);
     }
-    0
+    crate::code::Code::Ok.exit_status()
+}
+
+/// Whether `pid` (not init) leads its own session and is a child of our parent (`deliver`):
+/// anything else named by `arm` is ignored, so the watchdog can only ever kill the session
+/// `deliver` started.
+fn is_siblings_session(pid: i32) -> bool {
+    if pid <= 1 {
+        return false;
+    }
+    let Ok(stat) = std::fs::read(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    let Some(close) = stat.iter().rposition(|b| *b == b')') else {
+        return false;
+    };
+    let rest = String::from_utf8_lossy(&stat[close + 1..]).into_owned();
+    // state ppid pgrp session
+    let fields: Vec<&str> = rest.split_ascii_whitespace().take(4).collect();
+    let parent = rustix::process::getppid().map(|p| p.as_raw_nonzero().get());
+    matches!(fields.as_slice(), [_, ppid, _, session]
+        if ppid.parse::<i32>().ok() == parent && session.parse::<i32>().ok() == Some(pid))
 }
 
 /// `SIGKILL` to group `leader` and to every process of session `leader`, until none is left
