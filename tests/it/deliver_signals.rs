@@ -377,6 +377,11 @@ fn an_attempt_directory_killed_before_worktree_add_is_swept() {
         })
         .collect();
     std::fs::write(dirs[0].join("owner"), &marker).expect("marker");
+    // Abandoned for two minutes (a marker-less directory counts only after one).
+    let long_ago = std::time::SystemTime::now() - Duration::from_secs(120);
+    std::fs::File::open(&dirs[2])
+        .and_then(|d| d.set_modified(long_ago))
+        .expect("age the directory");
     std::fs::write(dirs[1].join("owner"), &marker).expect("marker");
     std::fs::create_dir(dirs[1].join("worktree")).expect("mkdir");
     let me = std::process::id();
@@ -400,6 +405,15 @@ fn an_attempt_directory_killed_before_worktree_add_is_swept() {
     std::fs::create_dir(&unmarked_live).expect("mkdir");
     std::fs::set_permissions(&unmarked_live, std::fs::Permissions::from_mode(0o700))
         .expect("chmod");
+    std::fs::File::open(&unmarked_live)
+        .and_then(|d| d.set_modified(long_ago))
+        .expect("age the directory");
+    // A fresh one of a dead pid: left (its deliver may be about to write its marker).
+    let fresh = tmp
+        .path()
+        .join(format!("satyrn-deliver-{dead_pid}-7-000000000"));
+    std::fs::create_dir(&fresh).expect("mkdir");
+    std::fs::set_permissions(&fresh, std::fs::Permissions::from_mode(0o700)).expect("chmod");
     let contract = ContractFile::new("swept", &[]);
     let argv = [
         OsStr::new("sh"),
@@ -434,6 +448,7 @@ fn an_attempt_directory_killed_before_worktree_add_is_swept() {
         unmarked_live.exists(),
         "a live process's fresh directory was removed"
     );
+    assert!(fresh.exists(), "a fresh unmarked directory was removed");
 }
 
 /// The children of `pid` whose command line is `… __deliver-watchdog`.

@@ -19,8 +19,9 @@
 //! rewrote the worktree's `.git`), removing the directory and `git worktree prune`; then the
 //! temporary directory. An attempt directory in the system temporary directory that passes
 //! the same checks and has nothing at `<dir>/worktree` (its `deliver` was killed before
-//! `git worktree add`) is removed too, and so is an *empty* private one without a marker
-//! whose named pid has no process (killed between creating it and writing the marker). A worktree that a receipt reported as retained (`CLEANUP_FAILED`)
+//! `git worktree add`) is removed too, and so is an *empty* private one without a marker,
+//! at least a minute old, whose named pid has no process (killed between creating it and
+//! writing the marker). A worktree that a receipt reported as retained (`CLEANUP_FAILED`)
 //! has no marker any more ([`forget_owner`]) and is never pruned.
 
 use std::ffi::OsStr;
@@ -302,13 +303,23 @@ fn sweep_unregistered(notes: &mut Vec<String>) {
     }
 }
 
-/// Whether `dir` is a private directory of ours with nothing in it, named for `pid`, which
-/// no process has.
+/// How old a marker-less attempt directory must be before it counts as abandoned: 60 s. Its
+/// `deliver` writes the marker right after creating it; without the marker nothing proves
+/// which pid namespace the name's pid is from, but no live `deliver` leaves it that long.
+const UNMARKED_AGE: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Whether `dir` is a private directory of ours with nothing in it, older than
+/// [`UNMARKED_AGE`], named for `pid`, which no process has.
 fn empty_orphan(dir: &Path, pid: u32) -> bool {
     let Ok(meta) = std::fs::symlink_metadata(dir) else {
         return false;
     };
-    meta.is_dir()
+    let old = meta
+        .modified()
+        .ok()
+        .and_then(|m| m.elapsed().ok())
+        .is_some_and(|age| age >= UNMARKED_AGE);
+    old && meta.is_dir()
         && meta.uid() == rustix::process::geteuid().as_raw()
         && meta.mode() & 0o7777 == 0o700
         && std::fs::read_dir(dir).is_ok_and(|mut d| d.next().is_none())
