@@ -127,6 +127,21 @@ impl Caller {
         }
     }
 
+    /// Asserts nothing changed except the new candidate refs `names`, which must exist.
+    pub fn assert_unchanged_but_refs(&self, root: &Path, names: &[String]) {
+        let mut now = Self::capture(root);
+        for name in names {
+            let before = now.refs.len();
+            now.refs.retain(|r| !r.starts_with(&format!("{name} ")));
+            assert_eq!(
+                before,
+                now.refs.len() + 1,
+                "the candidate ref {name} must exist"
+            );
+        }
+        assert_eq!(self, &now, "the caller's repository changed");
+    }
+
     /// Asserts nothing changed except, when given, the new candidate ref.
     pub fn assert_unchanged(&self, root: &Path, new_ref: Option<&str>) {
         let mut now = Self::capture(root);

@@ -616,3 +616,47 @@ fn the_watchdog_kills_only_a_session_its_parent_started() {
         "the session's group survived"
     );
 }
+
+#[test]
+fn concurrent_delivers_on_one_repository_never_fail_each_other() {
+    // `git worktree add` makes its administrative entry non-atomically; a concurrent
+    // `worktree list`/`add`/`prune` that reads it half-made fails. Looped: rounds of four
+    // delivers at once, every one must succeed.
+    let repo = FixedRepo::with_files(&[("a.txt", b"a\n")]);
+    let root = repo.path();
+    let before = Caller::capture(&root);
+    let (rounds, width) = (6, 4);
+    let mut failures = Vec::new();
+    for round in 0..rounds {
+        let contracts: Vec<ContractFile> = (0..width)
+            .map(|i| ContractFile::new(&format!("crowd-{round}-{i}"), &[]))
+            .collect();
+        let children: Vec<Child> = contracts
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let script = format!("echo {round}-{i} > a.txt");
+                let argv = [OsStr::new("sh"), OsStr::new("-c"), OsStr::new(&script)];
+                deliver_cmd(&root, &c.path, &[], &argv)
+                    .spawn()
+                    .expect("spawn deliver")
+            })
+            .collect();
+        for child in children {
+            let run = finish(child.wait_with_output().expect("wait"), Duration::ZERO);
+            if run.code() != "OK" {
+                failures.push(run.stdout.clone());
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} concurrent delivers failed: {failures:#?}",
+        failures.len(),
+        rounds * width
+    );
+    let names: Vec<String> = (0..rounds)
+        .flat_map(|r| (0..width).map(move |i| format!("refs/satyrn/candidates/crowd-{r}-{i}/head")))
+        .collect();
+    before.assert_unchanged_but_refs(&root, &names);
+}

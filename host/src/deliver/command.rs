@@ -142,14 +142,12 @@ pub fn run(
         .stderr(Stdio::from(err_write));
     crate::git::scrub_env(&mut cmd).map_err(|e| CommandError::Io(e.to_string()))?;
     let parent = rustix::process::getpid();
-    // SAFETY: setsid(2), prctl(2) and getppid(2) are async-signal-safe raw system calls that
-    // touch no memory of the parent; `parent` is a copied integer; errors are raw OS errors,
-    // so nothing allocates between fork and exec.
+    // SAFETY: the closure makes only raw, async-signal-safe system calls (setsid(2),
+    // prctl(2), getppid(2)) that touch no memory of the parent; `parent` is a copied
+    // integer; errors are raw OS errors, so nothing allocates between fork and exec.
     unsafe {
         cmd.pre_exec(move || {
-            if libc::setsid() < 0 {
-                return Err(io::Error::last_os_error());
-            }
+            rustix::process::setsid()?;
             // The direct child dies with this thread (the only one: deliver is
             // single-threaded). Checked afterwards: deliver may have died before the prctl.
             rustix::process::set_parent_process_death_signal(Some(Signal::KILL))?;
@@ -322,11 +320,7 @@ pub fn stop_group(pgid: Option<Pid>) {
 /// descendants are reparented to it instead of to init. Best effort: without it, a
 /// descendant that leaves the group can escape, as documented.
 fn become_subreaper() {
-    // SAFETY: prctl with PR_SET_CHILD_SUBREAPER takes one integer argument and touches no
-    // memory.
-    unsafe {
-        libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1 as libc::c_ulong, 0, 0, 0);
-    }
+    let _ = rustix::process::set_child_subreaper(Some(rustix::process::getpid()));
 }
 
 /// Kills and reaps every remaining child of this process but `spare` (the watchdog): the
@@ -340,23 +334,15 @@ pub fn stop_strays(spare: Option<u32>) {
     for _ in 0..64 {
         let children = processes(|p| p.ppid == me && Some(p.pid) != spare);
         for &(pid, zombie) in &children {
-            if !zombie {
-                // SAFETY: kill(2) with a pid read from /proc; at worst it names a process
-                // that already exited (ESRCH), which is harmless.
-                unsafe {
-                    libc::kill(pid, libc::SIGKILL);
-                }
+            if !zombie && let Some(pid) = Pid::from_raw(pid) {
+                // At worst it names a process that already exited (ESRCH), which is harmless.
+                let _ = rustix::process::kill_process(pid, Signal::KILL);
             }
         }
         // Reap whatever has exited (the watchdog excepted: its `Child` reaps it).
         for &(pid, zombie) in &children {
             if zombie {
-                let mut status = 0;
-                // SAFETY: waitpid on a specific pid that is our exited child, with a valid
-                // out-pointer.
-                unsafe {
-                    libc::waitpid(pid, &raw mut status, libc::WNOHANG);
-                }
+                reap(pid);
             }
         }
         if children.is_empty() {
@@ -377,11 +363,14 @@ fn reap_orphans(direct: Pid, spare: Option<u32>) {
     for (pid, _) in
         processes(|p| p.ppid == me && p.pid != direct && Some(p.pid) != spare && p.state == "Z")
     {
-        let mut status = 0;
-        // SAFETY: waitpid on a specific pid that is our exited child, with a valid out-pointer.
-        unsafe {
-            libc::waitpid(pid, &raw mut status, libc::WNOHANG);
-        }
+        reap(pid);
+    }
+}
+
+/// Reaps our exited child `pid` without waiting.
+fn reap(pid: i32) {
+    if let Some(pid) = Pid::from_raw(pid) {
+        let _ = rustix::process::waitpid(Some(pid), rustix::process::WaitOptions::NOHANG);
     }
 }
 

@@ -13,6 +13,7 @@
 //!
 //! See `docs/delivery.md` for the receipt, the codes and the decisions.
 
+pub mod admin_lock;
 pub mod candidate;
 pub mod command;
 pub mod receipt;
@@ -181,6 +182,8 @@ pub fn deliver(request: &Request) -> Receipt {
         }
     };
     progress.receipt.base_commit = Some(base.clone());
+    // Held from the stale pruning to the worktree's registration (see `admin_lock`).
+    let lock = admin_lock::acquire_or_warn(&repo);
     for note in stale::prune(&repo) {
         let _ = writeln!(std::io::stderr(), "satyrn-host deliver: {note}");
     }
@@ -189,7 +192,14 @@ pub fn deliver(request: &Request) -> Receipt {
         Err(e) => return progress.finish(Code::GitFailed, e.to_string()),
     };
     progress.started = true;
-    let pending = run_attempt(request, &contract.id, &base, &mut attempt, &mut progress);
+    let pending = run_attempt(
+        request,
+        &contract.id,
+        &base,
+        &mut attempt,
+        &mut progress,
+        lock,
+    );
 
     // 5. Cleanup before publishing; its failure supersedes.
     match attempt.cleanup() {
@@ -254,8 +264,11 @@ fn run_attempt(
     base: &str,
     attempt: &mut Attempt,
     progress: &mut Progress,
+    lock: Option<admin_lock::AdminLock>,
 ) -> Pending {
-    if let Err(e) = attempt.add(base) {
+    let added = attempt.add(base);
+    drop(lock);
+    if let Err(e) = added {
         if let Some(s) = signals::received() {
             return Pending::fail(Code::Interrupted, interrupted_message(s));
         }

@@ -233,7 +233,8 @@ impl Attempt {
         Ok(())
     }
 
-    /// Removes the worktree (if one may exist), prunes, and removes the temporary parent.
+    /// Removes the worktree (if one may exist), prunes, and removes the temporary parent;
+    /// the worktree steps hold the repository's [`super::admin_lock::AdminLock`].
     ///
     /// `git worktree remove --force` first. When git refuses and the worktree is not locked
     /// (the command removed or rewrote its `.git`, deleted the directory, or git had not
@@ -250,7 +251,10 @@ impl Attempt {
     pub fn cleanup(&mut self) -> Result<(), WorktreeError> {
         if self.state == State::Uncertain {
             self.state = State::Done;
-            if let Err(e) = self.remove_worktree() {
+            let lock = super::admin_lock::acquire_or_warn(&self.repo);
+            let removed = self.remove_worktree();
+            drop(lock);
+            if let Err(e) = removed {
                 self.parent_removed = true;
                 if matches!(e, WorktreeError::Retained(_)) {
                     super::stale::forget_owner(&self.parent);
