@@ -625,7 +625,7 @@ fn concurrent_delivers_on_one_repository_never_fail_each_other() {
     let repo = FixedRepo::with_files(&[("a.txt", b"a\n")]);
     let root = repo.path();
     let before = Caller::capture(&root);
-    let (rounds, width) = (6, 4);
+    let (rounds, width) = (12, 4);
     let mut failures = Vec::new();
     for round in 0..rounds {
         let contracts: Vec<ContractFile> = (0..width)
