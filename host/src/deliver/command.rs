@@ -325,7 +325,7 @@ fn become_subreaper() {
 
 /// Kills and reaps every remaining child of this process but `spare` (the watchdog): the
 /// descendants that left the command's group and were reparented to us (see
-/// [`become_subreaper`]). They had no part in the group's `SIGTERM` grace and get `SIGKILL`
+/// `become_subreaper`). They had no part in the group's `SIGTERM` grace and get `SIGKILL`
 /// at once. Bounded: a process that keeps forking is outrun after a few rounds of killing
 /// its whole reparented generation.
 pub fn stop_strays(spare: Option<u32>) {

@@ -4,12 +4,14 @@
 //!
 //! 1. load the contract; resolve `--repo` (a worktree root); refuse a dirty tree, an invalid
 //!    candidate id and an existing candidate ref — before creating anything;
-//! 2. capture `HEAD^{commit}`; create a private temporary parent outside every worktree and
-//!    `git worktree add --detach` there at that commit;
+//! 2. capture `HEAD^{commit}`; under the repository's [`admin_lock`], prune the attempts of
+//!    killed `deliver`s ([`stale`]), create a private temporary parent outside every
+//!    worktree and `git worktree add --detach` there at that commit;
 //! 3. run the command once (see [`command`]);
 //! 4. classify: `HEAD_MOVED`, `COMMAND_FAILED`, `NO_CHANGE`, or build the candidate commit;
 //! 5. remove the worktree and prune, *then* publish the ref create-only;
-//! 6. a cleanup failure supersedes everything (`CLEANUP_FAILED`) and publishes nothing.
+//! 6. a cleanup failure supersedes everything (`CLEANUP_FAILED`) and publishes nothing;
+//! 7. the receipt carries reviewer [`warnings`] when there are any.
 //!
 //! See `docs/delivery.md` for the receipt, the codes and the decisions.
 

@@ -101,7 +101,7 @@ impl Watchdog {
 /// (always `OK`'s, 0: it has nothing to report to anyone).
 ///
 /// `arm <pid>` is honoured only for a session leader that is a child of the watchdog's own
-/// parent (see [`is_siblings_session`]).
+/// parent (see `is_siblings_session`).
 ///
 /// Process-global: ignores `SIGINT`, `SIGTERM`, `SIGHUP` and `SIGQUIT`.
 #[must_use]
