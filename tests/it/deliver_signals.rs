@@ -532,6 +532,7 @@ fn watchdog_for(pid: u32) {
     use std::io::Write;
     let mut dog = std::process::Command::new(crate::support::host_bin())
         .arg("__deliver-watchdog")
+        .arg(std::process::id().to_string())
         .stdin(std::process::Stdio::piped())
         .spawn()
         .expect("spawn watchdog");

@@ -36,7 +36,7 @@ pub fn run(args: &[OsString]) -> u8 {
         Some("deliver") => deliver::run(rest),
         Some("attempt") => attempt::run(rest),
         Some("component") => component::run(rest),
-        Some(crate::deliver::watchdog::ARG) => crate::deliver::watchdog::main(),
+        Some(crate::deliver::watchdog::ARG) => crate::deliver::watchdog::main(rest),
         Some("--help" | "-h" | "help") => {
             let _ = std::io::stdout().write_all(USAGE.as_bytes());
             0

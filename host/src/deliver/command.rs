@@ -141,23 +141,6 @@ pub fn run(
         .stdout(Stdio::from(out_write))
         .stderr(Stdio::from(err_write));
     crate::git::scrub_env(&mut cmd).map_err(|e| CommandError::Io(e.to_string()))?;
-    let parent = rustix::process::getpid();
-    // SAFETY: the closure makes only raw, async-signal-safe system calls (setsid(2),
-    // prctl(2), getppid(2)) that touch no memory of the parent; `parent` is a copied
-    // integer; errors are raw OS errors, so nothing allocates between fork and exec.
-    unsafe {
-        cmd.pre_exec(move || {
-            rustix::process::setsid()?;
-            // The direct child dies with this thread (the only one: deliver is
-            // single-threaded). Checked afterwards: deliver may have died before the prctl.
-            rustix::process::set_parent_process_death_signal(Some(Signal::KILL))?;
-            if rustix::process::getppid() != Some(parent) {
-                // deliver ended before the command started (no allocation after fork).
-                return Err(io::Error::from_raw_os_error(libc::ESRCH));
-            }
-            Ok(())
-        });
-    }
     become_subreaper();
     // Best effort: without it only the parent-death signal stands in for deliver's death.
     let mut watchdog = match Watchdog::start() {
@@ -170,6 +153,31 @@ pub fn run(
             None
         }
     };
+    let arm_fd = watchdog.as_ref().and_then(Watchdog::arm_fd);
+    let parent = rustix::process::getpid();
+    // SAFETY: the closure makes only raw, async-signal-safe system calls (setsid(2),
+    // prctl(2), getppid(2), getpid(2), signal(2), write(2)) that touch no memory of the
+    // parent; `parent` and `arm_fd` are copied integers, the descriptor still open in the
+    // child (close-on-exec); errors are raw OS errors, so nothing allocates between fork
+    // and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            rustix::process::setsid()?;
+            // The direct child dies with this thread (the only one: deliver is
+            // single-threaded). Checked afterwards: deliver may have died before the prctl.
+            rustix::process::set_parent_process_death_signal(Some(Signal::KILL))?;
+            if rustix::process::getppid() != Some(parent) {
+                // deliver ended before the command started (no allocation after fork).
+                return Err(io::Error::from_raw_os_error(libc::ESRCH));
+            }
+            // Armed from here, before the command runs a single instruction of its own:
+            // if deliver dies from now on, the watchdog has the pid.
+            if let Some(fd) = arm_fd {
+                arm_from_child(fd);
+            }
+            Ok(())
+        });
+    }
     let spare = watchdog.as_ref().map(Watchdog::pid);
     let started = Instant::now();
     let spawned = cmd.spawn();
@@ -211,6 +219,38 @@ pub fn run(
     finished.signal = status.signal();
     finished.output_dropped = dropped;
     Ok(finished)
+}
+
+/// Writes `arm <our pid>` to the watchdog pipe `fd`, between fork and exec: no allocation,
+/// `SIGPIPE` ignored for the write (a watchdog that died must not kill the command).
+fn arm_from_child(fd: std::os::fd::RawFd) {
+    let mut line = [0u8; 32];
+    line[..4].copy_from_slice(b"arm ");
+    let mut digits = [0u8; 12];
+    let mut n = rustix::process::getpid()
+        .as_raw_nonzero()
+        .get()
+        .unsigned_abs();
+    let mut len = 0;
+    loop {
+        digits[len] = b'0' + (n % 10) as u8;
+        len += 1;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    for i in 0..len {
+        line[4 + i] = digits[len - 1 - i];
+    }
+    line[4 + len] = b'\n';
+    // SAFETY: signal(2) and write(2) are async-signal-safe; `fd` is the watchdog pipe's
+    // write end, open in this child until exec; `line` is a live local buffer.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+        let _ = rustix::io::write(std::os::fd::BorrowedFd::borrow_raw(fd), &line[..5 + len]);
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
 }
 
 fn child_pid(child: &Child) -> Option<Pid> {

@@ -5,13 +5,15 @@
 //! command (see [`super::command`]) reaches the direct child only — not the rest of its
 //! group, and not at all once the command `exec`s a set-user-ID, set-group-ID or
 //! file-capability binary (the kernel clears it then). So before the command starts,
-//! `deliver` starts this same executable again as `satyrn-host __deliver-watchdog`:
+//! `deliver` starts this same executable again as `satyrn-host __deliver-watchdog <its pid>`:
 //!
 //! - in its own process group (terminal signals meant for `deliver` do not reach it), with
 //!   `SIGINT`, `SIGTERM`, `SIGHUP` and `SIGQUIT` ignored, stdout and stderr on `/dev/null`;
 //! - its stdin is the read end of a pipe whose only write end `deliver` holds (close-on-exec,
-//!   so neither the command nor git inherits it). `deliver` writes `arm <pid>` once the
-//!   command runs and `disarm` once the command's group is stopped, before it reaps the
+//!   so neither the command nor git keeps it). The command's first process writes
+//!   `arm <its pid>` itself, between fork and exec (after `setsid`), so the watchdog is armed
+//!   before the command runs any code of its own; `deliver` writes the same line again after
+//!   the spawn, and `disarm` once the command's group is stopped, before it reaps the
 //!   command's first process.
 //! - At end of file (every write end closed: `deliver` ended, however it ended), an armed
 //!   watchdog sends `SIGKILL` to the command's process group and to every process of the
@@ -34,7 +36,8 @@ use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-/// The hidden first argument that runs the watchdog: `satyrn-host __deliver-watchdog`.
+/// The hidden first argument that runs the watchdog: `satyrn-host __deliver-watchdog PID`,
+/// `PID` being the `deliver` it watches.
 pub const ARG: &str = "__deliver-watchdog";
 
 /// `deliver`'s end of a running watchdog.
@@ -54,6 +57,7 @@ impl Watchdog {
         let (read, write) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)?;
         let child = Command::new("/proc/self/exe")
             .arg(ARG)
+            .arg(std::process::id().to_string())
             .stdin(Stdio::from(read))
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -70,6 +74,14 @@ impl Watchdog {
     #[must_use]
     pub fn pid(&self) -> u32 {
         self.child.id()
+    }
+
+    /// The raw write end of its pipe, for the command's own `arm` between fork and exec
+    /// (close-on-exec: the command never keeps it).
+    #[must_use]
+    pub fn arm_fd(&self) -> Option<std::os::fd::RawFd> {
+        use std::os::fd::AsRawFd;
+        self.pipe.as_ref().map(AsRawFd::as_raw_fd)
     }
 
     /// Arms it for the command `pid` (a session and group leader).
@@ -97,15 +109,24 @@ impl Watchdog {
     }
 }
 
-/// The watchdog process itself (`satyrn-host __deliver-watchdog`); returns its exit status
-/// (always `OK`'s, 0: it has nothing to report to anyone).
+/// The watchdog process itself (`satyrn-host __deliver-watchdog DELIVER_PID`); returns its
+/// exit status: `OK`'s (0), or the usage status (2) without a valid `DELIVER_PID`.
 ///
-/// `arm <pid>` is honoured only for a session leader that is a child of the watchdog's own
-/// parent (see `is_siblings_session`).
+/// `arm <pid>` is honoured only for a session leader other than init that is a child of
+/// `DELIVER_PID` while that process is still our parent — or, once it is not (`deliver`
+/// died before we read the line), for a `pid` that is such a session leader no longer or
+/// not at all (see `armable`). So the watchdog only ever kills the session `deliver` started.
 ///
 /// Process-global: ignores `SIGINT`, `SIGTERM`, `SIGHUP` and `SIGQUIT`.
 #[must_use]
-pub fn main() -> u8 {
+pub fn main(args: &[std::ffi::OsString]) -> u8 {
+    let deliver = match args {
+        [pid] => pid.to_str().and_then(|p| p.parse::<i32>().ok()),
+        _ => None,
+    };
+    let Some(deliver) = deliver.filter(|p| *p > 1) else {
+        return crate::code::USAGE_EXIT;
+    };
     for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
         // SAFETY: SIG_IGN installs no handler; nothing runs on the signal's arrival.
         unsafe {
@@ -117,7 +138,7 @@ pub fn main() -> u8 {
     for line in stdin.lock().lines() {
         let Ok(line) = line else { break };
         if let Some(pid) = line.strip_prefix("arm ") {
-            armed = pid.trim().parse().ok().filter(|p| is_siblings_session(*p));
+            armed = pid.trim().parse().ok().filter(|p| armable(*p, deliver));
         } else if line == "disarm" {
             armed = None;
         }
@@ -128,25 +149,34 @@ pub fn main() -> u8 {
     crate::code::Code::Ok.exit_status()
 }
 
-/// Whether `pid` (not init) leads its own session and is a child of our parent (`deliver`):
-/// anything else named by `arm` is ignored, so the watchdog can only ever kill the session
-/// `deliver` started.
-fn is_siblings_session(pid: i32) -> bool {
+/// Whether `arm pid` may be honoured (see [`main`]). While `deliver` is our parent, `pid`
+/// must be a session leader and `deliver`'s child. Once `deliver` is gone, its command has
+/// been reparented (or has died and been reaped): a `pid` that still leads its own session
+/// or is gone is accepted — killing a gone session's group and members is what is wanted,
+/// and finds nothing when there are none.
+fn armable(pid: i32, deliver: i32) -> bool {
     if pid <= 1 {
         return false;
     }
-    let Ok(stat) = std::fs::read(format!("/proc/{pid}/stat")) else {
-        return false;
-    };
-    let Some(close) = stat.iter().rposition(|b| *b == b')') else {
-        return false;
-    };
+    let deliver_alive =
+        rustix::process::getppid().map(|p| p.as_raw_nonzero().get()) == Some(deliver);
+    match parent_and_session(pid) {
+        Some((ppid, session)) => session == pid && (ppid == deliver || !deliver_alive),
+        None => !deliver_alive,
+    }
+}
+
+/// `(ppid, session)` of `pid` from `/proc`, `None` when it does not exist.
+fn parent_and_session(pid: i32) -> Option<(i32, i32)> {
+    let stat = std::fs::read(format!("/proc/{pid}/stat")).ok()?;
+    let close = stat.iter().rposition(|b| *b == b')')?;
     let rest = String::from_utf8_lossy(&stat[close + 1..]).into_owned();
     // state ppid pgrp session
     let fields: Vec<&str> = rest.split_ascii_whitespace().take(4).collect();
-    let parent = rustix::process::getppid().map(|p| p.as_raw_nonzero().get());
-    matches!(fields.as_slice(), [_, ppid, _, session]
-        if ppid.parse::<i32>().ok() == parent && session.parse::<i32>().ok() == Some(pid))
+    match fields.as_slice() {
+        [_, ppid, _, session] => Some((ppid.parse().ok()?, session.parse().ok()?)),
+        _ => None,
+    }
 }
 
 /// `SIGKILL` to group `leader` and to every process of session `leader`, until none is left
