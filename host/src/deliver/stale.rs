@@ -141,14 +141,25 @@ fn pid_namespace() -> io::Result<String> {
         .into_owned())
 }
 
-/// Writes the owner marker of this process into `dir` (a fresh attempt directory).
+/// The owner marker of this process, to be written into each new attempt directory
+/// ([`write_owner`]); computed first, so the directory is without it for as short a time as
+/// possible.
 ///
 /// # Errors
 ///
-/// The operating-system error when the process cannot be described or the file written.
-pub fn write_owner(dir: &Path) -> io::Result<()> {
+/// The operating-system error when the process cannot be described.
+pub fn owner_marker() -> io::Result<String> {
+    Ok(Owner::current()?.render())
+}
+
+/// Writes `marker` ([`owner_marker`]) into `dir` (a fresh attempt directory).
+///
+/// # Errors
+///
+/// The operating-system error when the file cannot be written.
+pub fn write_owner(dir: &Path, marker: &str) -> io::Result<()> {
     use std::io::Write;
-    let text = Owner::current()?.render();
+    let text = marker;
     let mut file = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)

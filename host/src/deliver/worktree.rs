@@ -145,6 +145,7 @@ impl Attempt {
                 )));
             }
         }
+        let marker = super::stale::owner_marker();
         let mut last_err = None;
         for _ in 0..16 {
             let nanos = std::time::SystemTime::now()
@@ -158,7 +159,11 @@ impl Attempt {
             ));
             match std::fs::DirBuilder::new().mode(0o700).create(&parent) {
                 Ok(()) => {
-                    if let Err(e) = super::stale::write_owner(&parent) {
+                    let written = match &marker {
+                        Ok(m) => super::stale::write_owner(&parent, m),
+                        Err(e) => Err(std::io::Error::new(e.kind(), e.to_string())),
+                    };
+                    if let Err(e) = written {
                         // Only costs the automatic pruning of this attempt, should it be killed.
                         let _ = writeln!(
                             std::io::stderr(),
