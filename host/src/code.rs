@@ -69,7 +69,7 @@ pub enum Code {
     GitFailed,
     /// Delivery: the attempt's worktree could not be removed.
     CleanupFailed,
-    /// Delivery: `deliver` itself received SIGINT or SIGTERM.
+    /// Delivery: `deliver` itself received SIGINT, SIGTERM or SIGHUP.
     Interrupted,
     /// Attempt: preparation, Pi or artifact publication failed.
     AttemptFailed,

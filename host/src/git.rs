@@ -328,6 +328,39 @@ pub fn worktree_paths(git: &Git) -> Result<Vec<PathBuf>, GitError> {
         .collect())
 }
 
+/// One record of `git worktree list --porcelain -z`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorktreeEntry {
+    /// The worktree path, as given by git.
+    pub path: PathBuf,
+    /// It is locked (`git worktree lock`), with or without a reason.
+    pub locked: bool,
+}
+
+/// The records of `git worktree list --porcelain -z`.
+///
+/// # Errors
+///
+/// As [`Git::run`].
+pub fn worktree_entries(git: &Git) -> Result<Vec<WorktreeEntry>, GitError> {
+    use std::os::unix::ffi::OsStrExt;
+    let out = git.run(&["worktree", "list", "--porcelain", "-z"])?;
+    let mut found: Vec<WorktreeEntry> = Vec::new();
+    for attr in split_z(&out) {
+        if let Some(path) = attr.strip_prefix(b"worktree ") {
+            found.push(WorktreeEntry {
+                path: PathBuf::from(OsStr::from_bytes(path)),
+                locked: false,
+            });
+        } else if (attr == b"locked" || attr.starts_with(b"locked "))
+            && let Some(last) = found.last_mut()
+        {
+            last.locked = true;
+        }
+    }
+    Ok(found)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -127,6 +127,21 @@ impl Caller {
         }
     }
 
+    /// Asserts nothing changed except the new candidate refs `names`, which must exist.
+    pub fn assert_unchanged_but_refs(&self, root: &Path, names: &[String]) {
+        let mut now = Self::capture(root);
+        for name in names {
+            let before = now.refs.len();
+            now.refs.retain(|r| !r.starts_with(&format!("{name} ")));
+            assert_eq!(
+                before,
+                now.refs.len() + 1,
+                "the candidate ref {name} must exist"
+            );
+        }
+        assert_eq!(self, &now, "the caller's repository changed");
+    }
+
     /// Asserts nothing changed except, when given, the new candidate ref.
     pub fn assert_unchanged(&self, root: &Path, new_ref: Option<&str>) {
         let mut now = Self::capture(root);
@@ -208,7 +223,21 @@ pub fn finish(out: std::process::Output, elapsed: Duration) -> Run {
         .collect();
     let mut in_order = keys.clone();
     in_order.sort_by_key(|k| FIELDS.iter().position(|f| f == k));
-    assert_eq!(keys.len(), FIELDS.len(), "every field present: {stdout}");
+    // `warnings` is additive: absent when empty, else the last field and never empty.
+    let extra = usize::from(receipt.get("warnings").is_some());
+    if extra == 1 {
+        assert!(
+            !receipt["warnings"].as_array().expect("array").is_empty(),
+            "{stdout}"
+        );
+        let (signal, warnings) = (stdout.find("\"signal\":"), stdout.find("\"warnings\":"));
+        assert!(signal < warnings, "warnings must come last: {stdout}");
+    }
+    assert_eq!(
+        keys.len() - extra,
+        FIELDS.len(),
+        "every field present: {stdout}"
+    );
     Run {
         status: out.status.code().expect("exited normally"),
         receipt,
@@ -319,6 +348,11 @@ fn show(root: &Path, spec: &str) -> Vec<u8> {
         String::from_utf8_lossy(&out.stderr)
     );
     out.stdout
+}
+
+/// The registered worktree paths of `root`, as one string (for `contains`).
+pub fn git_worktrees(root: &Path) -> String {
+    git_ok(root, &["worktree", "list", "--porcelain"])
 }
 
 /// Asserts a private `TMPDIR` given to `deliver` holds nothing afterwards.
@@ -1289,6 +1323,17 @@ fn a_command_that_locks_its_worktree_is_cleanup_failed() {
     );
     assert!(retained.join("a.txt").exists(), "{}", retained.display());
     assert!(git_ok(&root, &["worktree", "list", "--porcelain"]).contains("locked mine"));
+    let message = run.receipt["message"].as_str().expect("message");
+    for kept in [
+        format!("the worktree registration of {}", retained.display()),
+        format!("the worktree directory {}", retained.display()),
+        format!(
+            "the temporary directory {}",
+            retained.parent().expect("parent").display()
+        ),
+    ] {
+        assert!(message.contains(&kept), "{kept:?} missing from {message}");
+    }
     assert!(
         git_ok(&root, &["for-each-ref", "refs/satyrn"]).is_empty(),
         "nothing published"
@@ -1300,6 +1345,122 @@ fn a_command_that_locks_its_worktree_is_cleanup_failed() {
     std::fs::remove_dir_all(retained.parent().expect("parent")).expect("rm parent");
     before.assert_unchanged(&root, None);
     sibling_success(&root, "locked");
+}
+
+#[test]
+fn a_command_that_removes_or_rewrites_its_git_file_still_gives_its_candidate() {
+    let repo = FixedRepo::with_files(&[("a.txt", b"a\n")]);
+    let root = repo.path();
+    let tmp = tempfile::tempdir().expect("tempdir");
+    for (id, script) in [
+        ("no-git-file", "echo x > a.txt && rm .git"),
+        (
+            "rewritten-git-file",
+            "echo x > a.txt && echo 'gitdir: /nonexistent/satyrn' > .git",
+        ),
+        ("git-dir-instead", "echo x > a.txt && rm .git && mkdir .git"),
+    ] {
+        let before = Caller::capture(&root);
+        let contract = ContractFile::new(id, &[]);
+        let argv: Vec<&OsStr> = sh(script).into_iter().map(OsStr::new).collect();
+        let run = finish(
+            deliver_cmd(&root, &contract.path, &[], &argv)
+                .env("TMPDIR", tmp.path())
+                .output()
+                .expect("run"),
+            Duration::ZERO,
+        );
+        assert_eq!(run.code(), "OK", "{id}: {}", run.stdout);
+        assert_eq!(run.receipt["paths"], serde_json::json!(["a.txt"]), "{id}");
+        assert_eq!(run.receipt["retained_worktree"], Value::Null, "{id}");
+        let name = format!("refs/satyrn/candidates/{id}/head");
+        assert_eq!(show(&root, &format!("{name}:a.txt")), b"x\n", "{id}");
+        before.assert_unchanged(&root, Some(&name));
+        assert_empty_tmp(tmp.path());
+    }
+}
+
+#[test]
+fn a_registration_that_cannot_be_pruned_is_reported_exactly_and_never_auto_pruned() {
+    // The command points its worktree's registration at another existing worktree file, so
+    // neither `worktree remove` nor `prune` can drop it: the directory is cleaned, the
+    // registration and the temporary directory are retained and named.
+    let repo = FixedRepo::with_files(&[("a.txt", b"a\n")]);
+    let root = repo.path();
+    let before = Caller::capture(&root);
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let decoy = tempfile::tempdir().expect("tempdir");
+    std::fs::write(decoy.path().join(".git"), "gitdir: /nonexistent\n").expect("decoy");
+    let contract = ContractFile::new("unprunable", &[]);
+    let script = format!(
+        "echo x > a.txt && d=$(git rev-parse --absolute-git-dir) && echo '{}/.git' > \"$d/gitdir\" && rm .git",
+        decoy.path().display()
+    );
+    let argv: Vec<&OsStr> = sh(&script).into_iter().map(OsStr::new).collect();
+    let run = finish(
+        deliver_cmd(&root, &contract.path, &[], &argv)
+            .env("TMPDIR", tmp.path())
+            .output()
+            .expect("run"),
+        Duration::ZERO,
+    );
+    assert_eq!(run.code(), "CLEANUP_FAILED", "{}", run.stdout);
+    assert_eq!(run.receipt["candidate_ref"], Value::Null);
+    let message = run.receipt["message"].as_str().expect("message");
+    let retained = PathBuf::from(run.receipt["retained_worktree"].as_str().expect("retained"));
+    let parent = retained.parent().expect("parent").to_path_buf();
+    assert!(
+        message.contains(&format!(
+            "the worktree registration of {}",
+            retained.display()
+        )),
+        "{message}"
+    );
+    assert!(
+        !message.contains("the worktree directory"),
+        "the directory was removed: {message}"
+    );
+    assert!(
+        message.contains(&format!("the temporary directory {}", parent.display())),
+        "{message}"
+    );
+    assert!(message.contains("pending result was OK"), "{message}");
+    assert!(!retained.exists(), "the worktree directory was cleaned");
+    assert!(parent.exists() && !parent.join("owner").exists());
+    let decoy_path = decoy.path().to_string_lossy().into_owned();
+    assert!(
+        git_worktrees(&root).contains(&decoy_path),
+        "registration kept"
+    );
+    assert!(
+        message.contains("git's administrative directory"),
+        "{message}"
+    );
+    // A later deliver leaves what the receipt reported as retained alone.
+    let contract = ContractFile::new("after-unprunable", &[]);
+    let argv = [
+        OsStr::new("sh"),
+        OsStr::new("-c"),
+        OsStr::new("echo y > b.txt"),
+    ];
+    let later = finish(
+        deliver_cmd(&root, &contract.path, &[], &argv)
+            .env("TMPDIR", tmp.path())
+            .output()
+            .expect("run"),
+        Duration::ZERO,
+    );
+    assert_eq!(later.code(), "OK", "{}", later.stdout);
+    assert!(parent.exists(), "a retained attempt was pruned");
+    assert!(
+        git_worktrees(&root).contains(&decoy_path),
+        "registration kept"
+    );
+    // The user's way out: remove the registration the command redirected.
+    std::fs::remove_file(decoy.path().join(".git")).expect("rm decoy");
+    git_ok(&root, &["worktree", "prune"]);
+    std::fs::remove_dir_all(&parent).expect("rm parent");
+    before.assert_unchanged(&root, Some("refs/satyrn/candidates/after-unprunable/head"));
 }
 
 #[test]

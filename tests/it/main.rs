@@ -5,6 +5,9 @@
 mod attempt;
 mod component;
 mod deliver;
+mod deliver_output;
+mod deliver_signals;
+mod deliver_warnings;
 mod edit_component;
 mod fnmatch_differential;
 mod mcp;

@@ -39,6 +39,7 @@ pub fn run(args: &[OsString]) -> u8 {
         Some("attempt") => attempt::run(rest),
         Some("component") => component::run(rest),
         Some("mcp") => mcp::run(rest),
+        Some(crate::deliver::watchdog::ARG) => crate::deliver::watchdog::main(rest),
         Some("--help" | "-h" | "help") => {
             let _ = std::io::stdout().write_all(USAGE.as_bytes());
             0

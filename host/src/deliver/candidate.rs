@@ -20,7 +20,7 @@ pub fn ref_name(id: &str) -> String {
 }
 
 /// Why an id is refused (`INVALID_CANDIDATE_ID`), or `Ok` when it is one valid ref
-/// component. Never normalized.
+/// component without a [`deceptive`] character. Never normalized.
 ///
 /// # Errors
 ///
@@ -34,6 +34,12 @@ pub fn check_id(git: &Git, id: &str) -> Result<Result<(), String>, GitError> {
     if id.contains('\0') {
         return Ok(Err(format!("candidate id {id:?} contains NUL")));
     }
+    if let Some((c, what)) = id.chars().find_map(|c| deceptive(c).map(|w| (c, w))) {
+        return Ok(Err(format!(
+            "candidate id {id:?} contains {what} U+{:04X}; a reviewer could not read the id as it is",
+            u32::from(c)
+        )));
+    }
     let out = git.output(&["check-ref-format", &ref_name(id)])?;
     if out.status.success() {
         Ok(Ok(()))
@@ -42,6 +48,34 @@ pub fn check_id(git: &Git, id: &str) -> Result<Result<(), String>, GitError> {
             "candidate id {id:?} does not give a valid ref name ({})",
             ref_name(id)
         )))
+    }
+}
+
+/// Why `c` may not appear in a candidate id, if it may not: what a reviewer reading the ref
+/// name would not see, or would see as something else.
+///
+/// - control characters (Unicode `Cc`: U+0000–U+001F, U+007F–U+009F);
+/// - bidirectional formatting characters (U+061C, U+200E, U+200F, U+202A–U+202E,
+///   U+2066–U+2069), which reorder what is displayed;
+/// - invisible characters (U+00AD, U+180E, U+200B–U+200D, U+2060–U+2064, U+FEFF), which
+///   make two different ids look the same;
+/// - combining marks of the combining-diacritics blocks (U+0300–U+036F, U+1AB0–U+1AFF,
+///   U+1DC0–U+1DFF, U+20D0–U+20FF, U+FE20–U+FE2F): with them `café` has a decomposed (NFD)
+///   twin that looks identical to the composed (NFC) one; ids must use the composed form.
+#[must_use]
+pub fn deceptive(c: char) -> Option<&'static str> {
+    match u32::from(c) {
+        0x00..=0x1F | 0x7F..=0x9F => Some("the control character"),
+        0x061C | 0x200E | 0x200F | 0x202A..=0x202E | 0x2066..=0x2069 => {
+            Some("the bidirectional formatting character")
+        }
+        0x00AD | 0x180E | 0x200B..=0x200D | 0x2060..=0x2064 | 0xFEFF => {
+            Some("the invisible character")
+        }
+        0x0300..=0x036F | 0x1AB0..=0x1AFF | 0x1DC0..=0x1DFF | 0x20D0..=0x20FF | 0xFE20..=0xFE2F => {
+            Some("the combining mark")
+        }
+        _ => None,
     }
 }
 

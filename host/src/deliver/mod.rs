@@ -4,22 +4,30 @@
 //!
 //! 1. load the contract; resolve `--repo` (a worktree root); refuse a dirty tree, an invalid
 //!    candidate id and an existing candidate ref — before creating anything;
-//! 2. capture `HEAD^{commit}`; create a private temporary parent outside every worktree and
-//!    `git worktree add --detach` there at that commit;
+//! 2. capture `HEAD^{commit}`; under the repository's [`admin_lock`], prune the attempts of
+//!    killed `deliver`s ([`stale`]), create a private temporary parent outside every
+//!    worktree and `git worktree add --detach` there at that commit;
 //! 3. run the command once (see [`command`]);
 //! 4. classify: `HEAD_MOVED`, `COMMAND_FAILED`, `NO_CHANGE`, or build the candidate commit;
 //! 5. remove the worktree and prune, *then* publish the ref create-only;
-//! 6. a cleanup failure supersedes everything (`CLEANUP_FAILED`) and publishes nothing.
+//! 6. a cleanup failure supersedes everything (`CLEANUP_FAILED`) and publishes nothing;
+//! 7. the receipt carries reviewer [`warnings`] when there are any.
 //!
 //! See `docs/delivery.md` for the receipt, the codes and the decisions.
 
+pub mod admin_lock;
 pub mod candidate;
 pub mod command;
 pub mod receipt;
 pub mod signals;
+pub mod spool;
+pub mod stale;
+pub mod warnings;
+pub mod watchdog;
 pub mod worktree;
 
 use std::ffi::OsString;
+use std::io::Write;
 use std::path::{Component, Path, PathBuf};
 use std::time::Duration;
 
@@ -97,11 +105,18 @@ impl Progress {
     }
 }
 
+/// A candidate commit waiting for cleanup and publication.
+struct Built {
+    commit: String,
+    paths: Vec<String>,
+    warnings: Vec<warnings::Warning>,
+}
+
 /// A pending result before cleanup.
 struct Pending {
     code: Code,
     message: String,
-    candidate: Option<(String, Vec<String>)>,
+    candidate: Option<Built>,
 }
 
 impl Pending {
@@ -118,6 +133,7 @@ fn interrupted_message(signal: i32) -> String {
     let name = match signal {
         libc::SIGINT => "SIGINT",
         libc::SIGTERM => "SIGTERM",
+        libc::SIGHUP => "SIGHUP",
         _ => "a signal",
     };
     format!("deliver received {name}; the attempt was stopped and cleaned up")
@@ -168,23 +184,38 @@ pub fn deliver(request: &Request) -> Receipt {
         }
     };
     progress.receipt.base_commit = Some(base.clone());
+    // Held from the stale pruning to the worktree's registration (see `admin_lock`).
+    let lock = admin_lock::acquire_or_warn(&repo);
+    for note in stale::prune(&repo) {
+        let _ = writeln!(std::io::stderr(), "satyrn-host deliver: {note}");
+    }
     let mut attempt = match Attempt::create(&repo) {
         Ok(a) => a,
         Err(e) => return progress.finish(Code::GitFailed, e.to_string()),
     };
     progress.started = true;
-    let pending = run_attempt(request, &contract.id, &base, &mut attempt, &mut progress);
+    let pending = run_attempt(
+        request,
+        &contract.id,
+        &base,
+        &mut attempt,
+        &mut progress,
+        lock,
+    );
 
     // 5. Cleanup before publishing; its failure supersedes.
     match attempt.cleanup() {
         Ok(()) => {}
-        Err(WorktreeError::Retained(path, detail)) => {
-            progress.receipt.retained_worktree = Some(path.to_string_lossy().into_owned());
+        Err(WorktreeError::Retained(left)) => {
+            progress.receipt.retained_worktree = left
+                .retained_worktree()
+                .map(|p| p.to_string_lossy().into_owned());
             return progress.finish(
                 Code::CleanupFailed,
                 format!(
-                    "the attempt's worktree {} could not be removed and is retained; nothing was published ({detail}); pending result was {}",
-                    path.display(),
+                    "the attempt could not be cleaned up; retained: {}; nothing was published ({}); pending result was {}",
+                    left.kept(),
+                    left.detail,
                     pending.code
                 ),
             );
@@ -196,7 +227,12 @@ pub fn deliver(request: &Request) -> Receipt {
             );
         }
     }
-    let Some((commit, paths)) = pending.candidate else {
+    let Some(Built {
+        commit,
+        paths,
+        warnings,
+    }) = pending.candidate
+    else {
         return progress.finish(pending.code, pending.message);
     };
     if let Some(s) = signals::received() {
@@ -208,6 +244,8 @@ pub fn deliver(request: &Request) -> Receipt {
             progress.receipt.candidate_ref = Some(name);
             progress.receipt.candidate_commit = Some(commit);
             progress.receipt.paths = paths;
+            progress.receipt.warnings.extend(warnings);
+            progress.receipt.warnings.sort();
             progress.finish(Code::Ok, "")
         }
         Ok(Published::Exists) => progress.finish(
@@ -228,8 +266,11 @@ fn run_attempt(
     base: &str,
     attempt: &mut Attempt,
     progress: &mut Progress,
+    lock: Option<admin_lock::AdminLock>,
 ) -> Pending {
-    if let Err(e) = attempt.add(base) {
+    let added = attempt.add(base);
+    drop(lock);
+    if let Err(e) = added {
         if let Some(s) = signals::received() {
             return Pending::fail(Code::Interrupted, interrupted_message(s));
         }
@@ -240,12 +281,7 @@ fn run_attempt(
     }
 
     // 3. The command.
-    let finished = match command::run(
-        &request.argv,
-        attempt.worktree(),
-        attempt.parent(),
-        Some(request.timeout),
-    ) {
+    let finished = match command::run(&request.argv, attempt.worktree(), Some(request.timeout)) {
         Ok(f) => f,
         Err(command::CommandError::Unavailable(e)) => {
             return Pending::fail(
@@ -293,13 +329,28 @@ fn run_attempt(
         };
         return Pending::fail(Code::CommandFailed, format!("the command {how}"));
     }
+    match warnings::dropped_submodule_writes(&wt, attempt.worktree()) {
+        Ok(w) => progress.receipt.warnings.extend(w),
+        Err(e) => return Pending::fail(Code::GitFailed, format!("cannot list submodules: {e}")),
+    }
     match candidate::build(&wt, id, base) {
         Ok(Change::None) => Pending::fail(Code::NoChange, "the command changed nothing"),
-        Ok(Change::Commit { commit, paths }) => Pending {
-            code: Code::Ok,
-            message: String::new(),
-            candidate: Some((commit, paths)),
-        },
+        Ok(Change::Commit { commit, paths }) => {
+            match warnings::in_candidate(&wt, attempt.worktree(), &commit) {
+                Ok(warnings) => Pending {
+                    code: Code::Ok,
+                    message: String::new(),
+                    candidate: Some(Built {
+                        commit,
+                        paths,
+                        warnings,
+                    }),
+                },
+                Err(e) => {
+                    Pending::fail(Code::GitFailed, format!("cannot review the candidate: {e}"))
+                }
+            }
+        }
         Err(e) => Pending::fail(Code::GitFailed, format!("cannot build the candidate: {e}")),
     }
 }

@@ -1,6 +1,6 @@
 //! The delivery receipt: the one JSON line `deliver` prints, in a frozen shape.
 //!
-//! Fields, always all present, in this order (see `docs/delivery.md`):
+//! Fields, all present but the last, in this order (see `docs/delivery.md`):
 //!
 //! | field | type | meaning |
 //! |---|---|---|
@@ -17,9 +17,11 @@
 //! | `retained_worktree` | string or null | set only on `CLEANUP_FAILED` |
 //! | `exit_code` | int or null | the command's exit status, when it exited |
 //! | `signal` | int or null | the signal that ended the command, when one did |
+//! | `warnings` | array of objects | only when there is one: `{kind, path, detail}` for a reviewer |
 
 use serde::Serialize;
 
+use super::warnings::Warning;
 use crate::code::Code;
 
 /// The receipt version this build prints.
@@ -69,6 +71,10 @@ pub struct Receipt {
     pub exit_code: Option<i32>,
     /// The signal that terminated the command, when one did.
     pub signal: Option<i32>,
+    /// What a reviewer should see (see [`super::warnings`]); omitted from the JSON when
+    /// empty, so a receipt without warnings is byte-for-byte the 13-field receipt.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<Warning>,
 }
 
 fn code_str<S: serde::Serializer>(code: &Code, s: S) -> Result<S::Ok, S::Error> {
@@ -93,6 +99,7 @@ impl Receipt {
             retained_worktree: None,
             exit_code: None,
             signal: None,
+            warnings: Vec::new(),
         }
     }
 

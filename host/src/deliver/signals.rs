@@ -1,4 +1,4 @@
-//! `SIGINT`/`SIGTERM` to `deliver` itself: recorded, never fatal.
+//! `SIGINT`/`SIGTERM`/`SIGHUP` to `deliver` itself: recorded, never fatal.
 //!
 //! [`install`] replaces the default (terminating) action with a handler that records the
 //! signal and writes one byte to a non-blocking self-pipe, so the command wait loop wakes at
@@ -29,7 +29,14 @@ extern "C" fn on_signal(signal: libc::c_int) {
     }
 }
 
-/// Installs the handlers for `SIGINT` and `SIGTERM` (once per process).
+/// The signals [`install`] handles: `SIGINT`, `SIGTERM` and `SIGHUP` (a closed terminal
+/// or a supervisor's hang-up is an interruption like any other, not a silent death).
+pub const HANDLED: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
+
+/// Installs the handlers for [`HANDLED`] (once per process).
+///
+/// Process-global: replaces those signals' dispositions for the whole process (`exec`
+/// resets them to the default for children).
 ///
 /// # Errors
 ///
@@ -43,7 +50,7 @@ pub fn install() -> io::Result<()> {
         let _ = WAKE_WRITE_FD.set(write);
         let _ = WAKE_READ.set(read);
     }
-    for signal in [libc::SIGINT, libc::SIGTERM] {
+    for signal in HANDLED {
         // SAFETY: a zeroed sigaction is a valid "no flags, empty mask" value; the handler
         // only touches atomics and write(2), both async-signal-safe.
         let rc = unsafe {

@@ -2,13 +2,15 @@
 //!
 //! Layout: a fresh private (`0700`) directory `satyrn-deliver-<pid>-<n>-<nanos>` under the
 //! system temporary directory, verified to lie outside every registered worktree, holding
-//! `worktree/` (the checkout) and the command's `stdout`/`stderr` spools.
+//! `worktree/` (the checkout) and `owner`, the marker that lets a later `deliver` prune the
+//! attempt if this one is killed ([`super::stale`]).
 //!
 //! The cleanup state becomes *uncertain* before `git worktree add` runs, so an interruption
 //! or failure after git registered the worktree still removes it. Cleanup is
 //! `git worktree remove --force` (one `--force`: a worktree the command *locked* is not
 //! removed, which is `CLEANUP_FAILED`), then `git worktree prune`, then the directory.
 
+use std::io::Write;
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -22,8 +24,57 @@ pub enum WorktreeError {
     Parent(String),
     /// A git step failed (`GIT_FAILED`).
     Git(GitError),
-    /// The worktree could not be removed (`CLEANUP_FAILED`); it is retained at this path.
-    Retained(PathBuf, String),
+    /// Cleanup left something behind (`CLEANUP_FAILED`); exactly what is listed.
+    Retained(Leftovers),
+}
+
+/// What a failed cleanup left behind.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Leftovers {
+    /// The worktree path.
+    pub worktree: PathBuf,
+    /// The worktree is still registered in the repository.
+    pub registered: bool,
+    /// Its administrative directory in the repository, when known.
+    pub admin: Option<PathBuf>,
+    /// The worktree directory (or whatever is at its path) still exists.
+    pub worktree_dir: bool,
+    /// The temporary parent, which is kept whenever anything is left.
+    pub parent: PathBuf,
+    /// Why.
+    pub detail: String,
+}
+
+impl Leftovers {
+    /// The worktree to report in `retained_worktree`: when it is registered or present.
+    #[must_use]
+    pub fn retained_worktree(&self) -> Option<&Path> {
+        (self.registered || self.worktree_dir).then_some(self.worktree.as_path())
+    }
+
+    /// The list of what is kept, for a message.
+    #[must_use]
+    pub fn kept(&self) -> String {
+        let mut kept = Vec::new();
+        if self.registered {
+            kept.push(match &self.admin {
+                Some(admin) => format!(
+                    "the worktree registration of {} (git's administrative directory {})",
+                    self.worktree.display(),
+                    admin.display()
+                ),
+                None => format!("the worktree registration of {}", self.worktree.display()),
+            });
+        }
+        if self.worktree_dir {
+            kept.push(format!(
+                "the worktree directory {}",
+                self.worktree.display()
+            ));
+        }
+        kept.push(format!("the temporary directory {}", self.parent.display()));
+        kept.join(", ")
+    }
 }
 
 impl std::fmt::Display for WorktreeError {
@@ -31,7 +82,7 @@ impl std::fmt::Display for WorktreeError {
         match self {
             Self::Parent(m) => f.write_str(m),
             Self::Git(e) => write!(f, "{e}"),
-            Self::Retained(p, m) => write!(f, "cannot remove worktree {}: {m}", p.display()),
+            Self::Retained(l) => write!(f, "retained {} ({})", l.kept(), l.detail),
         }
     }
 }
@@ -94,6 +145,7 @@ impl Attempt {
                 )));
             }
         }
+        let marker = super::stale::owner_marker();
         let mut last_err = None;
         for _ in 0..16 {
             let nanos = std::time::SystemTime::now()
@@ -107,6 +159,18 @@ impl Attempt {
             ));
             match std::fs::DirBuilder::new().mode(0o700).create(&parent) {
                 Ok(()) => {
+                    let written = match &marker {
+                        Ok(m) => super::stale::write_owner(&parent, m),
+                        Err(e) => Err(std::io::Error::new(e.kind(), e.to_string())),
+                    };
+                    if let Err(e) = written {
+                        // Only costs the automatic pruning of this attempt, should it be killed.
+                        let _ = writeln!(
+                            std::io::stderr(),
+                            "satyrn-host deliver: cannot write the owner marker of {}: {e}",
+                            parent.display()
+                        );
+                    }
                     return Ok(Self {
                         repo: repo.clone(),
                         worktree: parent.join("worktree"),
@@ -132,7 +196,7 @@ impl Attempt {
         )))
     }
 
-    /// The temporary parent (spool files live here).
+    /// The temporary parent.
     #[must_use]
     pub fn parent(&self) -> &Path {
         &self.parent
@@ -174,68 +238,108 @@ impl Attempt {
         Ok(())
     }
 
-    /// Removes the worktree (if one may exist), prunes, and removes the temporary parent.
+    /// Removes the worktree (if one may exist), prunes, and removes the temporary parent;
+    /// the worktree steps hold the repository's [`super::admin_lock::AdminLock`].
+    ///
+    /// `git worktree remove --force` first. When git refuses and the worktree is not locked
+    /// (the command removed or rewrote its `.git`, deleted the directory, or git had not
+    /// finished registering it), the directory — ours, inside our private parent — is
+    /// removed directly and `git worktree prune` drops the registration. A locked worktree
+    /// is kept as it is.
     ///
     /// # Errors
     ///
-    /// [`WorktreeError::Retained`] when the worktree is still registered or present
-    /// afterwards (the spools are removed; the worktree and its parent are kept).
+    /// [`WorktreeError::Retained`] naming exactly what is left: the registration, the
+    /// worktree directory and the temporary parent (then kept, its owner marker removed, so
+    /// no later `deliver` prunes what a receipt reported as retained);
+    /// [`WorktreeError::Git`] when git cannot be run to check.
     pub fn cleanup(&mut self) -> Result<(), WorktreeError> {
         if self.state == State::Uncertain {
-            let mut args: Vec<std::ffi::OsString> =
-                vec!["worktree".into(), "remove".into(), "--force".into()];
-            args.push(self.worktree.clone().into_os_string());
-            let removed = self.repo.output(&args);
-            let removed_ok = matches!(&removed, Ok(out) if out.status.success());
-            if !removed_ok {
-                let detail = match removed {
-                    Ok(out) => git::failed(&args, &out).to_string(),
-                    Err(e) => e.to_string(),
-                };
-                if !self.worktree.exists() {
-                    // The command removed its own worktree directory: only the registration
-                    // is left, and prune (below) drops exactly that.
-                    self.repo.run(&["worktree", "prune"])?;
-                }
-                if self.registered()? {
-                    let _ = std::fs::remove_file(self.parent.join("stdout"));
-                    let _ = std::fs::remove_file(self.parent.join("stderr"));
-                    self.state = State::Done;
-                    self.parent_removed = true;
-                    return Err(WorktreeError::Retained(self.worktree.clone(), detail));
-                }
-                // Not registered (interrupted before git finished registering, or the
-                // command unregistered it): the directory is only ours.
-                if let Err(e) = remove_tree(&self.worktree) {
-                    self.state = State::Done;
-                    self.parent_removed = true;
-                    return Err(WorktreeError::Retained(
-                        self.worktree.clone(),
-                        format!("{detail}; {e}"),
-                    ));
-                }
-            }
-            self.repo.run(&["worktree", "prune"])?;
             self.state = State::Done;
+            let lock = super::admin_lock::acquire_or_warn(&self.repo);
+            let removed = self.remove_worktree();
+            drop(lock);
+            if let Err(e) = removed {
+                self.parent_removed = true;
+                if matches!(e, WorktreeError::Retained(_)) {
+                    super::stale::forget_owner(&self.parent);
+                }
+                return Err(e);
+            }
         }
         self.state = State::Done;
         if !self.parent_removed {
             self.parent_removed = true;
-            remove_tree(&self.parent).map_err(|e| {
-                WorktreeError::Parent(format!(
-                    "cannot remove temporary directory {}: {e}",
-                    self.parent.display()
-                ))
-            })?;
+            if let Err(e) = remove_tree(&self.parent) {
+                super::stale::forget_owner(&self.parent);
+                return Err(WorktreeError::Retained(Leftovers {
+                    worktree: self.worktree.clone(),
+                    registered: false,
+                    admin: None,
+                    worktree_dir: self.worktree.symlink_metadata().is_ok(),
+                    parent: self.parent.clone(),
+                    detail: format!("cannot remove {}: {e}", self.parent.display()),
+                }));
+            }
         }
         Ok(())
     }
 
-    fn registered(&self) -> Result<bool, WorktreeError> {
+    fn remove_worktree(&mut self) -> Result<(), WorktreeError> {
+        let mut args: Vec<std::ffi::OsString> =
+            vec!["worktree".into(), "remove".into(), "--force".into()];
+        args.push(self.worktree.clone().into_os_string());
+        let removed = self.repo.output(&args);
+        if matches!(&removed, Ok(out) if out.status.success()) {
+            self.repo.run(&["worktree", "prune"])?;
+            return Ok(());
+        }
+        let mut detail = match removed {
+            Ok(out) => git::failed(&args, &out).to_string(),
+            Err(e) => e.to_string(),
+        };
+        let locked = self.entry()?.is_some_and(|e| e.locked)
+            || self
+                .git_dir
+                .as_ref()
+                .is_some_and(|d| d.join("locked").symlink_metadata().is_ok());
+        if !locked {
+            if let Err(e) = remove_tree(&self.worktree) {
+                detail = format!("{detail}; cannot remove {}: {e}", self.worktree.display());
+            }
+            self.repo.run(&["worktree", "prune"])?;
+        }
+        // Ours by path, or by the administrative directory git gave it (the command may have
+        // pointed the registration elsewhere).
+        let registered = self.entry()?.is_some()
+            || self
+                .git_dir
+                .as_ref()
+                .is_some_and(|d| d.symlink_metadata().is_ok());
+        let worktree_dir = self.worktree.symlink_metadata().is_ok();
+        if registered || worktree_dir {
+            return Err(WorktreeError::Retained(Leftovers {
+                worktree: self.worktree.clone(),
+                registered,
+                admin: self.git_dir.clone(),
+                worktree_dir,
+                parent: self.parent.clone(),
+                detail: if locked {
+                    format!("{detail}; the worktree is locked")
+                } else {
+                    detail
+                },
+            }));
+        }
+        Ok(())
+    }
+
+    /// Our worktree's entry in `git worktree list`, if it is registered.
+    fn entry(&self) -> Result<Option<git::WorktreeEntry>, WorktreeError> {
         let ours = std::fs::canonicalize(&self.worktree).unwrap_or_else(|_| self.worktree.clone());
-        Ok(git::worktree_paths(&self.repo)?
-            .iter()
-            .any(|p| *p == self.worktree || *p == ours))
+        Ok(git::worktree_entries(&self.repo)?
+            .into_iter()
+            .find(|e| e.path == self.worktree || e.path == ours))
     }
 }
 

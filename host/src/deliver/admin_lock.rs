@@ -1,0 +1,86 @@
+//! Serializes satyrn's worktree administration in one repository.
+//!
+//! `git worktree add` creates `<common dir>/worktrees/<name>/` and only then writes its
+//! files; a concurrent `git worktree list`, `add`, `remove` or `prune` in the same repository
+//! that reads the half-made entry fails (`fatal: failed to read …/commondir`). Two
+//! `deliver`s on one repository would therefore fail each other now and then. Every
+//! `deliver` step that lists, adds, removes or prunes worktrees holds this lock: an
+//! exclusive `flock` on the descriptor of the repository's common git directory. Nothing
+//! is created for it, and the kernel releases it when the process exits, however it exits.
+//! It is held for a few git calls at a time, never while the command runs, and it does not
+//! order `deliver` against a user's own concurrent `git worktree` commands.
+
+use std::time::{Duration, Instant};
+
+use rustix::fd::OwnedFd;
+use rustix::fs::{FlockOperation, Mode, OFlags, flock};
+
+use super::signals;
+use crate::git::Git;
+
+/// How long [`AdminLock::acquire`] waits at most: 60 s.
+pub const WAIT: Duration = Duration::from_secs(60);
+
+/// A held lock; released on drop.
+#[derive(Debug)]
+pub struct AdminLock {
+    _dir: OwnedFd,
+}
+
+impl AdminLock {
+    /// Waits (up to [`WAIT`], and not past a signal recorded by [`signals`]) for the lock of
+    /// the repository `repo` is in.
+    ///
+    /// # Errors
+    ///
+    /// Why it is not held: the common directory cannot be found or opened, `flock` is not
+    /// supported, a signal arrived, or the wait ran out. Callers go on without it (the
+    /// race it prevents is rare and ends in `GIT_FAILED`, never in a wrong result).
+    pub fn acquire(repo: &Git) -> Result<Self, String> {
+        let common = repo
+            .line(&["rev-parse", "--path-format=absolute", "--git-common-dir"])
+            .map_err(|e| e.to_string())?;
+        let dir = rustix::fs::open(
+            common.as_str(),
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC | OFlags::NOFOLLOW,
+            Mode::empty(),
+        )
+        .map_err(|e| format!("cannot open {common}: {e}"))?;
+        let end = Instant::now() + WAIT;
+        loop {
+            match flock(&dir, FlockOperation::NonBlockingLockExclusive) {
+                Ok(()) => return Ok(Self { _dir: dir }),
+                Err(rustix::io::Errno::WOULDBLOCK | rustix::io::Errno::INTR) => {}
+                Err(e) => return Err(format!("cannot lock {common}: {e}")),
+            }
+            if signals::received().is_some() {
+                return Err("interrupted while waiting for the worktree lock".to_owned());
+            }
+            if Instant::now() >= end {
+                return Err(format!(
+                    "{common} stayed locked by another deliver for {} s",
+                    WAIT.as_secs()
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+}
+
+/// [`AdminLock::acquire`], reporting a failure on stderr (unless a signal ended the wait)
+/// and going on without the lock.
+#[must_use]
+pub fn acquire_or_warn(repo: &Git) -> Option<AdminLock> {
+    match AdminLock::acquire(repo) {
+        Ok(lock) => Some(lock),
+        Err(_) if signals::received().is_some() => None,
+        Err(e) => {
+            use std::io::Write;
+            let _ = writeln!(
+                std::io::stderr(),
+                "satyrn-host deliver: going on without the worktree lock: {e}"
+            );
+            None
+        }
+    }
+}
