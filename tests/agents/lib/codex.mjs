@@ -1,0 +1,60 @@
+/**
+ * Codex CLI (`@openai/codex`) against the scripted model, with satyrn as its only MCP server
+ * and its own exec tools switched off.
+ */
+
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { bin, clientEnv, run, SERVER } from "./harness.mjs";
+
+/** The Responses namespace under which Codex offers the MCP server's tools. */
+export const NAMESPACE = `mcp__${SERVER}`;
+
+/** A TOML basic string. */
+const toml = (s) => JSON.stringify(s);
+
+/**
+ * Writes `CODEX_HOME/config.toml`: the scripted provider (Responses wire API), no approvals,
+ * the read-only sandbox, and satyrn's MCP server (`command args`, run in `cwd`) whose tools are
+ * approved up front (otherwise a tool marked destructive fails: "MCP tool call requires
+ * approval").
+ * @param {string} codexHome
+ * @param {{ modelUrl: string, command: string, args: string[], cwd: string }} options
+ */
+export function writeCodexHome(codexHome, { modelUrl, command, args, cwd }) {
+  mkdirSync(codexHome, { recursive: true });
+  const config = [
+    'model = "scripted"',
+    'model_provider = "scripted"',
+    'approval_policy = "never"',
+    'sandbox_mode = "read-only"',
+    "",
+    "[model_providers.scripted]",
+    'name = "scripted"',
+    `base_url = ${toml(`${modelUrl}/v1`)}`,
+    'wire_api = "responses"',
+    "",
+    `[mcp_servers.${SERVER}]`,
+    `command = ${toml(command)}`,
+    `args = [${args.map(toml).join(", ")}]`,
+    `cwd = ${toml(cwd)}`,
+    'default_tools_approval_mode = "approve"',
+    "",
+  ].join("\n");
+  writeFileSync(join(codexHome, "config.toml"), config);
+}
+
+/** The `codex exec` arguments: no shell tool, no unified exec, non-interactive. */
+export const CODEX_EXEC_ARGS = ["exec", "--disable", "shell_tool", "--disable", "unified_exec"];
+
+/**
+ * Runs `codex exec PROMPT` in `cwd` (a git repository) with `CODEX_HOME`.
+ * @param {{ codexHome: string, home: string, cwd: string, prompt: string, timeoutMs?: number }} o
+ */
+export function codexExec({ codexHome, home, cwd, prompt, timeoutMs = 120_000 }) {
+  return run(bin("codex"), [...CODEX_EXEC_ARGS, prompt], {
+    cwd,
+    env: clientEnv(home, { CODEX_HOME: codexHome }),
+    timeoutMs,
+  });
+}
