@@ -7,6 +7,7 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { bin, clientEnv, run, SERVER } from "./harness.mjs";
+import { PWNED } from "./story.mjs";
 
 /** The name under which Claude Code offers an MCP tool to the model. */
 export const tool = (name) => `mcp__${SERVER}__${name}`;
@@ -65,3 +66,10 @@ export function claudePrint({ home, configDir, modelUrl, mcpConfig, cwd, prompt,
     timeoutMs,
   });
 }
+
+/** Claude Code's names for an MCP tool, and a forced built-in `Write` of a new file. */
+export const CLAUDE = {
+  mcp: (name) => ({ name: tool(name) }),
+  builtin: (repo) => ({ name: "Write", arguments: { file_path: join(repo, PWNED), content: "written by a built-in\n" } }),
+};
+

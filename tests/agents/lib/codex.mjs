@@ -6,6 +6,7 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { bin, clientEnv, run, SERVER } from "./harness.mjs";
+import { PWNED } from "./story.mjs";
 
 /** The Responses namespace under which Codex offers the MCP server's tools. */
 export const NAMESPACE = `mcp__${SERVER}`;
@@ -58,3 +59,12 @@ export function codexExec({ codexHome, home, cwd, prompt, timeoutMs = 120_000 })
     timeoutMs,
   });
 }
+
+/** Codex's Responses names for an MCP tool, and a forced `apply_patch` that adds a file. */
+export const CODEX = {
+  mcp: (name) => ({ namespace: NAMESPACE, name }),
+  builtin: () => ({
+    name: "apply_patch",
+    arguments: { input: `*** Begin Patch\n*** Add File: ${PWNED}\n+written by a built-in\n*** End Patch\n` },
+  }),
+};

@@ -3,16 +3,10 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
-import { DISALLOWED, claudePrint, tool, writeMcpConfig } from "../lib/claude.mjs";
+import { CLAUDE, DISALLOWED, claudePrint, tool, writeMcpConfig } from "../lib/claude.mjs";
 import { describe, hostBin, makeFixture, snapshot } from "../lib/harness.mjs";
 import { startScriptedModel } from "../lib/scripted-model.mjs";
-import { PWNED, assertModelSaw, assertRepoAfterStory, storyScript } from "../lib/story.mjs";
-
-/** Claude Code's names for an MCP tool, and a forced built-in `Write` of a new file. */
-export const CLAUDE = {
-  mcp: (name) => ({ name: tool(name) }),
-  builtin: (repo) => ({ name: "Write", arguments: { file_path: join(repo, PWNED), content: "written by a built-in\n" } }),
-};
+import { assertModelSaw, assertRepoAfterStory, storyScript } from "../lib/story.mjs";
 
 let fixture;
 before(() => {

@@ -3,19 +3,11 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
-import { codexExec, NAMESPACE, writeCodexHome } from "../lib/codex.mjs";
+import { CODEX, codexExec, NAMESPACE, writeCodexHome } from "../lib/codex.mjs";
 import { describe, hostBin, makeFixture, snapshot } from "../lib/harness.mjs";
 import { startScriptedModel } from "../lib/scripted-model.mjs";
-import { PWNED, assertModelSaw, assertRepoAfterStory, storyScript } from "../lib/story.mjs";
+import { assertModelSaw, assertRepoAfterStory, storyScript } from "../lib/story.mjs";
 
-/** Codex's Responses names for an MCP tool, and a forced `apply_patch` that adds a file. */
-export const CODEX = {
-  mcp: (name) => ({ namespace: NAMESPACE, name }),
-  builtin: () => ({
-    name: "apply_patch",
-    arguments: { input: `*** Begin Patch\n*** Add File: ${PWNED}\n+written by a built-in\n*** End Patch\n` },
-  }),
-};
 /** Tools that would let Codex write or run anything itself. */
 const EXEC_TOOLS = ["shell", "exec_command", "write_stdin", "apply_patch", "local_shell", "unified_exec"];
 
