@@ -25,6 +25,9 @@ function inspector(args) {
 test("inspector: tools/list --strict passes and lists exactly read, edit, boundary", async () => {
   const result = await inspector(["--method", "tools/list", "--strict"]);
   assert.equal(result.code, 0, describe(result));
+  // Exit 0 only rules out error-severity issues; a warning (e.g. `"type": ["integer","null"]`,
+  // which single-type dialects such as Gemini's reject) is a portability bug too.
+  assert.doesNotMatch(result.stderr, /^(Warning|Error): tool /m, describe(result));
   const { tools } = JSON.parse(result.stdout);
   assert.deepEqual(tools.map((t) => t.name).sort(), ["boundary", "edit", "read"]);
   for (const tool of tools) {
