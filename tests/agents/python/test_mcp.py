@@ -161,7 +161,7 @@ class ReadEdit(McpTest):
                     },
                 )
             )
-            self.assertIs(e["changed"], True)
+            self.assertEqual(e["changed"], [{"start_line": 2, "end_line": 2}])
             self.assertEqual(e["sha256"], sha256(after_first))
             self.assertEqual(a.read_bytes(), after_first)
             before = snapshot(a)
@@ -195,10 +195,24 @@ class ReadEdit(McpTest):
         self.assertEqual(a.read_bytes(), b"alpha\nBETA\ngamma\n")
 
     def test_a_malformed_call_is_invalid_params(self) -> None:
+        a = self.repo / "src" / "a.txt"
+        before = snapshot(a)
+        malformed = [
+            ("read", {"path": 7}),
+            ("read", {"path": "src/a.txt", "bogus": 1}),
+            ("edit", {"path": "src/a.txt", "edits": [{"op": "frobnicate"}]}),
+        ]
+
         async def body(s: ClientSession) -> None:
-            with self.assertRaises(MCPError) as caught:
-                await s.call_tool("read", {"path": 7})
-            self.assertEqual(caught.exception.error.code, -32602, caught.exception)
+            for name, arguments in malformed:
+                with self.subTest(tool=name, arguments=arguments):
+                    try:
+                        result = await s.call_tool(name, arguments)
+                    except MCPError as e:
+                        self.assertEqual(e.error.code, -32602, e)
+                    else:
+                        self.fail(f"{name} {arguments}: expected a JSON-RPC invalid-params error, got the tool result {result}")
+            self.assertEqual(snapshot(a), before)
             # The session survives the bad call.
             self.assert_ok(await s.call_tool("read", {"path": "src/a.txt"}))
 
@@ -230,7 +244,7 @@ class Refusals(McpTest):
                     "edit", {"path": "src/a.txt", "edits": [{"op": "replace", "old_text": "beta", "new_text": "BETA"}]}
                 )
             )
-            self.assertIs(ok["changed"], True)
+            self.assertTrue(ok["changed"], "the declared edit reports its changed lines")
 
         self.run_session(body)
         self.assertEqual(snapshot(readme), before)
@@ -244,7 +258,7 @@ class Refusals(McpTest):
 
         async def body(s: ClientSession) -> None:
             for path in ("src/link.txt", "src/out.txt"):
-                self.assert_refused(await s.call_tool("read", {"path": path}))
+                self.assert_refused(await s.call_tool("read", {"path": path}), "READ_UNAVAILABLE")
                 edit = {
                     "path": path,
                     "expected_sha256": sha256(A_BEFORE),
@@ -274,13 +288,13 @@ class GitDirectory(McpTest):
         before = snapshot(config)
 
         async def body(s: ClientSession) -> None:
-            self.assert_refused(await s.call_tool("read", {"path": ".git/config"}))
+            self.assert_refused(await s.call_tool("read", {"path": ".git/config"}), "READ_UNAVAILABLE")
             edit = {
                 "path": ".git/config",
                 "expected_sha256": sha256(config.read_bytes()),
                 "edits": [{"op": "insert_after", "anchor_text": "[core]\n", "new_text": "\thooksPath = /tmp/x\n"}],
             }
-            self.assert_refused(await s.call_tool("edit", edit))
+            self.assert_refused(await s.call_tool("edit", edit), "PATH_UNDECLARED")
             self.assertEqual(snapshot(config), before)
             # The sibling: under the same contract an ordinary file is editable.
             self.assert_ok(await s.call_tool("read", {"path": "README.md"}))
