@@ -280,6 +280,26 @@ class Refusals(McpTest):
         self.assertEqual(snapshot(self.outside), before[self.outside])
 
 
+    def test_paths_outside_the_repository_are_refused(self) -> None:
+        before = snapshot(self.outside)
+
+        async def body(s: ClientSession) -> None:
+            for path in ("../outside.txt", str(self.outside), "src/../../outside.txt"):
+                self.assert_refused(await s.call_tool("read", {"path": path}))
+                edit = {
+                    "path": path,
+                    "expected_sha256": sha256(self.outside.read_bytes()),
+                    "edits": [{"op": "replace", "old_text": "outside", "new_text": "taken"}],
+                }
+                self.assert_refused(await s.call_tool("edit", edit))
+                self.assertEqual(snapshot(self.outside), before, path)
+            # The sibling: a path inside the repository reads fine in the same session.
+            self.assert_ok(await s.call_tool("read", {"path": "src/a.txt"}))
+
+        self.run_session(body)
+        self.assertEqual(git(self.repo, "status", "--porcelain"), "")
+
+
 class GitDirectory(McpTest):
     contract_text = CONTRACT_ALL
 
