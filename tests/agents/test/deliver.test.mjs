@@ -67,6 +67,23 @@ for (const [client, script, refusal] of [
     assert.equal(git(repo, "rev-list", "--count", "--parents", "-n1", candidate).trim(), "1");
     assert.equal(git(repo, "diff-tree", "-r", "--no-renames", "--name-status", head, candidate), "M\tsrc/a.txt\n");
     assert.equal(git(repo, "show", `${candidate}:src/a.txt`), A_AFTER);
+    const patch = git(repo, "diff", "--no-ext-diff", "--no-color", "--no-renames", head, candidate).split("\n");
+    assert.match(patch[1], /^index [0-9a-f]+\.\.[0-9a-f]+ 100644$/, "same mode, one blob changed");
+    assert.deepEqual(
+      [patch[0], ...patch.slice(2)],
+      [
+        "diff --git a/src/a.txt b/src/a.txt",
+        "--- a/src/a.txt",
+        "+++ b/src/a.txt",
+        "@@ -1,3 +1,3 @@",
+        " alpha",
+        "-beta",
+        "+BETA, edited through satyrn",
+        " gamma",
+        "",
+      ],
+      "the candidate's diff is exactly the declared change",
+    );
     assert.equal(git(repo, "show", `${head}:src/a.txt`), A_BEFORE);
 
     assert.equal(status(repo), "", "the caller's checkout must be untouched");
