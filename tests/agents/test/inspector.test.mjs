@@ -1,16 +1,17 @@
 // The MCP Inspector's CLI against `satyrn-host mcp`: the tool schemas pass its portability
 // check, and a `read` round-trips.
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { after, before, test } from "node:test";
-import { A_BEFORE, bin, clientEnv, describe, hostBin, makeFixture, run, snapshot, status } from "../lib/harness.mjs";
+import { afterEach, beforeEach, test } from "node:test";
+import { A_BEFORE, README, bin, clientEnv, describe, hostBin, makeFixture, run, snapshot, status } from "../lib/harness.mjs";
 import { sha256 } from "../lib/story.mjs";
 
 let fixture;
-before(() => {
+beforeEach(() => {
   fixture = makeFixture();
 });
-after(() => fixture?.cleanup());
+afterEach(() => fixture?.cleanup());
 
 /** `mcp-inspector --cli ARGS… -- satyrn-host mcp --repo REPO CONTRACT` (HOME is the fixture's). */
 function inspector(args) {
@@ -52,4 +53,37 @@ test("inspector: tools/call read round-trips the file's text and sha256", async 
   assert.ok(answer.content.some((c) => c.type === "text" && c.text.includes("beta")), describe(result));
   assert.deepEqual(snapshot(join(fixture.repo, "src", "a.txt")), before, "read must not touch the file");
   assert.equal(status(fixture.repo), "");
+});
+
+/** `--tool-arg` pairs for an edit of `path` with an explicit revision (each CLI call is a new session). */
+function editArgs(path, sha, oldText, newText) {
+  return [
+    "--method", "tools/call", "--tool-name", "edit",
+    "--tool-arg", `path=${path}`, `expected_sha256=${sha}`,
+    `edits=${JSON.stringify([{ op: "replace", old_text: oldText, new_text: newText }])}`,
+  ];
+}
+
+test("inspector: an edit outside writable_paths is PATH_UNDECLARED (exit 5), README.md unchanged", async () => {
+  const readme = join(fixture.repo, "README.md");
+  const before = snapshot(readme);
+  const result = await inspector(editArgs("README.md", sha256(README), "# demo", "# taken over"));
+  assert.equal(result.code, 5, describe(result)); // the Inspector's exit status for a tool result with isError
+  // On exit 5 the tool result is on stdout and the CLI's own verdict on stderr.
+  const answer = JSON.parse(result.stdout);
+  assert.equal(JSON.parse(result.stderr.trim().split("\n").pop()).error.code, "tool_is_error", describe(result));
+  assert.equal(answer.isError, true);
+  assert.match(answer.content[0].text, /^PATH_UNDECLARED: /);
+  assert.deepEqual(snapshot(readme), before);
+  assert.equal(status(fixture.repo), "");
+});
+
+test("inspector: an edit of src/a.txt with its explicit revision lands", async () => {
+  const result = await inspector(editArgs("src/a.txt", sha256(A_BEFORE), "beta", "BETA"));
+  assert.equal(result.code, 0, describe(result));
+  const answer = JSON.parse(result.stdout);
+  assert.notEqual(answer.isError, true, describe(result));
+  assert.equal(answer.structuredContent.sha256, sha256("alpha\nBETA\ngamma\n"));
+  assert.equal(readFileSync(join(fixture.repo, "src", "a.txt"), "utf8"), "alpha\nBETA\ngamma\n");
+  assert.equal(status(fixture.repo), " M src/a.txt\n");
 });
