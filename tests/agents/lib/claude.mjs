@@ -67,9 +67,29 @@ export function claudePrint({ home, configDir, modelUrl, mcpConfig, cwd, prompt,
   });
 }
 
-/** Claude Code's names for an MCP tool, and a forced built-in `Write` of a new file. */
-export const CLAUDE = {
-  mcp: (name) => ({ name: tool(name) }),
-  builtin: (repo) => ({ name: "Write", arguments: { file_path: join(repo, PWNED), content: "written by a built-in\n" } }),
-};
+/**
+ * Forced calls of Claude Code's own write/exec tools, each creating `PWNED` if it ran, and how
+ * Claude Code words the refusal of a disallowed tool.
+ */
+export const CLAUDE_BUILTINS = [
+  {
+    name: "Write",
+    arguments: (repo) => ({ file_path: join(repo, PWNED), content: "written by a built-in\n" }),
+    refusal: /No such tool available: Write/,
+  },
+  {
+    name: "Bash",
+    arguments: (repo) => ({ command: `touch ${join(repo, PWNED)}`, description: "create a file" }),
+    refusal: /No such tool available: Bash/,
+  },
+];
 
+/** Claude Code's names for an MCP tool, and one forced built-in (default `Write`). */
+export function claudeClient(builtin = CLAUDE_BUILTINS[0]) {
+  return {
+    mcp: (name) => ({ name: tool(name) }),
+    builtin: (repo) => ({ name: builtin.name, arguments: builtin.arguments(repo) }),
+    refusal: builtin.refusal,
+  };
+}
+export const CLAUDE = claudeClient();

@@ -60,11 +60,26 @@ export function codexExec({ codexHome, home, cwd, prompt, timeoutMs = 120_000 })
   });
 }
 
-/** Codex's Responses names for an MCP tool, and a forced `apply_patch` that adds a file. */
-export const CODEX = {
-  mcp: (name) => ({ namespace: NAMESPACE, name }),
-  builtin: () => ({
+/**
+ * Forced calls of Codex's own write/exec tools, each creating `PWNED` if it ran, and how Codex
+ * words the refusal once the tool is switched off.
+ */
+export const CODEX_BUILTINS = [
+  {
     name: "apply_patch",
     arguments: { input: `*** Begin Patch\n*** Add File: ${PWNED}\n+written by a built-in\n*** End Patch\n` },
-  }),
-};
+    refusal: /^unsupported call: apply_patch/,
+  },
+  { name: "exec_command", arguments: { cmd: `touch ${PWNED}` }, refusal: /^unsupported call: exec_command/ },
+  { name: "shell", arguments: { command: ["bash", "-lc", `touch ${PWNED}`] }, refusal: /^unsupported call: shell/ },
+];
+
+/** Codex's Responses names for an MCP tool, and one forced built-in (default `apply_patch`). */
+export function codexClient(builtin = CODEX_BUILTINS[0]) {
+  return {
+    mcp: (name) => ({ namespace: NAMESPACE, name }),
+    builtin: () => ({ name: builtin.name, arguments: builtin.arguments }),
+    refusal: builtin.refusal,
+  };
+}
+export const CODEX = codexClient();

@@ -2,8 +2,8 @@
 // Codex's own exec/patch tools are off.
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { after, before, test } from "node:test";
-import { CODEX, codexExec, NAMESPACE, writeCodexHome } from "../lib/codex.mjs";
+import { afterEach, beforeEach, test } from "node:test";
+import { CODEX_BUILTINS, codexClient, codexExec, NAMESPACE, writeCodexHome } from "../lib/codex.mjs";
 import { describe, hostBin, makeFixture, snapshot } from "../lib/harness.mjs";
 import { startScriptedModel } from "../lib/scripted-model.mjs";
 import { assertModelSaw, assertRepoAfterStory, storyScript } from "../lib/story.mjs";
@@ -12,33 +12,36 @@ import { assertModelSaw, assertRepoAfterStory, storyScript } from "../lib/story.
 const EXEC_TOOLS = ["shell", "exec_command", "write_stdin", "apply_patch", "local_shell", "unified_exec"];
 
 let fixture;
-before(() => {
+beforeEach(() => {
   fixture = makeFixture();
 });
-after(() => fixture?.cleanup());
+afterEach(() => fixture?.cleanup());
 
-test("codex: read, PATH_UNDECLARED reaches the model, apply_patch refused, the declared edit lands", async () => {
-  const host = hostBin();
-  const { repo, contract, home, dir } = fixture;
-  const readme = snapshot(join(repo, "README.md"));
-  const model = await startScriptedModel(storyScript(CODEX, repo));
-  try {
-    const codexHome = join(dir, "codex-home");
-    writeCodexHome(codexHome, { modelUrl: model.url, command: host, args: ["mcp", "--repo", repo, contract], cwd: repo });
-    const result = await codexExec({ codexHome, home, cwd: repo, prompt: "Change beta in src/a.txt." });
-    assert.equal(result.code, 0, describe(result));
+for (const builtin of CODEX_BUILTINS) {
+  test(`codex: read, PATH_UNDECLARED reaches the model, ${builtin.name} refused, the declared edit lands`, async () => {
+    const client = codexClient(builtin);
+    const host = hostBin();
+    const { repo, contract, home, dir } = fixture;
+    const readme = snapshot(join(repo, "README.md"));
+    const model = await startScriptedModel(storyScript(client, repo));
+    try {
+      const codexHome = join(dir, "codex-home");
+      writeCodexHome(codexHome, { modelUrl: model.url, command: host, args: ["mcp", "--repo", repo, contract], cwd: repo });
+      const result = await codexExec({ codexHome, home, cwd: repo, prompt: "Change beta in src/a.txt." });
+      assert.equal(result.code, 0, describe(result));
 
-    const first = model.requests.find((r) => r.kind === "responses");
-    assert.ok(first, "codex sent no Responses request");
-    const offered = first.body.tools.map((t) => t.name);
-    for (const name of EXEC_TOOLS) assert.ok(!offered.includes(name), `codex offered ${name}: ${offered}`);
-    const satyrn = first.body.tools.find((t) => t.type === "namespace" && t.name === NAMESPACE);
-    assert.ok(satyrn, `satyrn's tools were not offered: ${offered}`);
-    assert.deepEqual(satyrn.tools.map((t) => t.name).sort(), ["boundary", "edit", "read"]);
+      const first = model.requests.find((r) => r.kind === "responses");
+      assert.ok(first, "codex sent no Responses request");
+      const offered = first.body.tools.map((t) => t.name);
+      for (const name of EXEC_TOOLS) assert.ok(!offered.includes(name), `codex offered ${name}: ${offered}`);
+      const satyrn = first.body.tools.find((t) => t.type === "namespace" && t.name === NAMESPACE);
+      assert.ok(satyrn, `satyrn's tools were not offered: ${offered}`);
+      assert.deepEqual(satyrn.tools.map((t) => t.name).sort(), ["boundary", "edit", "read"]);
 
-    assertModelSaw(model.requests, /^unsupported call: apply_patch/);
-    assertRepoAfterStory(repo, readme);
-  } finally {
-    await model.close();
-  }
-});
+      assertModelSaw(model.requests, client.refusal);
+      assertRepoAfterStory(repo, readme);
+    } finally {
+      await model.close();
+    }
+  });
+}
