@@ -23,6 +23,7 @@ export const PWNED = "pwned.txt";
 /**
  * The script for one client.
  * @param {{ mcp: (tool: string) => { name: string, namespace?: string }, builtin: (repo: string) => { name: string, arguments: Record<string, unknown> } }} client
+ *   how the client names satyrn's tools, and the one built-in call it is forced to make
  * @param {string} repo the directory the client works in (for absolute paths in built-ins)
  * @returns {import("./scripted-model.mjs").Step[]}
  */
