@@ -27,3 +27,6 @@ bash scripts/test-reuse.sh  # the same fixtures under Node (jco) and Python (was
 
 step "Pi package (unit tests, the real satyrn-host, the real Pi CLI with a scripted model)"
 (cd pi && npm ci --no-audit --no-fund --loglevel=error && npm test)
+
+step "MCP clients (Codex CLI, Claude Code, MCP Inspector, Python MCP SDK) against satyrn-host mcp"
+bash scripts/test-agents.sh

@@ -13,7 +13,6 @@ use crate::fnmatch;
 use crate::lines::LineIndex;
 use crate::path;
 use crate::path::is_git_admin;
-use crate::replace::git_admin_message;
 use crate::revision::Revision;
 use crate::worktree::Worktree;
 
@@ -135,7 +134,10 @@ pub fn read<W: Worktree + ?Sized>(
         ));
     }
     if is_git_admin(&segments) {
-        return Err(refuse(ReadCode::Unavailable, git_admin_message(path)));
+        return Err(refuse(
+            ReadCode::Unavailable,
+            format!("`{path}` is inside git's administrative files (`.git`), which are never read"),
+        ));
     }
     let bytes = worktree
         .read_regular(&segments, MAX_READ_FILE_BYTES)

@@ -8,6 +8,7 @@ use crate::protocol::{EditResult, Hunk, LineRange, ReadResult};
 
 /// `read`'s result.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
+#[schemars(transform = super::args::portable)]
 pub struct ReadOutput {
     /// The path, as asked.
     pub path: String,
@@ -54,6 +55,7 @@ impl From<ReadResult> for ReadOutput {
 
 /// A range of lines of the new file.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
+#[schemars(transform = super::args::portable)]
 pub struct LinesOutput {
     /// The first line, 1-indexed.
     pub start_line: u32,
@@ -72,6 +74,7 @@ impl From<LineRange> for LinesOutput {
 
 /// A changed region of the new file with a little context.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
+#[schemars(transform = super::args::portable)]
 pub struct HunkOutput {
     /// The first line shown.
     pub start_line: u32,
@@ -93,6 +96,7 @@ impl From<Hunk> for HunkOutput {
 
 /// `edit`'s result.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
+#[schemars(transform = super::args::portable)]
 pub struct EditOutput {
     /// The path edited.
     pub path: String,
@@ -120,6 +124,7 @@ impl From<EditResult> for EditOutput {
 
 /// `boundary`'s result: what this session may do.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
+#[schemars(transform = super::args::portable)]
 pub struct BoundaryOutput {
     /// The contract's id.
     pub contract_id: String,

@@ -194,26 +194,35 @@ class ReadEdit(McpTest):
         self.run_session(body)
         self.assertEqual(a.read_bytes(), b"alpha\nBETA\ngamma\n")
 
-    def test_a_malformed_call_is_invalid_params(self) -> None:
+    def test_a_malformed_call_is_a_correctable_tool_error(self) -> None:
+        """Arguments that do not fit the schema come back as a tool result with isError (MCP
+        2025-11-25, as rmcp reports them; docs/mcp.md), so the model can correct the call;
+        nothing is applied and the session goes on."""
         a = self.repo / "src" / "a.txt"
         before = snapshot(a)
         malformed = [
             ("read", {"path": 7}),
             ("read", {"path": "src/a.txt", "bogus": 1}),
             ("edit", {"path": "src/a.txt", "edits": [{"op": "frobnicate"}]}),
+            ("edit", {"path": "src/a.txt", "edits": [{"op": "replace", "anchor_text": "beta", "new_text": "x"}]}),
         ]
 
         async def body(s: ClientSession) -> None:
             for name, arguments in malformed:
                 with self.subTest(tool=name, arguments=arguments):
-                    try:
-                        result = await s.call_tool(name, arguments)
-                    except MCPError as e:
-                        self.assertEqual(e.error.code, -32602, e)
-                    else:
-                        self.fail(f"{name} {arguments}: expected a JSON-RPC invalid-params error, got the tool result {result}")
+                    result = await s.call_tool(name, arguments)
+                    self.assertTrue(result.is_error, f"{name} {arguments}: {result}")
+                    text = text_of(result)
+                    self.assertTrue(
+                        text.startswith("failed to deserialize parameters: ") or text.startswith("INVALID_REQUEST: "),
+                        text,
+                    )
             self.assertEqual(snapshot(a), before)
-            # The session survives the bad call.
+            # An unknown tool is a protocol error.
+            with self.assertRaises(MCPError):
+                await s.call_tool("write", {"path": "src/new.txt"})
+            self.assertFalse((self.repo / "src" / "new.txt").exists())
+            # The session survives the bad calls.
             self.assert_ok(await s.call_tool("read", {"path": "src/a.txt"}))
 
         self.run_session(body)
