@@ -5,7 +5,8 @@
 #      byte-for-byte unchanged) and one exact replacement;
 #   2. the whole slice: `satyrn-host deliver` -> detached worktree -> `satyrn-host attempt`
 #      -> Pi -> every edit through the sandboxed component -> a candidate ref; prints the
-#      receipt and the candidate's diff.
+#      receipt and the candidate's diff;
+#   3. one MCP session (`satyrn-host mcp`) with a scripted client: the same gates for any agent.
 # The model is a scripted local server standing in for an LLM, unless SATYRN_MODEL is set:
 # then Pi runs that real model with your usual Pi configuration and credentials.
 # Leaves nothing behind but what it prints.
@@ -115,3 +116,36 @@ PY
 printf '\n$ git diff %s refs/satyrn/candidates/demo-greeting/head\n' "${base:0:12}"
 git -C "$repo" --no-pager diff --no-color "$base" refs/satyrn/candidates/demo-greeting/head
 printf '\nthe caller'"'"'s checkout is untouched: git status --porcelain prints "%s"\n' "$(git -C "$repo" status --porcelain)"
+
+echo
+echo "# satyrn demo, part 3: the same gates for any MCP client (satyrn-host mcp)"
+echo "# a SCRIPTED MCP CLIENT (plain JSON-RPC over stdio) stands in for an agent such as Claude Code or Codex"
+printf '\n$ satyrn-host mcp --repo %s contract.yaml\n' "$repo"
+python3 - "$host" "$repo" "$work/contract.yaml" <<'PY'
+import json, subprocess, sys
+host, repo, contract = sys.argv[1:]
+server = subprocess.Popen([host, "mcp", "--repo", repo, contract], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+ids = iter(range(1, 100))
+def rpc(method, params):
+    server.stdin.write(json.dumps({"jsonrpc": "2.0", "id": next(ids), "method": method, "params": params}) + "\n")
+    server.stdin.flush()
+    return json.loads(server.stdout.readline())
+rpc("initialize", {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "demo", "version": "1"}})
+server.stdin.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n")
+tools = rpc("tools/list", {})["result"]["tools"]
+print("tools:", ", ".join(t["name"] for t in tools))
+def call(title, name, arguments):
+    result = rpc("tools/call", {"name": name, "arguments": arguments})["result"]
+    text = " ".join(c.get("text", "") for c in result["content"]).strip().split("\n\n")[0].replace("\n", " / ")
+    print(f"  {'refused' if result.get('isError') else 'ok     '} {name} ({title}): {text[:200]}")
+call("the task and the writable patterns", "boundary", {})
+call("edit before reading: no revision known", "edit", {"path": "src/greeting.rs", "edits": [{"op": "replace", "old_text": "hello world", "new_text": "hello mcp"}]})
+call("read records the revision", "read", {"path": "src/greeting.rs"})
+call("an undeclared file", "edit", {"path": "config.toml", "edits": [{"op": "replace", "old_text": "secret = 1", "new_text": "secret = 0"}]})
+call("the exact edit, no revision to copy", "edit", {"path": "src/greeting.rs", "edits": [{"op": "replace", "old_text": "hello world", "new_text": "hello mcp"}]})
+server.stdin.close()
+server.wait(30)
+PY
+printf '\n$ git diff\n'
+git -C "$repo" --no-pager diff --no-color
+git -C "$repo" checkout -q -- src/greeting.rs
