@@ -473,3 +473,54 @@ fn an_unknown_tool_is_a_protocol_error() {
         client.cancel().await.expect("close");
     });
 }
+
+/// Many calls at once from one client: every one is answered correctly (at most eight run
+/// at a time; the rest wait for a slot), and concurrent edits of different files all land.
+#[test]
+fn many_concurrent_calls_from_one_client_are_all_answered() {
+    let fx = Fixture::new(&["src/*.txt"]);
+    for i in 0..8 {
+        std::fs::write(
+            fx.repo.file(&format!("src/f{i}.txt")),
+            format!("file {i}\n"),
+        )
+        .expect("write");
+    }
+    runtime().block_on(async {
+        let client = connect(&fx).await;
+        for i in 0..8 {
+            ok(&client, "read", json!({"path": format!("src/f{i}.txt")})).await;
+        }
+        let mut calls = tokio::task::JoinSet::new();
+        for n in 0..40 {
+            let peer = client.peer().clone();
+            calls.spawn(async move {
+                let (tool, arguments) = if n < 8 {
+                    ("edit", json!({"path": format!("src/f{n}.txt"), "edits": replace_edit(&format!("file {n}"), &format!("edited {n}"))}))
+                } else {
+                    ("read", json!({"path": "src/a.txt"}))
+                };
+                let Value::Object(arguments) = arguments else { unreachable!() };
+                let result = peer
+                    .call_tool(CallToolRequestParams::new(tool).with_arguments(arguments))
+                    .await
+                    .expect("call");
+                (n, result)
+            });
+        }
+        let mut answered = 0;
+        while let Some(joined) = calls.join_next().await {
+            let (n, result) = joined.expect("task");
+            assert_eq!(result.is_error, Some(false), "call {n}: {result:?}");
+            answered += 1;
+        }
+        assert_eq!(answered, 40);
+        for i in 0..8 {
+            assert_eq!(
+                std::fs::read_to_string(fx.repo.file(&format!("src/f{i}.txt"))).expect("read"),
+                format!("edited {i}\n")
+            );
+        }
+        client.cancel().await.expect("close");
+    });
+}

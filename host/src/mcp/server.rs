@@ -38,6 +38,8 @@ pub struct Session {
     revisions: Mutex<HashMap<String, String>>,
     /// Calls running now (shutdown waits for them).
     in_flight: AtomicUsize,
+    /// Slots for calls running at once ([`MAX_CONCURRENT_CALLS`]).
+    slots: Arc<tokio::sync::Semaphore>,
 }
 
 impl Session {
@@ -50,6 +52,7 @@ impl Session {
             loaded,
             revisions: Mutex::new(HashMap::new()),
             in_flight: AtomicUsize::new(0),
+            slots: Arc::new(tokio::sync::Semaphore::new(MAX_CONCURRENT_CALLS)),
         }
     }
 
@@ -90,22 +93,31 @@ pub struct Server {
     tool_router: ToolRouter<Self>,
 }
 
-/// Runs `work` on a thread of its own and awaits it.
+/// Runs `work` on a thread of its own and awaits it. At most [`MAX_CONCURRENT_CALLS`] run
+/// at once; later calls wait for a slot, so a client cannot make the server start
+/// unboundedly many component instances.
 async fn off_thread<T: Send + 'static>(
     session: &Arc<Session>,
     work: impl FnOnce(&Session) -> T + Send + 'static,
 ) -> Result<T, ErrorData> {
+    let permit = Arc::clone(&session.slots)
+        .acquire_owned()
+        .await
+        .map_err(|_| ErrorData::internal_error("the server is shutting down", None))?;
     let (tx, rx) = tokio::sync::oneshot::channel();
     let session = Arc::clone(session);
     session.in_flight.fetch_add(1, Ordering::SeqCst);
+    let worker = Arc::clone(&session);
     let spawned = std::thread::Builder::new()
         .name("satyrn-mcp-call".into())
         .spawn(move || {
-            let result = work(&session);
-            session.in_flight.fetch_sub(1, Ordering::SeqCst);
+            let result = work(&worker);
+            worker.in_flight.fetch_sub(1, Ordering::SeqCst);
+            drop(permit);
             let _ = tx.send(result);
         });
     if let Err(e) = spawned {
+        session.in_flight.fetch_sub(1, Ordering::SeqCst);
         return Err(ErrorData::internal_error(
             format!("cannot start a thread for the call: {e}"),
             None,
@@ -114,6 +126,9 @@ async fn off_thread<T: Send + 'static>(
     rx.await
         .map_err(|_| ErrorData::internal_error("the call ended without a result", None))
 }
+
+/// The most calls of one session that run at once: 8.
+pub const MAX_CONCURRENT_CALLS: usize = 8;
 
 /// A refusal as the model reads it: `CODE: message`, then the batch's problems one per
 /// line, then the same as JSON. `isError` is set.
