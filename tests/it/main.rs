@@ -13,6 +13,7 @@ mod protocol_files;
 mod protocol_read;
 mod protocol_refusals;
 mod protocol_requests;
+mod publish_kill;
 mod race;
 mod reuse;
 mod support;
