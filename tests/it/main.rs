@@ -14,6 +14,7 @@ mod protocol_read;
 mod protocol_refusals;
 mod protocol_requests;
 mod publish_kill;
+mod publish_limits;
 mod race;
 mod reuse;
 mod support;
