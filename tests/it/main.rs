@@ -15,6 +15,7 @@ mod protocol_refusals;
 mod protocol_requests;
 mod publish_kill;
 mod publish_limits;
+mod publish_panic;
 mod race;
 mod reuse;
 mod support;

@@ -158,6 +158,7 @@ fn fill_and_rename(
     write_all(&temp.file, content).map_err(|e| failed(path, "writing the temporary", e))?;
     rustix::fs::fsync(&temp.file).map_err(|e| failed(path, "syncing the temporary", e))?;
     let name = temp.name(path)?;
+    crate::cli::panic::trigger("publish");
     rustix::fs::renameat(dir, name, dir, leaf)
         .map_err(|e| failed(path, "renaming the temporary over the target", e))
 }
