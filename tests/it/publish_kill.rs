@@ -129,10 +129,16 @@ fn campaign(named: bool, on_create: bool, rounds: u32) -> Campaign {
         if !left.is_empty() {
             result.left_a_temporary += 1;
             if !named {
-                // Named only once written and synced: never a partial temporary.
+                // Named only once written and synced: never a partial temporary. It holds
+                // the new content (killed before the exchange with the target) or, once
+                // the edit is in place, the displaced old content (killed before its
+                // removal).
                 for name in &left {
                     let held = std::fs::read(fx.repo.path().join(name)).expect("read");
-                    assert_eq!(held, new, "round {round}: a partial temporary {name}");
+                    assert!(
+                        held == new || (held == old && bytes == new),
+                        "round {round}: a partial temporary {name}"
+                    );
                 }
             }
             let run = next_call(&fx, &old, &new, named);
@@ -176,7 +182,7 @@ fn sigkill_campaign_leaves_the_file_old_or_new_and_the_next_call_removes_any_tem
 /// kills leave at most a complete temporary, which the next call removes.
 #[test]
 fn sigkill_as_the_temporary_is_named_leaves_at_most_a_complete_one() {
-    let run = campaign(false, true, 100);
+    let run = campaign(false, true, 60);
     assert!(
         run.killed_mid_run * 2 > run.kills,
         "most kills must land mid-run: {} of {}",
@@ -190,7 +196,7 @@ fn sigkill_as_the_temporary_is_named_leaves_at_most_a_complete_one() {
 /// removes them.
 #[test]
 fn sigkill_campaign_on_the_named_fallback_leaves_temporaries_the_next_call_removes() {
-    let run = campaign(true, true, 100);
+    let run = campaign(true, true, 60);
     assert!(
         run.left_a_temporary * 2 > run.kills,
         "kills at the temporary's creation left one in only {} of {} rounds",
@@ -301,8 +307,9 @@ fn events_of_one_replace(named: bool) -> Vec<(String, rustix::fs::inotify::ReadF
 }
 
 /// The kernel reports every write and attribute change of a file under its name in the
-/// watched directory: with `O_TMPFILE` the temporary's name is only ever created and
-/// renamed away, never written — the content was complete and synced before it had a name.
+/// watched directory: with `O_TMPFILE` the temporary's name is created (linked) once the
+/// content is complete and synced, and nothing is ever written or changed under it (it is
+/// then exchanged with the target, and the displaced file read and removed).
 #[test]
 fn the_temporary_is_never_written_while_it_has_a_name() {
     use rustix::fs::inotify::ReadFlags;
@@ -312,9 +319,10 @@ fn the_temporary_is_never_written_while_it_has_a_name() {
         .filter(|(name, _)| crate::protocol_common::is_temporary(name))
         .map(|(_, flags)| *flags)
         .collect();
-    assert_eq!(
-        on_temporary,
-        [ReadFlags::CREATE, ReadFlags::MOVED_FROM],
+    assert_eq!(on_temporary.first(), Some(&ReadFlags::CREATE), "{events:?}");
+    let written = ReadFlags::MODIFY | ReadFlags::ATTRIB | ReadFlags::CLOSE_WRITE;
+    assert!(
+        on_temporary.iter().all(|flags| !flags.intersects(written)),
         "{events:?}"
     );
     // Sibling: the named fallback's temporary is visible while it is written.

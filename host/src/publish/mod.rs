@@ -6,11 +6,13 @@
 //! single-link regular file whose bytes hash to the plan's base revision; writes the new
 //! content to a temporary in the same directory — anonymous (`O_TMPFILE`) where the file
 //! system allows, so nothing is visible until the commit — with the target's permission
-//! bits; fsyncs it; names it and renames it over the target relative to the directory
-//! descriptor; and fsyncs the directory. Every failure after the temporary exists removes
-//! it. The caller holds the worktree lock ([`crate::lock`]) throughout, so cooperating
-//! satyrn processes cannot interleave; a non-cooperating writer that changes the file
-//! between the re-check and the rename is not detected (POSIX has no compare-and-rename).
+//! bits; fsyncs it; names it; and commits it ([`commit`]: the target re-checked, the names
+//! exchanged, the displaced file re-hashed and swapped back if a writer changed it), relative
+//! to the directory descriptor; then fsyncs the directory. Every failure after the temporary
+//! exists removes it. The caller holds the worktree lock ([`crate::lock`]) throughout, so
+//! cooperating satyrn processes cannot interleave; a writer that does not take the lock can
+//! still lose an update in a window of a few system calls (POSIX has no compare-and-rename;
+//! see `docs/architecture.md`).
 
 use std::fmt;
 use std::io::Write;
@@ -23,6 +25,7 @@ use satyrn_mutator_core::revision::Revision;
 
 use crate::code::{Code, Failure};
 
+mod commit;
 mod signals;
 mod temporary;
 
@@ -80,12 +83,14 @@ fn failed(path: &str, what: &str, e: impl Into<std::io::Error>) -> PublishError 
 /// every publish first removes, in the target's directory, the temporaries whose process
 /// is gone (reported on stderr). See `docs/architecture.md`.
 ///
-/// The rename is the commit point: once it succeeded the edit is published, and a failure
-/// to fsync the directory afterwards is reported on stderr, not as a refusal.
+/// The exchange of the names (or, without `RENAME_EXCHANGE`, the rename) is the commit
+/// point: once it stood the re-check, the edit is published, and a failure to fsync the
+/// directory afterwards is reported on stderr, not as a refusal.
 ///
 /// # Errors
 ///
-/// [`PublishError::Stale`] when the target's bytes changed; [`PublishError::Failed`] when
+/// [`PublishError::Stale`] when the target's bytes changed, up to the commit (the names are
+/// then swapped back); [`PublishError::Failed`] when
 /// the path is not a safe worktree-relative path, a segment is a symlink or not a
 /// directory, the target is not a single-link regular file, or any read, write, sync or
 /// rename before the commit point fails (a file-size limit included). The target is then
@@ -110,7 +115,7 @@ pub fn publish(
     temporary::sweep_stale(&dir, &dirs.join("/"));
     let target = check_target(&dir, leaf, base, path)?;
     let held = HeldSignals::hold();
-    let outcome = write_and_commit(&dir, leaf, path, &target, content);
+    let outcome = write_and_commit(&dir, leaf, path, base, &target, content);
     drop(held);
     outcome
 }
@@ -121,12 +126,17 @@ fn write_and_commit(
     dir: &OwnedFd,
     leaf: &str,
     path: &str,
+    base: &Revision,
     target: &Target,
     content: &[u8],
 ) -> Result<(), PublishError> {
     let mut temp = Temporary::create(dir, leaf, path)?;
-    match fill_and_rename(dir, leaf, path, target, &mut temp, content) {
-        Ok(()) => {
+    let committed = match fill(path, target, &mut temp, content) {
+        Ok(name) => commit::commit(dir, leaf, &name, path, base, target),
+        Err(e) => commit::Committed::Undone(e),
+    };
+    match committed {
+        commit::Committed::Published => {
             temp.disarm();
             if let Err(e) = rustix::fs::fsync(dir) {
                 let _ = writeln!(
@@ -136,18 +146,22 @@ fn write_and_commit(
             }
             Ok(())
         }
-        Err(e) => Err(temp.remove_after(e)),
+        commit::Committed::Undone(e) => Err(temp.remove_after(e)),
+        commit::Committed::Stuck(e) => {
+            temp.disarm();
+            Err(e)
+        }
     }
 }
 
-fn fill_and_rename(
-    dir: &OwnedFd,
-    leaf: &str,
+/// Gives the temporary the target's mode (and owner), writes and syncs `content`, then
+/// names it; returns the name.
+fn fill(
     path: &str,
     target: &Target,
     temp: &mut Temporary<'_>,
     content: &[u8],
-) -> Result<(), PublishError> {
+) -> Result<String, PublishError> {
     rustix::fs::fchmod(&temp.file, target.mode).map_err(|e| failed(path, "setting the mode", e))?;
     // Keep the owner when we may (as root); otherwise the file is ours, as any editor's.
     if rustix::process::geteuid().is_root() {
@@ -157,10 +171,9 @@ fn fill_and_rename(
     }
     write_all(&temp.file, content).map_err(|e| failed(path, "writing the temporary", e))?;
     rustix::fs::fsync(&temp.file).map_err(|e| failed(path, "syncing the temporary", e))?;
-    let name = temp.name(path)?;
+    let name = temp.name(path)?.to_owned();
     crate::cli::panic::trigger("publish");
-    rustix::fs::renameat(dir, name, dir, leaf)
-        .map_err(|e| failed(path, "renaming the temporary over the target", e))
+    Ok(name)
 }
 
 fn open_parent(root: &OwnedFd, dirs: &[&str], path: &str) -> Result<OwnedFd, PublishError> {
@@ -183,8 +196,12 @@ fn open_parent(root: &OwnedFd, dirs: &[&str], path: &str) -> Result<OwnedFd, Pub
     Ok(dir)
 }
 
-/// The target as checked: its permission bits and owner.
+/// The target as checked: its descriptor (kept open, so its inode stays the one checked),
+/// identity, permission bits and owner.
 struct Target {
+    file: OwnedFd,
+    dev: u64,
+    ino: u64,
     mode: Mode,
     uid: rustix::fs::Uid,
     gid: rustix::fs::Gid,
@@ -229,6 +246,9 @@ fn check_target(
         )));
     }
     Ok(Target {
+        file,
+        dev: stat.st_dev,
+        ino: stat.st_ino,
         // The permission bits and the sticky bit; never set-user-ID or set-group-ID, which
         // any ordinary write to the file would have cleared too.
         mode: Mode::from_raw_mode(stat.st_mode & 0o1777),
