@@ -332,3 +332,40 @@ fn the_temporary_is_never_written_while_it_has_a_name() {
     });
     assert!(written, "{events:?}");
 }
+
+/// `deliver` never commits a publish temporary into a candidate: one left in the attempt's
+/// worktree (by a `satyrn-host` killed mid-publish: a dead process's pid in its name) is
+/// not part of the candidate; a file that only resembles one is, like any other file.
+#[test]
+fn a_candidate_never_carries_a_publish_temporary() {
+    use crate::deliver::{FixedRepo, deliver, sh};
+    use crate::support::{ContractFile, git_ok};
+    let repo = FixedRepo::with_files(&[("a.txt", b"a\n"), ("d/b.txt", b"b\n")]);
+    let root = repo.path();
+    let mut gone = Command::new("true").spawn().expect("true");
+    let pid = gone.id();
+    gone.wait().expect("wait");
+    let script = format!(
+        "echo changed > a.txt && printf partial > .a.txt.satyrn-{pid}-0abc01.tmp && \
+         printf old > 'd/.b [x].txt.satyrn-{pid}-ff.tmp' && printf kept > .notes.satyrn-tmp.tmp"
+    );
+    let contract = ContractFile::new("no-temporaries", &[]);
+    let run = deliver(&root, &contract.path, &sh(&script));
+    assert_eq!(run.code(), "OK", "{}", run.stdout);
+    let commit = git_ok(
+        &root,
+        &["rev-parse", "refs/satyrn/candidates/no-temporaries/head"],
+    );
+    let changes = git_ok(
+        &root,
+        &[
+            "diff-tree",
+            "-r",
+            "--no-renames",
+            "--name-status",
+            "--no-commit-id",
+            commit.trim(),
+        ],
+    );
+    assert_eq!(changes, "A\t.notes.satyrn-tmp.tmp\nM\ta.txt\n");
+}
