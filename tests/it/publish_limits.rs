@@ -216,3 +216,98 @@ fn a_line_of_exactly_one_page_is_read_and_one_byte_more_is_too_large() {
         serde_json::Value::Null
     );
 }
+
+/// An `edit` request against `fx`'s `f.txt` at its current revision.
+fn edit_request(fx: &Fixture, edits: Vec<serde_json::Value>) -> serde_json::Value {
+    json!({
+        "version": 1, "operation": "edit",
+        "repo": fx.repo.path(), "contract": fx.contract.path,
+        "path": "f.txt", "expected_sha256": fx.sha("f.txt"), "edits": edits,
+    })
+}
+
+fn rep(old: &str, new: &str) -> serde_json::Value {
+    json!({"op": "replace", "old_text": old, "new_text": new})
+}
+
+/// Runs a batch that must be refused, checks the file is unchanged, returns the result.
+fn refused_batch(fx: &Fixture, edits: Vec<serde_json::Value>) -> serde_json::Value {
+    let before = snapshot(&fx.file("f.txt"));
+    let run = protocol(&edit_request(fx, edits));
+    assert_eq!(run.status, 9, "{run:?}");
+    assert_eq!(snapshot(&fx.file("f.txt")), before);
+    run.response
+}
+
+/// At most 100 problems are listed: 100 are all listed, the 101st is counted in
+/// `problems_omitted`.
+#[test]
+fn a_refused_batch_lists_100_problems_and_counts_the_101st() {
+    let fx = Fixture::new(&[("f.txt", b"hello\n")], &["f.txt"]);
+    for (n, listed, omitted) in [(100, 100, 0), (101, 100, 1)] {
+        let response = refused_batch(&fx, vec![rep("", "x"); n]);
+        let result = &response["result"];
+        assert_eq!(
+            result["problems"].as_array().expect("problems").len(),
+            listed
+        );
+        assert_eq!(result["problems_omitted"], omitted, "{n} problems");
+    }
+}
+
+/// An ambiguous selector lists its first 8 matches: 8 occurrences are all listed, a 9th is
+/// counted but not listed.
+#[test]
+fn an_ambiguous_selector_lists_8_matches_and_counts_the_9th() {
+    for (n, listed) in [(8usize, 8usize), (9, 8)] {
+        let fx = Fixture::new(&[("f.txt", "dup\n".repeat(n).as_bytes())], &["f.txt"]);
+        let response = refused_batch(&fx, vec![rep("dup", "one")]);
+        let problem = &response["result"]["problems"][0];
+        assert_eq!(problem["code"], "ANCHOR_AMBIGUOUS");
+        assert_eq!(problem["match_count"], n);
+        assert_eq!(
+            problem["matches"].as_array().expect("matches").len(),
+            listed
+        );
+    }
+}
+
+/// Occurrences are counted up to 10 000: 9999 is exact, 10 000 and 10 001 are "at least
+/// 10000".
+#[test]
+fn occurrences_are_counted_exactly_below_10000_and_at_least_from_it() {
+    for (n, exact) in [(9999usize, true), (10_000, false), (10_001, false)] {
+        let fx = Fixture::new(&[("f.txt", "dup\n".repeat(n).as_bytes())], &["f.txt"]);
+        let response = refused_batch(&fx, vec![rep("dup", "one")]);
+        let problem = &response["result"]["problems"][0];
+        assert_eq!(problem["match_count"], n.min(10_000), "{n}");
+        let message = problem["message"].as_str().expect("message");
+        assert_eq!(message.contains("at least"), !exact, "{n}: {message}");
+    }
+}
+
+/// Near misses are searched for the first 16 missing selectors of a batch: the 16th has
+/// one, the 17th none.
+#[test]
+fn near_misses_are_given_for_16_missing_selectors_and_not_the_17th() {
+    let fx = Fixture::new(&[("f.txt", b"alpha beta\n")], &["f.txt"]);
+    let edits: Vec<serde_json::Value> = (0..17)
+        .map(|i| rep(&format!("alpha gamma {i}"), "x"))
+        .collect();
+    let response = refused_batch(&fx, edits);
+    let problems = response["result"]["problems"].as_array().expect("problems");
+    assert_eq!(problems.len(), 17);
+    assert_eq!(problems[15]["code"], "ANCHOR_MISSING");
+    assert_ne!(
+        problems[15]["near_miss"],
+        serde_json::Value::Null,
+        "{:?}",
+        problems[15]
+    );
+    assert_eq!(
+        problems[16]["near_miss"],
+        serde_json::Value::Null,
+        "{:?}",
+        problems[16]
+    );
+}
