@@ -53,24 +53,6 @@ fn main() {
         .unwrap_or_else(|e| fail(&format!("precompiling the component failed: {e:?}")));
     std::fs::write(out_dir.join("satyrn_mutator.cwasm"), compiled)
         .expect("write OUT_DIR/satyrn_mutator.cwasm");
-
-    // A stable copy for people and other hosts: target/satyrn_mutator.wasm (docs/reuse.md).
-    // Written beside it and renamed, so a reader never sees a half-written file when a
-    // debug and a release build run at once; best effort (the export command is the
-    // supported way to get the component).
-    if let Some(target_root) = target_root(&out_dir) {
-        let temp = target_root.join(format!(".satyrn_mutator.wasm.{}.tmp", std::process::id()));
-        if std::fs::write(&temp, &wasm_bytes).is_ok()
-            && std::fs::rename(&temp, target_root.join("satyrn_mutator.wasm")).is_err()
-        {
-            let _ = std::fs::remove_file(&temp);
-        }
-    }
-}
-
-/// `.../target` from `.../target/<profile>/build/satyrn-host-<hash>/out`.
-fn target_root(out_dir: &Path) -> Option<PathBuf> {
-    Some(out_dir.ancestors().nth(4)?.to_path_buf())
 }
 
 fn build_component(root: &Path, target_dir: &Path) -> PathBuf {

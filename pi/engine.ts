@@ -1,6 +1,6 @@
 /**
  * satyrn's `tool_call` guard for Pi (lib/guard.ts), active only inside a satyrn attempt —
- * whenever `SATYRN_MUTATION_CONTEXT` is set, even malformed; ordinary sessions are left
+ * whenever `SATYRN_MUTATION_CONTEXT_FILE` is set, even to a bad file; ordinary sessions are left
  * alone. It fails closed: every tool call is blocked unless mutator.ts registered
  * satyrn's confined `read` and `edit`; then it breaks runaway repetitions of one call
  * (lib/loop.ts).

@@ -1,6 +1,6 @@
 /**
  * satyrn's `edit` and `read` for Pi. Active only when the attempt's mutation context is
- * present (`SATYRN_MUTATION_CONTEXT` and `SATYRN_HOST_BIN`, see lib/context.ts); without
+ * present (`SATYRN_MUTATION_CONTEXT_FILE` and `SATYRN_HOST_BIN`, see lib/context.ts); without
  * it this extension registers nothing and Pi keeps its built-in tools. Once both tools are
  * registered it sets the process-wide marker (lib/context.ts) without which engine.ts
  * blocks every tool call of an attempt.

@@ -11,6 +11,8 @@ need_apt=()
 if ! rustup target list --installed 2>/dev/null | grep -qx wasm32-wasip2; then
   [ -x /usr/bin/cargo ] && [ -d /usr/lib/rustlib/src/rust/library ] || need_apt+=(rustc-web cargo-web rust-web-src)
   [ -x /usr/lib/llvm-22/bin/wasm-ld ] || need_apt+=(lld-22)
+  # clippy for the guest (scripts/lint-guest.sh), matching Debian's rustc-web.
+  [ -x /usr/bin/cargo-clippy ] || need_apt+=(rust-web-clippy)
 fi
 command -v python3 >/dev/null || need_apt+=(python3)
 command -v git >/dev/null || need_apt+=(git)

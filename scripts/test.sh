@@ -10,14 +10,16 @@ bash scripts/setup.sh
 
 step() { printf '\n==> %s\n' "$*" >&2; }
 
-step "format"
+step "format (workspace and the wasm guest)"
 cargo fmt --all -- --check
+(cd components/mutator && cargo fmt -- --check)
 
 step "build (component + host, one build for every suite)"
 cargo build --workspace --all-targets --locked
 
-step "lints"
+step "lints (workspace and the wasm guest)"
 cargo clippy --workspace --all-targets --locked -- -D warnings
+bash scripts/lint-guest.sh
 
 step "tests"
 cargo test --workspace --locked

@@ -192,3 +192,10 @@ impl fmt::Display for Failure {
 }
 
 impl std::error::Error for Failure {}
+
+/// Serialized as its spelling (`"EDITS_OVERLAP"`), as every response shows it.
+impl serde::Serialize for Code {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}

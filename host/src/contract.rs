@@ -114,9 +114,19 @@ pub fn load_with_bytes(path: &Path) -> Result<(Contract, Vec<u8>), ContractError
 
 fn read_bounded(path: &Path) -> std::io::Result<Option<Vec<u8>>> {
     use std::io::Read;
-    let file = std::fs::File::open(path)?;
-    if file.metadata()?.is_dir() {
+    use std::os::unix::fs::OpenOptionsExt;
+    // Non-blocking, so a FIFO (or a device) given as the contract is refused at once
+    // instead of blocking the open until a writer appears.
+    let file = std::fs::File::options()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)?;
+    let kind = file.metadata()?.file_type();
+    if kind.is_dir() {
         return Err(std::io::Error::other("it is a directory"));
+    }
+    if !kind.is_file() {
+        return Err(std::io::Error::other("it is not a regular file"));
     }
     let mut bytes = Vec::new();
     file.take(MAX_CONTRACT_BYTES + 1).read_to_end(&mut bytes)?;

@@ -34,15 +34,19 @@ impl From<RepoError> for Failure {
 }
 
 impl RepoRoot {
-    /// Opens `path` as a worktree root: an existing directory with a `.git` entry (a
-    /// directory for a main worktree, a file for a linked one). The path may be spelled
-    /// through symlinks; the opened directory is what every later step uses.
+    /// Opens `path` as a worktree root: an existing directory with a `.git` entry that git
+    /// would recognize — a directory holding `HEAD` and `objects` (or a `commondir` file) for
+    /// a main worktree, or a regular file starting with `gitdir: ` for a linked one. An empty
+    /// or unrelated `.git` is refused, so a subdirectory of another repository cannot pass
+    /// for a root. The path may be spelled through symlinks; the opened directory is what
+    /// every later step uses.
     ///
     /// This is the cheap check used on every protocol request; it spawns no git process.
     ///
     /// # Errors
     ///
-    /// [`RepoError`] when the path does not exist, is not a directory, or has no `.git`.
+    /// [`RepoError`] when the path does not exist, is not a directory, or has no `.git` of
+    /// the shapes above.
     pub fn open(path: &Path) -> Result<Self, RepoError> {
         let dir = rustix::fs::open(
             path,
@@ -56,13 +60,13 @@ impl RepoRoot {
                 std::io::Error::from(e)
             ))
         })?;
-        match rustix::fs::statat(&dir, ".git", rustix::fs::AtFlags::SYMLINK_NOFOLLOW) {
-            Ok(_) => Ok(Self {
+        match git_entry(&dir) {
+            Ok(()) => Ok(Self {
                 path: path.to_path_buf(),
                 dir,
             }),
-            Err(_) => Err(RepoError(format!(
-                "{} is not the root of a git worktree (it has no .git)",
+            Err(why) => Err(RepoError(format!(
+                "{} is not the root of a git worktree ({why})",
                 path.display()
             ))),
         }
@@ -78,5 +82,53 @@ impl RepoRoot {
     #[must_use]
     pub fn dir(&self) -> &OwnedFd {
         &self.dir
+    }
+}
+
+/// Checks the `.git` entry of `root` without following a symlink at `.git` itself.
+fn git_entry(root: &OwnedFd) -> Result<(), &'static str> {
+    use rustix::fs::{AtFlags, FileType};
+    let kind = |dir: &OwnedFd, name: &str| {
+        rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW)
+            .map(|st| FileType::from_raw_mode(st.st_mode))
+            .ok()
+    };
+    match kind(root, ".git") {
+        None => Err("it has no .git"),
+        Some(FileType::Directory) => {
+            let git = rustix::fs::openat(
+                root,
+                ".git",
+                OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                Mode::empty(),
+            )
+            .map_err(|_| "its .git cannot be opened")?;
+            let has_head = matches!(
+                kind(&git, "HEAD"),
+                Some(FileType::RegularFile | FileType::Symlink)
+            );
+            let has_objects = matches!(kind(&git, "objects"), Some(FileType::Directory))
+                || matches!(kind(&git, "commondir"), Some(FileType::RegularFile));
+            if has_head && has_objects {
+                Ok(())
+            } else {
+                Err("its .git directory is not a git directory: no HEAD or objects")
+            }
+        }
+        Some(FileType::RegularFile) => {
+            let file = rustix::fs::openat(
+                root,
+                ".git",
+                OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
+                Mode::empty(),
+            )
+            .map_err(|_| "its .git file cannot be read")?;
+            let mut head = [0u8; 8];
+            match rustix::io::read(&file, &mut head) {
+                Ok(8) if &head == b"gitdir: " => Ok(()),
+                _ => Err("its .git file does not start with `gitdir: `"),
+            }
+        }
+        Some(_) => Err("its .git is neither a directory nor a file"),
     }
 }

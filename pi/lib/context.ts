@@ -1,18 +1,44 @@
 /**
  * The mutation context an attempt hands to Pi.
  *
- * `SATYRN_MUTATION_CONTEXT` holds `{"version":1,"repo":ABS,"contract":ABS,"revisions":{PATH:SHA256}}`
- * and `SATYRN_HOST_BIN` the absolute path of the `satyrn-host` binary to call. Anything
- * else — absent, malformed, another version — is "no context": the package then registers
- * nothing and an ordinary Pi session keeps its built-in tools.
+ * `SATYRN_MUTATION_CONTEXT_FILE` names a private file (written by `satyrn-host attempt`,
+ * mode 0600) holding `{"version":1,"repo":ABS,"contract":ABS,"revisions":{PATH:SHA256}}`,
+ * and `SATYRN_HOST_BIN` the absolute path of the `satyrn-host` binary to call. A file, not
+ * an environment string: the revision map of a large repository is far over the kernel's
+ * 128 KiB limit of one environment string. Anything else — absent, unreadable, not a
+ * regular file, over 64 MiB, malformed, another version — is "no context": the package then
+ * registers nothing and an ordinary Pi session keeps its built-in tools.
  */
 
+import { closeSync, constants, fstatSync, openSync, readFileSync } from "node:fs";
 import { isAbsolute } from "node:path";
 
-/** The context variable's name. */
-export const CONTEXT_VAR = "SATYRN_MUTATION_CONTEXT";
+/** The context file variable's name. */
+export const CONTEXT_VAR = "SATYRN_MUTATION_CONTEXT_FILE";
+/** The inline context of earlier versions: never read, but it still marks an attempt. */
+export const LEGACY_CONTEXT_VAR = "SATYRN_MUTATION_CONTEXT";
 /** The host binary variable's name. */
 export const HOST_VAR = "SATYRN_HOST_BIN";
+/** The largest context file read: 64 MiB, as `satyrn-host attempt` writes at most. */
+export const MAX_CONTEXT_BYTES = 64 * 1024 * 1024;
+
+/** Whether `env` is an attempt's (a context variable is set at all, even malformed). */
+export function inAttempt(env: NodeJS.ProcessEnv): boolean {
+  return env[CONTEXT_VAR] !== undefined || env[LEGACY_CONTEXT_VAR] !== undefined;
+}
+
+/** Reads a regular file of at most `max` bytes without blocking on a FIFO; throws otherwise. */
+export function readBounded(path: string, max: number): string {
+  const fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
+  try {
+    const st = fstatSync(fd);
+    if (!st.isFile()) throw new Error("not a regular file");
+    if (st.size > max) throw new Error(`larger than ${max} bytes`);
+    return readFileSync(fd, "utf8");
+  } finally {
+    closeSync(fd);
+  }
+}
 
 /** A validated mutation context. */
 export interface MutationContext {
@@ -33,10 +59,17 @@ export type ContextResult =
 
 const SHA256 = /^[0-9a-f]{64}$/;
 
-/** Reads and validates the context from an environment. Never throws. */
+/** Reads and validates the context named by an environment. Never throws. */
 export function parseContext(env: NodeJS.ProcessEnv): ContextResult {
-  const raw = env[CONTEXT_VAR];
-  if (raw === undefined || raw === "") return { ok: false, reason: `${CONTEXT_VAR} is not set` };
+  const file = env[CONTEXT_VAR];
+  if (file === undefined || file === "") return { ok: false, reason: `${CONTEXT_VAR} is not set` };
+  if (!isAbsolute(file)) return { ok: false, reason: `${CONTEXT_VAR} must be an absolute path` };
+  let raw: string;
+  try {
+    raw = readBounded(file, MAX_CONTEXT_BYTES);
+  } catch (error) {
+    return { ok: false, reason: `${CONTEXT_VAR}: cannot read ${file}: ${error instanceof Error ? error.message : String(error)}` };
+  }
   let value: unknown;
   try {
     value = JSON.parse(raw);

@@ -2,9 +2,11 @@
  * One request to `satyrn-host protocol`, one response: the transport of the edit tool.
  *
  * The child gets the request on stdin and must answer with exactly one JSON line on
- * stdout. A deadline (default 30 s) sends SIGTERM, then SIGKILL after a grace period
- * (default 2 s). The outcome is reported only after the child has closed (exited and its
- * pipes drained), and every asynchronous stdin/stdout/stderr error is contained.
+ * stdout. It runs in a process group of its own: a deadline (default 30 s) sends SIGTERM to
+ * the whole group, then SIGKILL after a grace period (default 2 s), so a descendant that
+ * holds the pipes cannot overrun the deadline or be orphaned. The outcome is reported only
+ * after the child has closed (exited and its pipes drained), and every asynchronous
+ * stdin/stdout/stderr error is contained.
  */
 
 import { spawn as nodeSpawn, type ChildProcess, type SpawnOptions } from "node:child_process";
@@ -19,8 +21,29 @@ export interface ExchangeOptions {
   graceMs?: number;
   /** Largest stdout accepted, in bytes. Default 1 MiB. */
   maxResponseBytes?: number;
-  /** Starts the child. Default `child_process.spawn`. */
+  /** Starts the child. Default `child_process.spawn` (in a new process group). */
   spawn?: Spawner;
+}
+
+/**
+ * Sends `signal` to the child's process group when `ownGroup` (we started it detached, so
+ * its PID is the group's ID), else to the child alone; an already-gone group or child is
+ * not an error.
+ */
+function stop(child: ChildProcess, signal: NodeJS.Signals, ownGroup: boolean): void {
+  if (ownGroup && child.pid !== undefined) {
+    try {
+      process.kill(-child.pid, signal);
+      return;
+    } catch {
+      // the group is gone; fall through to the child itself
+    }
+  }
+  try {
+    child.kill(signal);
+  } catch {
+    // already gone
+  }
 }
 
 /** A well-formed protocol response. */
@@ -43,10 +66,12 @@ export function exchange(host: string, request: unknown, options: ExchangeOption
   const graceMs = options.graceMs ?? 2_000;
   const maxBytes = options.maxResponseBytes ?? 1024 * 1024;
   const spawn = options.spawn ?? nodeSpawn;
+  // Only a child we started ourselves is known to lead its own group.
+  const ownGroup = options.spawn === undefined;
   return new Promise<ExchangeOutcome>((resolve) => {
     let child: ChildProcess;
     try {
-      child = spawn(host, ["protocol"], { stdio: ["pipe", "pipe", "pipe"] });
+      child = spawn(host, ["protocol"], { stdio: ["pipe", "pipe", "pipe"], detached: true });
     } catch (error) {
       resolve({ kind: "transport", reason: `cannot start satyrn-host: ${describe(error)}` });
       return;
@@ -58,18 +83,8 @@ export function exchange(host: string, request: unknown, options: ExchangeOption
     const fail = (reason: string) => {
       if (failure !== undefined) return;
       failure = reason;
-      try {
-        child.kill("SIGTERM");
-      } catch {
-        // already gone
-      }
-      killTimer = setTimeout(() => {
-        try {
-          child.kill("SIGKILL");
-        } catch {
-          // already gone
-        }
-      }, graceMs);
+      stop(child, "SIGTERM", ownGroup);
+      killTimer = setTimeout(() => stop(child, "SIGKILL", ownGroup), graceMs);
     };
     const deadline = setTimeout(() => fail(`satyrn-host did not answer within ${deadlineMs} ms`), deadlineMs);
     let settled = false;

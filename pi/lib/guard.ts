@@ -1,13 +1,14 @@
 /**
  * engine.ts's `tool_call` guard inside an attempt. An attempt is recognised by
- * `SATYRN_MUTATION_CONTEXT` being set at all — even malformed — because that is exactly
+ * `SATYRN_MUTATION_CONTEXT_FILE` (or the older inline `SATYRN_MUTATION_CONTEXT`) being set
+ * at all — even to a missing or malformed file — because that is exactly
  * when Pi runs with `--tools read,edit`, and in Pi 0.73.1 that allow-list also enables Pi's
  * built-in `read` and `edit`, which are not confined to the worktree. So the guard fails
  * closed: until mutator.ts has registered satyrn's tools (lib/context.ts's marker), every
  * tool call is blocked. Once they are, the loop breaker (lib/loop.ts) decides.
  */
 
-import { CONTEXT_VAR, toolsRegistered } from "./context.ts";
+import { inAttempt, toolsRegistered } from "./context.ts";
 import { LoopBreaker } from "./loop.ts";
 
 /** The reason given for every call while satyrn's tools are not registered. */
@@ -31,6 +32,6 @@ export class AttemptGuard {
 
 /** The guard for an attempt, or undefined outside one (the context variable is unset). */
 export function guardFor(env: NodeJS.ProcessEnv, registered: () => boolean = toolsRegistered): AttemptGuard | undefined {
-  if (env[CONTEXT_VAR] === undefined) return undefined;
+  if (!inAttempt(env)) return undefined;
   return new AttemptGuard(registered);
 }

@@ -56,9 +56,15 @@ export async function implement(contractArg: string, options: ImplementOptions):
     if (host === undefined) return refused("satyrn-host was not found: set SATYRN_HOST_BIN or put satyrn-host on PATH");
     const root = await repositoryRoot(options.cwd, options.env);
     if (root === undefined) return refused(`${options.cwd} is not inside a git worktree`);
-    const contract = contractPath(root, resolve(options.cwd, arg));
-    if (contract === undefined) return refused(`contract ${arg} does not exist`);
-    const args = ["deliver", "--repo", root, contract, "--", host, "attempt", "--model", model, contract];
+    const found = contractPath(root, resolve(options.cwd, arg));
+    if (found === undefined) return refused(`contract ${arg} does not exist`);
+    // Repository-relative only when the detached base has it (a gitignored or untracked
+    // contract is not in the attempt's worktree): then absolute, frozen from the caller's.
+    const relativeInBase = !isAbsolute(found) && (await inHead(root, found, options.env));
+    const contract = relativeInBase ? found : resolve(options.cwd, arg);
+    // `./` keeps a name that starts with `-` from being read as an option by deliver.
+    const spelled = contract.startsWith("-") ? `./${contract}` : contract;
+    const args = ["deliver", "--repo", root, spelled, "--", host, "attempt", "--model", model, "--", spelled];
     // From the root: a repository-relative contract resolves there, whatever Pi's directory.
     return await runDelivery(host, args, root, options);
   } catch (error) {
@@ -87,20 +93,37 @@ export function findHost(env: NodeJS.ProcessEnv): string | undefined {
   return undefined;
 }
 
-/** The worktree root containing `cwd`, asked of git with routing variables removed. */
-function repositoryRoot(cwd: string, env: NodeJS.ProcessEnv): Promise<string | undefined> {
+/** `env` without git's routing variables, with stable messages. */
+function gitEnv(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
   const clean: NodeJS.ProcessEnv = { ...env, LC_ALL: "C" };
   for (const key of Object.keys(clean)) {
     if (/^GIT_(DIR|WORK_TREE|INDEX_FILE|NAMESPACE|COMMON_DIR|OBJECT_DIRECTORY|ALTERNATE_OBJECT_DIRECTORIES|CEILING_DIRECTORIES|PREFIX)$/.test(key)) {
       delete clean[key];
     }
   }
+  return clean;
+}
+
+/** The worktree root containing `cwd`, asked of git with routing variables removed. */
+function repositoryRoot(cwd: string, env: NodeJS.ProcessEnv): Promise<string | undefined> {
   return new Promise((done) => {
-    execFile("git", ["rev-parse", "--show-toplevel"], { cwd, env: clean }, (error, stdout) => {
+    execFile("git", ["rev-parse", "--show-toplevel"], { cwd, env: gitEnv(env) }, (error, stdout) => {
       if (error) return done(undefined);
       const root = stdout.replace(/\n$/, "");
       done(root === "" ? undefined : root);
     });
+  });
+}
+
+/** Whether `HEAD` has the repository-relative file `path` (what a detached worktree of it holds). */
+function inHead(root: string, path: string, env: NodeJS.ProcessEnv): Promise<boolean> {
+  return new Promise((done) => {
+    execFile(
+      "git",
+      ["-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "cat-file", "-e", `HEAD:./${path}`],
+      { cwd: root, env: gitEnv(env) },
+      (error) => done(error === null),
+    );
   });
 }
 

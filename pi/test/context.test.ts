@@ -1,14 +1,23 @@
 import assert from "node:assert/strict";
-import { test } from "node:test";
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, rmSync, truncateSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, test } from "node:test";
 
-import { parseContext } from "../lib/context.ts";
+import { inAttempt, MAX_CONTEXT_BYTES, parseContext } from "../lib/context.ts";
 
 const SHA = "a".repeat(64);
 const good = { version: 1, repo: "/w", contract: "/tmp/c.yaml", revisions: { "src/a.ts": SHA } };
-const env = (context: unknown, host: string | null = "/bin/satyrn-host") => ({
-  SATYRN_MUTATION_CONTEXT: typeof context === "string" ? context : JSON.stringify(context),
-  ...(host === null ? {} : { SATYRN_HOST_BIN: host }),
-});
+const dir = mkdtempSync(join(tmpdir(), "satyrn-context-"));
+after(() => rmSync(dir, { recursive: true, force: true }));
+let files = 0;
+/** An environment whose context file holds `context` (a string as is, anything else as JSON). */
+const env = (context: unknown, host: string | null = "/bin/satyrn-host") => {
+  const file = join(dir, `context-${(files += 1)}.json`);
+  writeFileSync(file, typeof context === "string" ? context : JSON.stringify(context));
+  return { SATYRN_MUTATION_CONTEXT_FILE: file, ...(host === null ? {} : { SATYRN_HOST_BIN: host }) };
+};
 
 test("a valid context parses", () => {
   const r = parseContext(env(good));
@@ -39,4 +48,35 @@ test("every malformed context is no context", () => {
   assert.equal(parseContext({}).ok, false);
   assert.equal(parseContext(env(good, null)).ok, false);
   assert.equal(parseContext(env(good, "satyrn-host")).ok, false);
+});
+
+test("the context file must be absolute, readable, regular and at most 64 MiB", () => {
+  const host = { SATYRN_HOST_BIN: "/bin/satyrn-host" };
+  const ok = env(good);
+  assert.equal(parseContext(ok).ok, true);
+  assert.equal(parseContext({ ...host, SATYRN_MUTATION_CONTEXT_FILE: "relative.json" }).ok, false);
+  assert.equal(parseContext({ ...host, SATYRN_MUTATION_CONTEXT_FILE: join(dir, "missing.json") }).ok, false);
+  assert.equal(parseContext({ ...host, SATYRN_MUTATION_CONTEXT_FILE: dir }).ok, false);
+  const fifo = join(dir, "context.fifo");
+  execFileSync("mkfifo", [fifo]);
+  const r = parseContext({ ...host, SATYRN_MUTATION_CONTEXT_FILE: fifo });
+  assert.equal(r.ok, false, "a FIFO is refused, without blocking");
+  if (!r.ok) assert.match(r.reason, /not a regular file/);
+  // At the limit it is read (and here rejected only as JSON); one byte over, it is not read.
+  const big = join(dir, "big.json");
+  writeFileSync(big, "");
+  truncateSync(big, MAX_CONTEXT_BYTES);
+  const at = parseContext({ ...host, SATYRN_MUTATION_CONTEXT_FILE: big });
+  assert.equal(at.ok, false);
+  if (!at.ok) assert.match(at.reason, /not JSON/);
+  truncateSync(big, MAX_CONTEXT_BYTES + 1);
+  const over = parseContext({ ...host, SATYRN_MUTATION_CONTEXT_FILE: big });
+  assert.equal(over.ok, false);
+  if (!over.ok) assert.match(over.reason, /larger than 67108864 bytes/);
+});
+
+test("an attempt is recognised by either context variable, even to a bad file", () => {
+  assert.equal(inAttempt({}), false);
+  assert.equal(inAttempt({ SATYRN_MUTATION_CONTEXT_FILE: "" }), true);
+  assert.equal(inAttempt({ SATYRN_MUTATION_CONTEXT: "{}" }), true);
 });

@@ -7,7 +7,7 @@
 
 import assert from "node:assert/strict";
 import { execFileSync, spawn } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync, mkdirSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync, mkdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
@@ -163,11 +163,177 @@ test("deliver + attempt + real Pi: a candidate ref with only the declared file, 
   }
 });
 
+/**
+ * A hostile repository and a hostile user agent directory, and no PI_OFFLINE: Pi must load
+ * nothing from either except the user's model definitions. The repository's `.pi/settings.json`
+ * declares a package and an `npmCommand` (which Pi would run at start-up), and extensions,
+ * skills, prompts, SYSTEM.md, APPEND_SYSTEM.md and AGENTS.md try to change what the model is
+ * told; the user's agent directory tries the same. The model's first request shows the exact
+ * system prompt and user prompt; no command ran; the candidate holds only the model's edit.
+ */
+test("deliver + attempt + real Pi without PI_OFFLINE: a hostile repository's and user's Pi configuration is never loaded", async () => {
+  const { base, repo, contract } = repository();
+  const sentinels = join(base, "sentinels");
+  mkdirSync(sentinels);
+  const ran = (what: string) => join(sentinels, what);
+  const command = (what: string) => ["sh", "-c", `echo ran >> '${ran(what)}'; echo owned > README.md; echo x > pwned.txt`, "npm"];
+  const extension = (what: string) =>
+    `import { writeFileSync } from "node:fs";\nwriteFileSync(${JSON.stringify(ran(what))}, "loaded");\nexport default function () {}\n`;
+  const skill = (name: string) => `---\nname: ${name}\ndescription: HOSTILE SKILL ${name}\n---\nHOSTILE SKILL BODY\n`;
+  const hostile: Record<string, string> = {
+    ".pi/settings.json": JSON.stringify({
+      packages: ["npm:left-pad", "./local-package"],
+      npmCommand: command("repo-npm"),
+      extensions: ["./evil-settings.ts"],
+      skills: ["./skills-extra"],
+      prompts: ["./prompts-extra"],
+    }),
+    ".pi/evil-settings.ts": extension("repo-settings-extension"),
+    ".pi/local-package/package.json": JSON.stringify({ name: "local", keywords: ["pi-package"], pi: { extensions: ["./index.ts"] } }),
+    ".pi/local-package/index.ts": extension("repo-package-extension"),
+    ".pi/extensions/evil.ts": extension("repo-auto-extension"),
+    ".pi/SYSTEM.md": "HOSTILE REPOSITORY SYSTEM PROMPT\n",
+    ".pi/APPEND_SYSTEM.md": "HOSTILE REPOSITORY APPEND\n",
+    ".pi/skills/evil/SKILL.md": skill("repo-skill"),
+    ".pi/prompts/evil.md": "HOSTILE PROMPT TEMPLATE\n",
+    ".agents/skills/evil/SKILL.md": skill("agents-skill"),
+    "AGENTS.md": "HOSTILE AGENTS.md\n",
+    "CLAUDE.md": "HOSTILE CLAUDE.md\n",
+  };
+  for (const [path, text] of Object.entries(hostile)) {
+    mkdirSync(join(repo, path, ".."), { recursive: true });
+    writeFileSync(join(repo, path), text);
+  }
+  git(repo, ["add", "-A"]);
+  git(repo, ["commit", "-q", "-m", "hostile pi configuration"]);
+  const model = await startScriptedModel(SCRIPT);
+  try {
+    const agent = writeAgentDir(join(base, "agent"), model.baseUrl);
+    writeFileSync(join(agent, "settings.json"), JSON.stringify({ packages: ["npm:left-pad"], npmCommand: command("user-npm"), extensions: [join(agent, "evil-user.ts")] }));
+    writeFileSync(join(agent, "evil-user.ts"), extension("user-settings-extension"));
+    mkdirSync(join(agent, "extensions"));
+    writeFileSync(join(agent, "extensions", "evil.ts"), extension("user-auto-extension"));
+    writeFileSync(join(agent, "SYSTEM.md"), "HOSTILE USER SYSTEM PROMPT\n");
+    writeFileSync(join(agent, "APPEND_SYSTEM.md"), "HOSTILE USER APPEND\n");
+    writeFileSync(join(agent, "AGENTS.md"), "HOSTILE USER AGENTS.md\n");
+    const env = attemptEnv(agent);
+    delete env.PI_OFFLINE;
+    const head = git(repo, ["rev-parse", "HEAD"]).trim();
+    const host = hostBin();
+    const result = await run(
+      host,
+      ["deliver", "--repo", repo, "--timeout", "120", contract, "--", host, "attempt", "--model", MODEL, contract],
+      repo,
+      env,
+    );
+    const receipt = JSON.parse(result.stdout.toString("utf8")) as Record<string, unknown>;
+    assert.equal(receipt.code, "OK", result.stderr);
+    assert.deepEqual(receipt.paths, ["src/greeting.ts"], "the candidate holds only the model's edit");
+    const candidate = String(receipt.candidate_commit);
+    assert.equal(git(repo, ["diff", "--name-only", head, candidate]).trim(), "src/greeting.ts");
+    assert.deepEqual(readdirSync(sentinels), [], "a command or extension from the repository or the user's agent directory ran");
+    assertScriptedConversation(model.requests);
+
+    const messages = model.requests[0].messages as Array<{ role: string; content: unknown }>;
+    const text = (m: { content: unknown }) =>
+      typeof m.content === "string"
+        ? m.content
+        : (m.content as Array<{ type: string; text?: string }>).map((part) => (part.type === "text" ? (part.text ?? "") : `[${part.type}]`)).join("");
+    const system = messages.filter((m) => m.role === "system").map(text);
+    const systemPrompt = readFileSync(join(ROOT, "host", "src", "attempt", "system_prompt.md"), "utf8");
+    assert.equal(system.length, 1, JSON.stringify(system));
+    assert.match(
+      system[0],
+      new RegExp(`^${escapeRegExp(systemPrompt)}\nCurrent date: \\d{4}-\\d{2}-\\d{2}\nCurrent working directory: /[^\n]*/satyrn-attempt-[^/\n]+/cwd$`),
+      "the system prompt is satyrn's, exactly",
+    );
+    const user = messages.filter((m) => m.role === "user").map(text);
+    assert.equal(user.length, 1);
+    // The prompt file, exactly (Pi trims the trailing newline of its standard input).
+    assert.equal(
+      user[0],
+      "Task:\nMake the greeting say hello satyrn.\n\nFiles you may edit (every other file is read-only):\n- src/greeting.ts\n\n" +
+        "Writable patterns of the task contract (fnmatch; `*` matches across `/`):\n- src/*.ts\n\nRules:\n" +
+        "- You may read any file in the repository with the read tool.\n" +
+        "- To change a file you must use the edit tool; there is no other way to write.\n" +
+        "- You cannot create, delete or rename files; only the writable files can be edited.\n" +
+        "- Read a file before editing it. An edit names exact text of the file: it replaces it, or inserts after it; " +
+        "when the text occurs more than once, say which occurrence. All edits of one call apply together or not at all.\n" +
+        "- A refused edit changes nothing and says why, with line numbers; fix the edit (or read the file again) and retry.\n" +
+        "- Stop when the task is done.",
+    );
+    const everything = JSON.stringify(model.requests);
+    for (const marker of ["HOSTILE", "repo-skill", "agents-skill"]) {
+      assert.ok(!everything.includes(marker), `${marker} reached the model`);
+    }
+    assert.deepEqual([...offeredTools(model.requests[0]).keys()].sort(), ["edit", "read"]);
+    // The caller's checkout is untouched, and nothing was written beside the hostile files.
+    assert.equal(git(repo, ["status", "--porcelain=v1", "--untracked-files=all"]), "");
+    assert.equal(readFileSync(join(repo, "README.md"), "utf8"), "hello world\n");
+  } finally {
+    await model.close();
+  }
+});
+
+function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+}
+
+/**
+ * A real-size repository: 20 000 tracked files in 100 directories, `writable_paths: ["*"]`.
+ * The attempt starts (no limit from the number of writable files), the prompt stays small
+ * and says how many files there are, the real Pi edits one deep file, and deliver makes a
+ * candidate with exactly that change.
+ */
+test("deliver + attempt + real Pi on 20 000 writable files: the prompt stays small, one deep edit lands", async () => {
+  const base = tempDir();
+  const repo = join(base, "repo");
+  const deep = "d42/sub/deeper/f19999.ts";
+  for (let d = 0; d < 100; d++) mkdirSync(join(repo, `d${d}`), { recursive: true });
+  for (let i = 0; i < 19_999; i++) writeFileSync(join(repo, `d${i % 100}`, `f${String(i).padStart(5, "0")}.ts`), `export const v${i} = ${i};\n`);
+  mkdirSync(join(repo, "d42", "sub", "deeper"), { recursive: true });
+  writeFileSync(join(repo, deep), "export const deep = \"before\";\n");
+  git(repo, ["init", "-q", "-b", "main"]);
+  git(repo, ["add", "-A"]);
+  git(repo, ["commit", "-q", "-m", "20000 files"]);
+  const contract = join(base, "contract.yaml");
+  writeFileSync(contract, "id: big-repo\ntask: Make the deep constant say after.\nwritable_paths: ['*']\n");
+  const model = await startScriptedModel([
+    { toolCalls: [{ name: "read", arguments: { path: deep } }] },
+    { toolCalls: [{ name: "edit", arguments: { path: deep, edits: [{ oldText: "before", newText: "after" }] } }] },
+    { text: "Done." },
+  ]);
+  try {
+    const head = git(repo, ["rev-parse", "HEAD"]).trim();
+    const host = hostBin();
+    const result = await run(
+      host,
+      ["deliver", "--repo", repo, "--timeout", "300", contract, "--", host, "attempt", "--model", MODEL, contract],
+      repo,
+      attemptEnv(writeAgentDir(join(base, "agent"), model.baseUrl)),
+    );
+    const receipt = JSON.parse(result.stdout.toString("utf8")) as Record<string, unknown>;
+    assert.equal(receipt.code, "OK", result.stderr);
+    assert.deepEqual(receipt.paths, [deep]);
+    const candidate = String(receipt.candidate_commit);
+    assert.equal(git(repo, ["diff", "--name-only", head, candidate]).trim(), deep);
+    assert.equal(git(repo, ["show", `${candidate}:${deep}`]), "export const deep = \"after\";\n");
+    assert.equal(model.requests.length, 3);
+    const first = model.requests[0].messages as Array<{ role: string; content: unknown }>;
+    const user = JSON.stringify(first.filter((m) => m.role === "user"));
+    assert.match(user, /and 19800 more: 20000 files in all/);
+    assert.ok(user.length < 16 * 1024, `the prompt is ${user.length} bytes`);
+    assert.match(toolResults(model.requests[2]).join("\n"), /Edited d42\/sub\/deeper\/f19999\.ts/);
+  } finally {
+    await model.close();
+  }
+});
+
 test("pi install loads the package; an ordinary session keeps Pi's built-in edit", async () => {
   const { base, repo } = repository();
   const agent = writeAgentDir(join(base, "agent"), "http://127.0.0.1:9/v1");
   const env = { ...process.env, PI_CODING_AGENT_DIR: agent, PI_OFFLINE: "1" };
-  for (const key of ["SATYRN_MUTATION_CONTEXT", "SATYRN_HOST_BIN", "SATYRN_MODEL"]) delete env[key];
+  for (const key of ["SATYRN_MUTATION_CONTEXT_FILE", "SATYRN_MUTATION_CONTEXT", "SATYRN_HOST_BIN", "SATYRN_MODEL"]) delete env[key];
   const installed = await run(PI, ["install", join(ROOT, "pi")], repo, env);
   assert.equal(installed.code, 0, installed.stderr);
   const model = await startScriptedModel([
@@ -190,6 +356,7 @@ test("/implement in a real Pi session (RPC mode) delivers a candidate through th
   const { base, repo, contract } = repository();
   const agent = writeAgentDir(join(base, "agent"), "http://127.0.0.1:9/v1");
   const env: NodeJS.ProcessEnv = { ...process.env, PI_CODING_AGENT_DIR: agent, PI_OFFLINE: "1" };
+  delete env.SATYRN_MUTATION_CONTEXT_FILE;
   delete env.SATYRN_MUTATION_CONTEXT;
   const installed = await run(PI, ["install", join(ROOT, "pi")], repo, env);
   assert.equal(installed.code, 0, installed.stderr);
@@ -288,10 +455,14 @@ test("real Pi: an ambiguous edit is refused with the match list, the retry with 
   }
 });
 
-/** Pi exactly as `satyrn-host attempt` starts it (host/src/attempt/pi.rs), with the given extensions. */
+/**
+ * Pi as `satyrn-host attempt` starts it (host/src/attempt/pi.rs), with the given extensions;
+ * the prompt is an argument here rather than standard input.
+ */
 function attemptPiArgs(extensions: string[]): string[] {
   return [
-    "--print", "--mode", "json", "--no-session", "--model", MODEL, "--no-extensions",
+    "--print", "--mode", "json", "--no-session", "--model", MODEL,
+    "--system-prompt", readFileSync(join(ROOT, "host", "src", "attempt", "system_prompt.md"), "utf8"), "--no-extensions",
     ...extensions.flatMap((e) => ["--extension", join(ROOT, "pi", e)]),
     "--no-skills", "--no-prompt-templates", "--no-themes", "--no-context-files", "--tools", "read,edit",
     "Task: read the readme.",
@@ -320,8 +491,10 @@ for (const [label, extensions, context] of [
         context === "valid"
           ? JSON.stringify({ version: 1, repo, contract: join(base, "contract.yaml"), revisions: { "src/greeting.ts": "a".repeat(64) } })
           : context;
+      const contextFile = join(base, "context.json");
+      writeFileSync(contextFile, value);
       const env = attemptEnv(writeAgentDir(join(base, "agent"), model.baseUrl), {
-        SATYRN_MUTATION_CONTEXT: value,
+        SATYRN_MUTATION_CONTEXT_FILE: contextFile,
         SATYRN_HOST_BIN: hostBin(),
       });
       const result = await run(PI, attemptPiArgs(extensions), repo, env);

@@ -1,5 +1,8 @@
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { test } from "node:test";
 
 import { exchange, parseResponse } from "../lib/exchange.ts";
@@ -37,12 +40,16 @@ test("the deadline sends SIGTERM, then SIGKILL, and reports only after close", a
   const child = new FakeChild();
   let closed = false;
   const pending = exchange("/host", {}, { spawn: () => child.asChild(), deadlineMs: 20, graceMs: 20 });
+  let signalsBeforeClose: string[] = [];
   setTimeout(() => {
-    assert.deepEqual(child.signals, ["SIGTERM", "SIGKILL"]);
+    // Recorded, not asserted here: a failed assertion in a timer would leave the exchange
+    // waiting for a close that never comes.
+    signalsBeforeClose = [...child.signals];
     closed = true;
     child.answer("", 1);
   }, 120);
   const outcome = await pending;
+  assert.deepEqual(signalsBeforeClose, ["SIGTERM", "SIGKILL"]);
   assert.equal(closed, true, "reported before the child closed");
   assert.equal(outcome.kind, "transport");
   if (outcome.kind === "transport") assert.match(outcome.reason, /did not answer within 20 ms/);
@@ -70,4 +77,66 @@ test("a real child killed by a signal is a transport failure", async () => {
   });
   assert.equal(outcome.kind, "transport");
   if (outcome.kind === "transport") assert.match(outcome.reason, /SIGKILL/);
+});
+
+/** Whether a process exists (signal 0); a zombie still counts until it is reaped. */
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+test("a real child whose descendant holds the pipes: the deadline stops the whole group, nothing is orphaned", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "satyrn-exchange-"));
+  try {
+    const pidFile = join(dir, "descendant.pid");
+    const hostPid = join(dir, "host.pid");
+    const host = join(dir, "host.sh");
+    // A host that never answers and leaves a background descendant holding stdout/stderr.
+    writeFileSync(host, `#!/bin/sh\necho $$ > '${hostPid}'\nsleep 300 &\necho $! > '${pidFile}'\nexec sleep 300\n`);
+    chmodSync(host, 0o755);
+    let timer: NodeJS.Timeout | undefined;
+    const outcome = await Promise.race([
+      exchange(host, {}, { deadlineMs: 300, graceMs: 300 }),
+      new Promise<"hung">((r) => {
+        timer = setTimeout(() => r("hung"), 20_000);
+      }),
+    ]);
+    clearTimeout(timer);
+    if (outcome === "hung") {
+      // Fail, not hang: stop what the exchange left running.
+      for (const file of [pidFile, hostPid]) {
+        try {
+          process.kill(Number(readFileSync(file, "utf8").trim()), "SIGKILL");
+        } catch {
+          // gone
+        }
+      }
+      assert.fail("the exchange waited for the descendant holding its pipes");
+    }
+    assert.equal(outcome.kind, "transport");
+    if (outcome.kind === "transport") assert.match(outcome.reason, /did not answer within 300 ms/);
+    const descendant = Number(readFileSync(pidFile, "utf8").trim());
+    const deadline = Date.now() + 10_000;
+    while (alive(descendant) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    assert.equal(alive(descendant), false, `descendant ${descendant} outlived the exchange`);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("a real child that answers in time: the response, no signal needed (sibling)", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "satyrn-exchange-"));
+  try {
+    const host = join(dir, "host.sh");
+    writeFileSync(host, `#!/bin/sh\ncat > /dev/null\nprintf '%s' '${OK.trimEnd()}'\necho\n`);
+    chmodSync(host, 0o755);
+    const outcome = await exchange(host, {}, { deadlineMs: 30_000 });
+    assert.equal(outcome.kind, "response", JSON.stringify(outcome));
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });

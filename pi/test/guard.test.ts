@@ -1,5 +1,8 @@
 import assert from "node:assert/strict";
-import { afterEach, test } from "node:test";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, afterEach, test } from "node:test";
 
 import type { ExtensionAPI } from "@mariozechner/pi-coding-agent";
 
@@ -10,10 +13,18 @@ import { AttemptGuard, guardFor, UNREGISTERED_REASON } from "../lib/guard.ts";
 
 const MARKER = Symbol.for("satyrn.tools.registered");
 const SHA = "a".repeat(64);
-const CONTEXT = JSON.stringify({ version: 1, repo: "/w", contract: "/tmp/c.yaml", revisions: { "src/a.ts": SHA } });
+const CONTEXT_DIR = mkdtempSync(join(tmpdir(), "satyrn-guard-"));
+after(() => rmSync(CONTEXT_DIR, { recursive: true, force: true }));
+/** A context file holding a valid context. */
+const CONTEXT = join(CONTEXT_DIR, "context.json");
+writeFileSync(CONTEXT, JSON.stringify({ version: 1, repo: "/w", contract: "/tmp/c.yaml", revisions: { "src/a.ts": SHA } }));
+/** A context file holding garbage. */
+const BAD_CONTEXT = join(CONTEXT_DIR, "bad.json");
+writeFileSync(BAD_CONTEXT, "not json");
 
 afterEach(() => {
   delete (globalThis as Record<symbol, unknown>)[MARKER];
+  delete process.env.SATYRN_MUTATION_CONTEXT_FILE;
   delete process.env.SATYRN_MUTATION_CONTEXT;
   delete process.env.SATYRN_HOST_BIN;
 });
@@ -21,9 +32,11 @@ afterEach(() => {
 test("the guard exists whenever the context variable is set, even malformed; never outside an attempt", () => {
   assert.equal(guardFor({}), undefined);
   assert.equal(guardFor({ SATYRN_HOST_BIN: "/bin/satyrn-host" }), undefined);
-  for (const value of [CONTEXT, "not json", "{}", '{"version":2}', ""]) {
-    assert.ok(guardFor({ SATYRN_MUTATION_CONTEXT: value }) instanceof AttemptGuard, JSON.stringify(value));
+  for (const value of [CONTEXT, BAD_CONTEXT, "/nonexistent/context.json", "relative", ""]) {
+    assert.ok(guardFor({ SATYRN_MUTATION_CONTEXT_FILE: value }) instanceof AttemptGuard, JSON.stringify(value));
   }
+  // The inline variable of earlier versions still marks an attempt (and is never read).
+  assert.ok(guardFor({ SATYRN_MUTATION_CONTEXT: "{}" }) instanceof AttemptGuard);
 });
 
 test("without satyrn's tools every call is blocked, the first included", () => {
@@ -46,7 +59,7 @@ test("once satyrn's tools are registered, calls pass and the loop breaker still 
 });
 
 test("the default guard reads the process-wide marker, defined once in lib/context.ts", () => {
-  const guard = guardFor({ SATYRN_MUTATION_CONTEXT: CONTEXT });
+  const guard = guardFor({ SATYRN_MUTATION_CONTEXT_FILE: CONTEXT });
   assert.equal(toolsRegistered(), false);
   assert.equal(guard?.check("read", { path: "a" }), UNREGISTERED_REASON);
   markToolsRegistered();
@@ -71,7 +84,7 @@ function fakePi(failOnTool?: string) {
 }
 
 test("mutator.ts sets the marker only after both tools are registered", () => {
-  process.env.SATYRN_MUTATION_CONTEXT = CONTEXT;
+  process.env.SATYRN_MUTATION_CONTEXT_FILE = CONTEXT;
   process.env.SATYRN_HOST_BIN = "/bin/satyrn-host";
   const failing = fakePi("read");
   assert.throws(() => satyrnMutator(failing.api), /cannot register read/);
@@ -84,7 +97,7 @@ test("mutator.ts sets the marker only after both tools are registered", () => {
 });
 
 test("mutator.ts without a valid context registers nothing and sets no marker", () => {
-  process.env.SATYRN_MUTATION_CONTEXT = "not json";
+  process.env.SATYRN_MUTATION_CONTEXT_FILE = BAD_CONTEXT;
   process.env.SATYRN_HOST_BIN = "/bin/satyrn-host";
   const pi = fakePi();
   satyrnMutator(pi.api);
@@ -96,7 +109,7 @@ test("engine.ts installs the guard for a malformed context too, and none outside
   const outside = fakePi();
   satyrnEngine(outside.api);
   assert.equal(outside.handlers.size, 0);
-  process.env.SATYRN_MUTATION_CONTEXT = "not json";
+  process.env.SATYRN_MUTATION_CONTEXT_FILE = BAD_CONTEXT;
   const inside = fakePi();
   satyrnEngine(inside.api);
   const handler = inside.handlers.get("tool_call");

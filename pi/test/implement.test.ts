@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
@@ -23,8 +23,84 @@ function repo(): { base: string; root: string } {
   writeFileSync(join(root, "..hidden.yaml"), "id: x\ntask: t\n");
   writeFileSync(join(base, "outside.yaml"), "id: x\ntask: t\n");
   symlinkSync(root, join(base, "alias"));
+  gitIn(root, ["add", "-A"]);
+  gitIn(root, ["commit", "-q", "-m", "contracts"]);
   return { base, root };
 }
+
+function gitIn(root: string, args: string[]): string {
+  return execFileSync("git", args, {
+    cwd: root,
+    encoding: "utf8",
+    env: { ...process.env, GIT_AUTHOR_NAME: "t", GIT_AUTHOR_EMAIL: "t@example.invalid", GIT_COMMITTER_NAME: "t", GIT_COMMITTER_EMAIL: "t@example.invalid" },
+  });
+}
+
+/** The argv /implement gives deliver for `arg` from `cwd`, with a fake child that answers OK. */
+async function deliveryArgs(arg: string, cwd: string): Promise<readonly string[]> {
+  let seen: readonly string[] = [];
+  const child = new FakeChild();
+  const outcome = await implement(arg, {
+    cwd,
+    env: { SATYRN_MODEL: "p/m", SATYRN_HOST_BIN: "/opt/satyrn-host" },
+    spawn: (_command, args) => {
+      seen = args;
+      setImmediate(() => {
+        child.emit("spawn");
+        child.answer('{"version":1,"outcome":"candidate-created","code":"OK","message":"","candidate_ref":"r","candidate_commit":"c"}\n');
+      });
+      return child.asChild();
+    },
+  });
+  assert.equal(outcome.kind, "receipt");
+  return seen;
+}
+
+test("a gitignored or untracked contract inside the repository is passed absolute; a committed one relative", async () => {
+  const { root } = repo();
+  const real = execFileSync("git", ["rev-parse", "--show-toplevel"], { cwd: root, encoding: "utf8" }).trim();
+  writeFileSync(join(root, ".gitignore"), "ignored.yaml\n");
+  gitIn(root, ["add", ".gitignore"]);
+  gitIn(root, ["commit", "-q", "-m", "ignore"]);
+  writeFileSync(join(root, "ignored.yaml"), "id: x\ntask: t\n");
+  writeFileSync(join(root, "untracked.yaml"), "id: x\ntask: t\n");
+  for (const name of ["ignored.yaml", "untracked.yaml"]) {
+    const args = await deliveryArgs(name, root);
+    assert.deepEqual(args, ["deliver", "--repo", real, join(root, name), "--", "/opt/satyrn-host", "attempt", "--model", "p/m", "--", join(root, name)]);
+  }
+  const committed = await deliveryArgs("contract.yaml", root);
+  assert.equal(committed[3], "contract.yaml");
+  assert.equal(committed.at(-1), "contract.yaml");
+});
+
+test("a contract whose name starts with `-` is spelled ./-NAME for deliver and given after `--` to attempt", async () => {
+  const { root } = repo();
+  writeFileSync(join(root, "-dash.yaml"), "id: x\ntask: t\n");
+  gitIn(root, ["add", "--", "-dash.yaml"]);
+  gitIn(root, ["commit", "-q", "-m", "dash"]);
+  const args = await deliveryArgs("-dash.yaml", root);
+  assert.equal(args[3], "./-dash.yaml");
+  assert.deepEqual(args.slice(-4), ["--model", "p/m", "--", "./-dash.yaml"]);
+});
+
+test("real satyrn-host: a gitignored contract inside the repository reaches the attempt (any receipt but CONTRACT_UNREADABLE)", async () => {
+  const { root } = repo();
+  writeFileSync(join(root, ".gitignore"), "local-contract.yaml\n");
+  writeFileSync(join(root, "a.txt"), "a\n");
+  gitIn(root, ["add", "-A"]);
+  gitIn(root, ["commit", "-q", "-m", "ignore"]);
+  writeFileSync(join(root, "local-contract.yaml"), "id: ignored-contract\ntask: Change nothing.\nwritable_paths:\n  - 'a.txt'\n");
+  const outcome = await implement("local-contract.yaml", {
+    cwd: root,
+    // A Pi that exits at once: what matters is that the attempt found and froze the contract.
+    env: { ...process.env, SATYRN_MODEL: "p/m", SATYRN_HOST_BIN: hostBin(), SATYRN_PI_BIN: "/bin/true" },
+  });
+  assert.equal(outcome.kind, "receipt", outcome.kind === "refused" ? outcome.reason : "");
+  if (outcome.kind === "receipt") {
+    assert.equal(outcome.receipt.contract_id, "ignored-contract");
+    assert.equal(outcome.receipt.code, "NO_CHANGE", JSON.stringify(outcome.receipt));
+  }
+});
 
 test("a contract inside the repository is passed repository-relative, by identity not by prefix", () => {
   const { base, root } = repo();
@@ -111,7 +187,7 @@ test("the delivery argv, its own process group, and the receipt", async () => {
   const real = execFileSync("git", ["rev-parse", "--show-toplevel"], { cwd: root, encoding: "utf8" }).trim();
   assert.deepEqual(seen, {
     command: "/opt/satyrn-host",
-    args: ["deliver", "--repo", real, "contract.yaml", "--", "/opt/satyrn-host", "attempt", "--model", "p/m", "contract.yaml"],
+    args: ["deliver", "--repo", real, "contract.yaml", "--", "/opt/satyrn-host", "attempt", "--model", "p/m", "--", "contract.yaml"],
     detached: true,
   });
   assert.equal(outcome.kind, "receipt");
@@ -137,7 +213,7 @@ test("/implement from a subdirectory: a relative contract reaches deliver reposi
   assert.equal(outcome.kind, "receipt");
   const real = execFileSync("git", ["rev-parse", "--show-toplevel"], { cwd: root, encoding: "utf8" }).trim();
   assert.deepEqual(seen, {
-    args: ["deliver", "--repo", real, "contract.yaml", "--", "/opt/satyrn-host", "attempt", "--model", "p/m", "contract.yaml"],
+    args: ["deliver", "--repo", real, "contract.yaml", "--", "/opt/satyrn-host", "attempt", "--model", "p/m", "--", "contract.yaml"],
     cwd: real,
   });
 });
@@ -212,13 +288,60 @@ test("a spawn error with no child settles at once; malformed receipts are refusa
 
 test("real satyrn-host: /implement's delivery refuses a dirty repository with a receipt", async () => {
   const { root } = repo();
+  writeFileSync(join(root, "dirt.txt"), "uncommitted\n");
   const outcome = await implement("contract.yaml", {
     cwd: root,
     env: { ...process.env, SATYRN_MODEL: "p/m", SATYRN_HOST_BIN: hostBin() },
   });
   assert.equal(outcome.kind, "receipt");
   if (outcome.kind === "receipt") {
-    assert.notEqual(outcome.receipt.code, "OK");
+    assert.equal(outcome.receipt.code, "REPO_DIRTY", JSON.stringify(outcome.receipt));
     assert.equal(outcome.exitCode, 8);
   }
+});
+
+/**
+ * The delayed writer, for real: /implement's deadline stops the real deliver while the
+ * attempt's Pi has a descendant that ignores SIGTERM and keeps writing. The outcome is
+ * reported only once that whole group is gone, so nothing is written after the report; the
+ * caller's checkout is untouched and no worktree stays registered.
+ */
+test("real deliver: a deadline with a TERM-ignoring descendant reports only after the last write", { timeout: 120_000 }, async () => {
+  const { base, root } = repo();
+  writeFileSync(join(root, "contract.yaml"), "id: late-writer\ntask: t\nwritable_paths:\n  - 'a.txt'\n");
+  writeFileSync(join(root, "a.txt"), "a\n");
+  gitIn(root, ["add", "-A"]);
+  gitIn(root, ["commit", "-q", "-m", "late writer"]);
+  const sentinel = join(base, "late-writes");
+  const pi = join(base, "pi-with-late-writer");
+  writeFileSync(
+    pi,
+    [
+      "#!/usr/bin/env python3",
+      "import os, signal, time",
+      "if os.fork() == 0:",
+      "    signal.signal(signal.SIGTERM, signal.SIG_IGN)",
+      "    while True:",
+      `        with open(${JSON.stringify(sentinel)}, 'a') as f: f.write('x')`,
+      "        time.sleep(0.05)",
+      "time.sleep(300)",
+      "",
+    ].join("\n"),
+    { mode: 0o755 },
+  );
+  const outcome = await implement("contract.yaml", {
+    cwd: root,
+    env: { ...process.env, SATYRN_MODEL: "p/m", SATYRN_HOST_BIN: hostBin(), SATYRN_PI_BIN: pi },
+    deadlineMs: 1_500,
+  });
+  assert.equal(outcome.kind, "refused");
+  if (outcome.kind === "refused") assert.match(outcome.reason, /did not finish within 1500 ms/);
+  const written = readFileSync(sentinel, "utf8").length;
+  assert.ok(written > 0, "the descendant never wrote: the race was not exercised");
+  // Ten write periods after the report: still not one more byte.
+  await new Promise((r) => setTimeout(r, 500));
+  assert.equal(readFileSync(sentinel, "utf8").length, written, "a write landed after /implement reported");
+  assert.equal(gitIn(root, ["status", "--porcelain=v1", "--untracked-files=all"]), "");
+  const worktrees = gitIn(root, ["worktree", "list", "--porcelain"]).split("\n").filter((l) => l.startsWith("worktree "));
+  assert.equal(worktrees.length, 1, worktrees.join("\n"));
 });

@@ -18,12 +18,28 @@ use crate::support::{Repo, git_ok, host_bin, sha256_hex};
 const FAKE_PI: &str = r#"#!/usr/bin/env python3
 import json, os, subprocess, sys
 log = os.environ["FAKE_PI_LOG"]
+context_file = os.environ.get("SATYRN_MUTATION_CONTEXT_FILE")
+context = json.load(open(context_file)) if context_file else None
+prompt = sys.stdin.read()
+def private_modes():
+    ctx = context or {}
+    if "contract" not in ctx:
+        return {}
+    private = os.path.dirname(ctx["contract"])
+    paths = [private] + [os.path.join(private, n) for n in os.listdir(private)]
+    return {p: oct(os.stat(p).st_mode & 0o777) for p in paths}
+agent = os.environ.get("PI_CODING_AGENT_DIR", "")
+carried = {n: open(os.path.join(agent, n)).read() for n in sorted(os.listdir(agent))} if agent else {}
 with open(log, "w") as f:
-    json.dump({"argv": sys.argv[1:], "env": dict(os.environ)}, f)
+    json.dump({"argv": sys.argv[1:], "env": dict(os.environ), "cwd": os.getcwd(),
+               "context": context, "prompt": prompt,
+               "cwd_entries": os.listdir("."), "agent_files": carried,
+               "modes": {p: oct(os.stat(p).st_mode & 0o777) for p in [".", agent] if p},
+               "private_modes": private_modes()}, f)
 sys.stdout.buffer.write(b'{"type":"session","fake":true}\n')
 for edit in filter(None, os.environ.get("FAKE_PI_EDIT", "").split(";")):
     path, old, new = edit.split("|")
-    ctx = json.loads(os.environ["SATYRN_MUTATION_CONTEXT"])
+    ctx = context
     req = {"version": 1, "operation": "replace", "repo": ctx["repo"], "contract": ctx["contract"],
            "path": path, "expected_sha256": ctx["revisions"].get(path), "old_text": old, "new_text": new}
     out = subprocess.run([os.environ["SATYRN_HOST_BIN"], "protocol"], input=json.dumps(req).encode(),
@@ -144,6 +160,7 @@ fn pi_gets_the_exact_argv_context_and_environment() {
         ("VIRTUAL_ENV", "/venv"),
         ("SSH_AUTH_SOCK", "/agent.sock"),
         ("OPENAI_API_KEY", "sk-kept"),
+        ("SATYRN_MUTATION_CONTEXT", "{\"inherited\":true}"),
     ]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let log = fx.pi_log();
@@ -153,10 +170,12 @@ fn pi_gets_the_exact_argv_context_and_environment() {
         .iter()
         .map(|v| v.as_str().expect("str"))
         .collect();
-    let (prompt, flags) = argv.split_last().expect("prompt");
-    assert_eq!(flags.len(), 17, "{argv:?}");
+    // No prompt argument: the prompt is Pi's standard input.
+    let flags = &argv[..];
+    let prompt = log["prompt"].as_str().expect("prompt on stdin");
+    assert_eq!(flags.len(), 19, "{argv:?}");
     assert_eq!(
-        &flags[..8],
+        &flags[..10],
         [
             "--print",
             "--mode",
@@ -164,15 +183,17 @@ fn pi_gets_the_exact_argv_context_and_environment() {
             "--no-session",
             "--model",
             "provider/model-1",
+            "--system-prompt",
+            satyrn_host::attempt::pi::SYSTEM_PROMPT,
             "--no-extensions",
             "--extension"
         ]
     );
-    assert!(flags[8].ends_with("/pi/engine.ts"), "{}", flags[8]);
-    assert_eq!(flags[9], "--extension");
-    assert!(flags[10].ends_with("/pi/mutator.ts"), "{}", flags[10]);
+    assert!(flags[10].ends_with("/pi/engine.ts"), "{}", flags[10]);
+    assert_eq!(flags[11], "--extension");
+    assert!(flags[12].ends_with("/pi/mutator.ts"), "{}", flags[12]);
     assert_eq!(
-        &flags[11..],
+        &flags[13..],
         [
             "--no-skills",
             "--no-prompt-templates",
@@ -197,6 +218,16 @@ fn pi_gets_the_exact_argv_context_and_environment() {
         "{prompt}"
     );
     assert!(!prompt.contains("other.txt") && !prompt.contains("README"));
+    assert_eq!(
+        prompt,
+        satyrn_host::attempt::prompt::build(
+            "Say hello to satyrn.",
+            &["src/g*.txt".to_string(), "missing/*".to_string()],
+            &["src/greeting.txt"]
+        )
+        .expect("prompt"),
+        "the prompt file is exactly the built prompt"
+    );
 
     let env = log["env"].as_object().expect("env");
     for removed in [
@@ -213,9 +244,20 @@ fn pi_gets_the_exact_argv_context_and_environment() {
     }
     assert_eq!(env["OPENAI_API_KEY"], "sk-kept");
     assert_eq!(env["SATYRN_HOST_BIN"].as_str(), host_bin().to_str());
-    let context: Value =
-        serde_json::from_str(env["SATYRN_MUTATION_CONTEXT"].as_str().expect("ctx"))
-            .expect("ctx json");
+    assert!(
+        !env.contains_key("SATYRN_MUTATION_CONTEXT"),
+        "the inline context variable is never passed on"
+    );
+    let context_file = PathBuf::from(
+        env["SATYRN_MUTATION_CONTEXT_FILE"]
+            .as_str()
+            .expect("context file"),
+    );
+    assert!(
+        !context_file.exists(),
+        "the context file is removed with the private directory"
+    );
+    let context: Value = log["context"].clone();
     let repo = std::fs::canonicalize(fx.repo.path()).expect("canonical");
     assert_eq!(context["version"], 1);
     assert_eq!(
@@ -234,6 +276,114 @@ fn pi_gets_the_exact_argv_context_and_environment() {
     assert!(!frozen.exists(), "the private directory must be removed");
     // Nothing changed, so no patch; the worktree is clean.
     assert_eq!(git_ok(fx.repo.path(), &["status", "--porcelain"]), "");
+}
+
+/// Pi never runs in the repository and never sees the user's agent directory: its working
+/// directory is empty and private, and its agent directory holds copies of `models.json`
+/// and `auth.json` only (the real-Pi proof with hostile settings is in `pi/test/e2e.test.ts`).
+#[test]
+fn pi_runs_in_a_private_home_with_only_the_users_models_and_credentials() {
+    let fx = Fixture::new();
+    let user_agent = fx.outside.path().join("user-agent");
+    std::fs::create_dir_all(user_agent.join("extensions")).expect("mkdir");
+    for (name, text) in [
+        ("models.json", "{\"providers\":{}}"),
+        ("auth.json", "{\"p\":{\"key\":\"k\"}}"),
+        (
+            "settings.json",
+            "{\"npmCommand\":[\"sh\"],\"packages\":[\"npm:x\"]}",
+        ),
+        ("SYSTEM.md", "USER SYSTEM PROMPT"),
+        ("APPEND_SYSTEM.md", "USER APPEND"),
+        ("extensions/evil.ts", "export default () => {}"),
+    ] {
+        std::fs::write(user_agent.join(name), text).expect("write");
+    }
+    std::fs::create_dir_all(fx.repo.path().join(".pi")).expect("mkdir");
+    std::fs::write(fx.repo.path().join(".pi/SYSTEM.md"), "REPO SYSTEM PROMPT").expect("write");
+    let out = fx.run(&[("PI_CODING_AGENT_DIR", user_agent.to_str().expect("utf8"))]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let log = fx.pi_log();
+    let cwd = PathBuf::from(log["cwd"].as_str().expect("cwd"));
+    let repo = std::fs::canonicalize(fx.repo.path()).expect("canonical");
+    assert!(
+        !cwd.starts_with(&repo),
+        "Pi ran inside the repository: {}",
+        cwd.display()
+    );
+    assert!(cwd.ends_with("cwd"), "{}", cwd.display());
+    assert_eq!(
+        log["cwd_entries"],
+        serde_json::json!([]),
+        "Pi's working directory is not empty"
+    );
+    let agent = log["env"]["PI_CODING_AGENT_DIR"]
+        .as_str()
+        .expect("agent dir");
+    assert_ne!(
+        Path::new(agent),
+        user_agent,
+        "Pi got the user's own agent directory"
+    );
+    assert_eq!(
+        log["agent_files"],
+        serde_json::json!({"auth.json": "{\"p\":{\"key\":\"k\"}}", "models.json": "{\"providers\":{}}"})
+    );
+    assert_eq!(log["modes"]["."], "0o700");
+    assert_eq!(log["modes"][agent], "0o700");
+    assert!(
+        !Path::new(agent).exists(),
+        "the private home must be removed"
+    );
+    // The user's directory is untouched.
+    assert!(user_agent.join("settings.json").exists() && user_agent.join("SYSTEM.md").exists());
+
+    // Refusals: a relative agent directory, or one inside the worktree; Pi never runs.
+    for bad in [
+        "relative/agent",
+        fx.repo.path().join(".pi").to_str().expect("utf8"),
+    ] {
+        let _ = std::fs::remove_file(&fx.log);
+        let out = fx.run(&[("PI_CODING_AGENT_DIR", bad)]);
+        assert_eq!(out.status.code(), Some(10), "{bad}: {}", stderr(&out));
+        assert!(
+            stderr(&out).contains("PI_CODING_AGENT_DIR")
+                || stderr(&out).contains("inside the worktree"),
+            "{}",
+            stderr(&out)
+        );
+        assert!(!fx.log.exists(), "{bad}: Pi ran");
+    }
+}
+
+/// The private directory, the frozen contract and the transcript spool are owner-only
+/// whatever the umask.
+#[test]
+fn the_private_directory_and_spool_are_owner_only_under_a_permissive_umask() {
+    let fx = Fixture::new();
+    let mut cmd = fx.command(&[]);
+    // SAFETY: umask(2) is async-signal-safe and only changes the child's file-mode mask.
+    unsafe {
+        use std::os::unix::process::CommandExt;
+        cmd.pre_exec(|| {
+            libc::umask(0);
+            Ok(())
+        });
+    }
+    let out = cmd.output().expect("run");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let log = fx.pi_log();
+    let context: Value = log["context"].clone();
+    let frozen = PathBuf::from(context["contract"].as_str().expect("contract"));
+    let private = frozen.parent().expect("private dir").to_path_buf();
+    let modes = &log["private_modes"];
+    assert_eq!(modes[private.to_str().expect("utf8")], "0o700", "{modes}");
+    assert_eq!(modes[frozen.to_str().expect("utf8")], "0o600", "{modes}");
+    assert_eq!(
+        modes[private.join("transcript.jsonl").to_str().expect("utf8")],
+        "0o600",
+        "{modes}"
+    );
 }
 
 #[test]
@@ -407,6 +557,134 @@ fn artifact_destinations_are_refused_before_pi_runs_and_never_overwritten() {
     assert_eq!(std::fs::read(&fresh).expect("fresh"), out.stdout);
 }
 
+/// The race of the artifact check: while attempts run, another process keeps swapping the
+/// destination's parent between a real directory and symlinks into the worktree and its git
+/// directory. Counted over many attempts: none ever publishes inside the repository, and the
+/// attempts that find the real directory publish there (the sibling success).
+#[test]
+fn swapping_the_destination_parent_for_a_symlink_never_publishes_inside_the_repository() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    let fx = Fixture::new();
+    let base = fx.outside.path().to_path_buf();
+    let flip = base.join("flip");
+    // `flip` is always there: atomically exchanged (RENAME_EXCHANGE) with a symlink to the
+    // worktree or to .git and back, so it is the real directory half of the time.
+    std::fs::create_dir(&flip).expect("mkdir");
+    let links = [base.join("to-worktree"), base.join("to-git")];
+    std::os::unix::fs::symlink(fx.repo.path(), &links[0]).expect("symlink");
+    std::os::unix::fs::symlink(fx.repo.path().join(".git"), &links[1]).expect("symlink");
+    let exchange = |a: &Path, b: &Path| {
+        rustix::fs::renameat_with(
+            rustix::fs::CWD,
+            a,
+            rustix::fs::CWD,
+            b,
+            rustix::fs::RenameFlags::EXCHANGE,
+        )
+        .expect("exchange");
+    };
+    let stop = Arc::new(AtomicBool::new(false));
+    let swapper = {
+        let (stop, flip, links) = (Arc::clone(&stop), flip.clone(), links.clone());
+        std::thread::spawn(move || {
+            let mut swaps = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                for link in &links {
+                    exchange(&flip, link);
+                    exchange(&flip, link);
+                    swaps += 2;
+                }
+            }
+            swaps
+        })
+    };
+    // Three attempts at a time for 8 s, so the race gets hundreds of chances.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(8);
+    let next = std::sync::atomic::AtomicU32::new(0);
+    let outcomes: Vec<(String, Option<i32>, Vec<u8>, String)> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..3)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut mine = Vec::new();
+                    while std::time::Instant::now() < deadline {
+                        let name = format!("t-{}.jsonl", next.fetch_add(1, Ordering::Relaxed));
+                        let out = fx.run(&[(
+                            "SATYRN_ATTEMPT_TRANSCRIPT",
+                            flip.join(&name).to_str().expect("utf8"),
+                        )]);
+                        mine.push((name, out.status.code(), out.stdout.clone(), stderr(&out)));
+                    }
+                    mine
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|w| w.join().expect("worker"))
+            .collect()
+    });
+    let runs = outcomes.len();
+    let mut expected: Vec<(String, Vec<u8>)> = Vec::new();
+    let mut refused = 0u32;
+    for (name, code, stdout, err) in outcomes {
+        match code {
+            Some(0) => expected.push((name, stdout)),
+            Some(10) => refused += 1,
+            other => panic!("unexpected exit {other:?}: {err}"),
+        }
+    }
+    let published = expected.len();
+    stop.store(true, Ordering::Relaxed);
+    let swaps = swapper.join().expect("swapper");
+    eprintln!("{runs} runs, {published} published, {refused} refused, {swaps} swaps");
+    // The worktree and its git directory (walked together): no transcript ever landed there.
+    let inside: Vec<String> = walk(fx.repo.path())
+        .into_iter()
+        .filter(|p| p.ends_with(".jsonl"))
+        .collect();
+    assert!(
+        inside.is_empty(),
+        "published inside the repository: {inside:?}"
+    );
+    assert!(
+        published > 0,
+        "no attempt found the real directory (the sibling success)"
+    );
+    assert!(
+        refused > 0,
+        "no attempt met a symlink: the race was not exercised"
+    );
+    // Swapping has stopped: every success published into the real directory, exactly.
+    for (name, stdout) in &expected {
+        assert_eq!(
+            &std::fs::read(flip.join(name)).expect("published in the real directory"),
+            stdout
+        );
+    }
+}
+
+/// Every file path under `dir`, recursively, as strings.
+fn walk(dir: &Path) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d)
+            .expect("read_dir")
+            .filter_map(Result::ok)
+        {
+            let path = entry.path();
+            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                stack.push(path);
+            } else {
+                found.push(path.to_string_lossy().into_owned());
+            }
+        }
+    }
+    found
+}
+
 #[test]
 fn a_destination_that_appears_during_the_run_is_not_overwritten() {
     let fx = Fixture::new();
@@ -432,6 +710,287 @@ fn a_destination_that_appears_during_the_run_is_not_overwritten() {
         .filter(|e| e.file_name().to_string_lossy().contains(".satyrn-"))
         .collect();
     assert!(leftovers.is_empty(), "temporary left behind");
+}
+
+/// `--model=VALUE` is `--model VALUE`, and after `--` a contract may start with `-`; the
+/// same name without `--` is still an unknown option (exit 2, no Pi).
+#[test]
+fn model_equals_and_double_dash_reach_a_contract_named_like_an_option() {
+    let fx = Fixture::new();
+    std::fs::copy(&fx.contract, fx.repo.file("-dash.yaml")).expect("copy");
+    fx.commit_all("dash contract");
+    let out = fx.attempt(&["--model=provider/model-2", "--", "-dash.yaml"], &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let argv = fx.pi_log()["argv"].clone();
+    let model_at = argv
+        .as_array()
+        .expect("argv")
+        .iter()
+        .position(|a| a == "--model")
+        .expect("--model");
+    assert_eq!(argv[model_at + 1], "provider/model-2");
+    std::fs::remove_file(&fx.log).expect("rm log");
+    for args in [
+        &["--model=provider/m", "-dash.yaml"][..],
+        &["--model=provider/m", "--model", "x", "--", "-dash.yaml"][..],
+        &["--model=", "--", "-dash.yaml"][..],
+    ] {
+        let out = fx.attempt(args, &[]);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        assert!(out.stdout.is_empty());
+        assert!(!fx.log.exists(), "{args:?}: Pi ran");
+    }
+}
+
+/// A subdirectory with an empty `.git` directory, or a `.git` file that names no git
+/// directory, is not a worktree root: `REPO_UNAVAILABLE` (exit 6) before Pi, nothing
+/// written. The sibling success is every other attempt here, run at a real root.
+#[test]
+fn a_nested_empty_git_directory_or_bogus_git_file_is_not_a_worktree_root() {
+    let fx = Fixture::new();
+    let sub = fx.repo.path().join("sub");
+    std::fs::create_dir_all(sub.join(".git")).expect("mkdir");
+    let bogus = fx.repo.path().join("bogus");
+    std::fs::create_dir_all(&bogus).expect("mkdir");
+    std::fs::write(bogus.join(".git"), b"not a gitdir line\n").expect("write");
+    let before = git_ok(
+        fx.repo.path(),
+        &["status", "--porcelain", "--untracked-files=all"],
+    );
+    for dir in [&sub, &bogus] {
+        let out = fx.command(&[]).current_dir(dir).output().expect("run");
+        assert_eq!(
+            out.status.code(),
+            Some(6),
+            "{}: {}",
+            dir.display(),
+            stderr(&out)
+        );
+        assert!(
+            stderr(&out).contains("is not the root of a git worktree"),
+            "{}",
+            stderr(&out)
+        );
+        assert!(!fx.log.exists(), "Pi ran in {}", dir.display());
+    }
+    assert_eq!(
+        git_ok(
+            fx.repo.path(),
+            &["status", "--porcelain", "--untracked-files=all"]
+        ),
+        before
+    );
+}
+
+/// A stale (prunable) worktree registration, whose directory is gone, contains nothing: it
+/// no longer makes every artifact destination fail. A live registration still refuses.
+#[test]
+fn a_prunable_worktree_registration_does_not_block_artifact_destinations() {
+    let fx = Fixture::new();
+    let linked = fx.outside.path().join("linked");
+    git_ok(
+        fx.repo.path(),
+        &[
+            "worktree",
+            "add",
+            "-q",
+            "--detach",
+            linked.to_str().expect("utf8"),
+        ],
+    );
+    // While it exists, a destination inside the linked worktree is refused.
+    let inside_linked = linked.join("t.jsonl");
+    let out = fx.run(&[(
+        "SATYRN_ATTEMPT_TRANSCRIPT",
+        inside_linked.to_str().expect("utf8"),
+    )]);
+    assert_eq!(out.status.code(), Some(10), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("which the attempt may change"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!inside_linked.exists());
+    // Its directory disappears without `git worktree remove`: the registration is prunable.
+    std::fs::remove_dir_all(&linked).expect("rm");
+    assert!(
+        git_ok(fx.repo.path(), &["worktree", "list", "--porcelain"]).contains("prunable"),
+        "the registration should be prunable"
+    );
+    let transcript = fx.dest("after-prune.jsonl");
+    let patch = fx.dest("after-prune.patch");
+    let out = fx.run(&[
+        ("FAKE_PI_EDIT", "src/greeting.txt|world|satyrn"),
+        (
+            "SATYRN_ATTEMPT_TRANSCRIPT",
+            transcript.to_str().expect("utf8"),
+        ),
+        ("SATYRN_ATTEMPT_PATCH", patch.to_str().expect("utf8")),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(std::fs::read(&transcript).expect("transcript"), out.stdout);
+    assert!(
+        std::fs::read_to_string(&patch)
+            .expect("patch")
+            .contains("+hello satyrn")
+    );
+}
+
+/// The transcript and the patch cannot share one file, and a destination ending in `/`
+/// names a directory: both refused before Pi, nothing created.
+#[test]
+fn identical_or_directory_shaped_destinations_are_refused_before_pi() {
+    let fx = Fixture::new();
+    let same = fx.dest("same.out");
+    let spelled_twice = fx.outside.path().join(".").join("same.out");
+    let out = fx.run(&[
+        ("SATYRN_ATTEMPT_TRANSCRIPT", same.to_str().expect("utf8")),
+        (
+            "SATYRN_ATTEMPT_PATCH",
+            spelled_twice.to_str().expect("utf8"),
+        ),
+    ]);
+    assert_eq!(out.status.code(), Some(10), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("name the same file"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!fx.log.exists(), "Pi ran");
+    assert!(!same.exists());
+    for shaped in ["dir-shaped/", "dot-shaped/."] {
+        let path = format!("{}/{shaped}", fx.outside.path().display());
+        let out = fx.run(&[("SATYRN_ATTEMPT_TRANSCRIPT", path.as_str())]);
+        assert_eq!(out.status.code(), Some(10), "{shaped}: {}", stderr(&out));
+        assert!(!fx.log.exists(), "{shaped}: Pi ran");
+        assert!(!fx.dest(shaped.trim_end_matches(['/', '.'])).exists());
+    }
+    // A parent reached through a symbolic link is refused too (give the resolved path).
+    std::os::unix::fs::symlink(fx.outside.path(), fx.dest("alias")).expect("symlink");
+    let through = fx.dest("alias").join("t.jsonl");
+    let out = fx.run(&[("SATYRN_ATTEMPT_TRANSCRIPT", through.to_str().expect("utf8"))]);
+    assert_eq!(out.status.code(), Some(10), "{}", stderr(&out));
+    assert!(stderr(&out).contains("symbolic link"), "{}", stderr(&out));
+    assert!(!fx.dest("t.jsonl").exists());
+    // Siblings: two different names in the same directory both publish.
+    let out = fx.run(&[
+        ("FAKE_PI_EDIT", "src/greeting.txt|world|satyrn"),
+        (
+            "SATYRN_ATTEMPT_TRANSCRIPT",
+            fx.dest("t.out").to_str().expect("utf8"),
+        ),
+        (
+            "SATYRN_ATTEMPT_PATCH",
+            fx.dest("p.out").to_str().expect("utf8"),
+        ),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(fx.dest("t.out").exists() && fx.dest("p.out").exists());
+}
+
+/// A contract that is a FIFO is refused at once (`CONTRACT_UNREADABLE`, exit 3) instead of
+/// blocking the attempt forever.
+#[test]
+fn a_fifo_contract_is_refused_at_once() {
+    let fx = Fixture::new();
+    let fifo = fx.dest("contract.fifo");
+    let c = std::ffi::CString::new(fifo.to_str().expect("utf8")).expect("cstring");
+    // SAFETY: mkfifo(3) with a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let mut child = fx
+        .attempt_command(&["--model", "m", fifo.to_str().expect("utf8")], &[])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while child.try_wait().expect("try_wait").is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("attempt blocked on a FIFO contract");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().expect("output");
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("not a regular file"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!fx.log.exists(), "Pi ran");
+}
+
+/// `attempt` can be stopped by its PID: a SIGTERM to the attempt alone (not its group) is
+/// forwarded to Pi; the attempt waits for Pi, publishes the transcript Pi produced, reports
+/// the interruption (exit 10) and removes its private directory.
+#[test]
+fn sigterm_to_the_attempt_is_forwarded_to_pi_and_reported() {
+    let fx = Fixture::new();
+    let slow_pi = fx.outside.path().join("slow-pi");
+    let marker = fx.dest("pi-started");
+    let got = fx.dest("pi-got-signal");
+    std::fs::write(
+        &slow_pi,
+        format!(
+            "#!/usr/bin/env python3\nimport json, os, signal, sys, time\n\
+             def on_term(sig, frame):\n    open({got:?}, 'w').write(str(sig))\n    \
+             sys.stdout.write('{{\"type\":\"stopped\"}}\\n'); sys.stdout.flush(); sys.exit(143)\n\
+             signal.signal(signal.SIGTERM, on_term)\n\
+             ctx = json.load(open(os.environ['SATYRN_MUTATION_CONTEXT_FILE']))\n\
+             open({marker:?}, 'w').write(os.path.dirname(ctx['contract']))\n\
+             sys.stdout.write('{{\"type\":\"session\"}}\\n'); sys.stdout.flush()\n\
+             time.sleep(60)\n",
+            got = got.to_str().expect("utf8"),
+            marker = marker.to_str().expect("utf8"),
+        ),
+    )
+    .expect("write");
+    std::fs::set_permissions(&slow_pi, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let transcript = fx.dest("t.jsonl");
+    let mut child = fx
+        .command(&[(
+            "SATYRN_ATTEMPT_TRANSCRIPT",
+            transcript.to_str().expect("utf8"),
+        )])
+        .env("SATYRN_PI_BIN", &slow_pi)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !marker.exists() {
+        assert!(std::time::Instant::now() < deadline, "Pi never started");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let private = PathBuf::from(std::fs::read_to_string(&marker).expect("marker"));
+    let pid = i32::try_from(child.id()).expect("pid");
+    // SAFETY: kill(2) of our own child's PID.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    while child.try_wait().expect("try_wait").is_none() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the attempt did not stop after SIGTERM"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().expect("output");
+    assert_eq!(out.status.code(), Some(10), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("interrupted by SIGTERM"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(
+        std::fs::read_to_string(&got).expect("Pi got the signal"),
+        "15"
+    );
+    assert_eq!(
+        out.stdout,
+        b"{\"type\":\"session\"}\n{\"type\":\"stopped\"}\n"
+    );
+    assert_eq!(std::fs::read(&transcript).expect("transcript"), out.stdout);
+    assert!(!private.exists(), "the private directory was not removed");
 }
 
 #[test]
@@ -482,9 +1041,7 @@ fn usage_and_check_refusals_run_no_pi() {
             .iter()
             .any(|a| a == "env/model")
     );
-    let ctx: Value =
-        serde_json::from_str(log["env"]["SATYRN_MUTATION_CONTEXT"].as_str().expect("ctx"))
-            .expect("json");
+    let ctx: Value = log["context"].clone();
     assert_eq!(
         ctx["revisions"]
             .as_object()
@@ -541,32 +1098,38 @@ fn stale_publish_temporaries_are_swept_before_the_patch_other_files_are_kept() {
     assert!(!patch_text.contains("satyrn-4242"), "{patch_text}");
 }
 
+/// The task may be up to 100 KiB (the prompt reaches Pi on its standard input, so no kernel
+/// limit of one argument applies); one byte more is refused before Pi starts.
 #[test]
-fn a_prompt_or_context_too_large_for_one_argument_is_refused_before_pi() {
+fn a_task_of_100_kib_reaches_pi_and_one_byte_more_is_refused() {
     let fx = Fixture::new();
     let big = fx.outside.path().join("big.yaml");
-    let task = "x".repeat(130 * 1024);
-    std::fs::write(
-        &big,
-        format!("id: big\ntask: {task}\nwritable_paths: ['src/g*.txt']\n"),
-    )
-    .expect("write");
+    let limit = satyrn_host::attempt::prompt::MAX_TASK_BYTES;
+    let write = |task: &str| {
+        std::fs::write(
+            &big,
+            format!("id: big\ntask: {task}\nwritable_paths: ['src/g*.txt']\n"),
+        )
+        .expect("write");
+    };
+    write(&"x".repeat(limit));
+    let out = fx.attempt(&["--model".as_ref(), "m".as_ref(), big.as_os_str()], &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let prompt = fx.pi_log()["prompt"].as_str().expect("prompt").to_string();
+    assert!(prompt.starts_with(&format!("Task:\n{}\n\n", "x".repeat(limit))));
+    std::fs::remove_file(&fx.log).expect("rm");
+    write(&"x".repeat(limit + 1));
     let out = fx.attempt(&["--model".as_ref(), "m".as_ref(), big.as_os_str()], &[]);
     assert_eq!(out.status.code(), Some(10), "{}", stderr(&out));
     assert!(
-        stderr(&out).contains("over the 122880-byte limit"),
+        stderr(&out).contains(&format!(
+            "the task is {} bytes, over the {limit}-byte limit",
+            limit + 1
+        )),
         "{}",
         stderr(&out)
     );
     assert!(!fx.log.exists(), "Pi ran");
-    // Sibling: the same contract with a short task runs.
-    std::fs::write(
-        &big,
-        "id: big\ntask: short\nwritable_paths: ['src/g*.txt']\n",
-    )
-    .expect("write");
-    let out = fx.attempt(&["--model".as_ref(), "m".as_ref(), big.as_os_str()], &[]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
 }
 
 #[test]
@@ -582,9 +1145,7 @@ fn files_too_large_to_read_or_edit_never_enter_the_revision_map() {
     let out = fx.run(&[]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let log = fx.pi_log();
-    let ctx: Value =
-        serde_json::from_str(log["env"]["SATYRN_MUTATION_CONTEXT"].as_str().expect("ctx"))
-            .expect("json");
+    let ctx: Value = log["context"].clone();
     let mut keys: Vec<&String> = ctx["revisions"].as_object().expect("map").keys().collect();
     keys.sort();
     assert_eq!(keys, ["src/greeting.txt", "src/gsmall.txt"]);

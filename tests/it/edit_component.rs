@@ -22,7 +22,7 @@ struct Worktree {
 impl Worktree {
     fn new() -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
-        std::fs::create_dir(dir.path().join(".git")).expect(".git");
+        crate::support::git_ok(dir.path(), &["init", "-q", "."]);
         let root = RepoRoot::open(dir.path()).expect("root");
         Self {
             dir,

@@ -59,19 +59,26 @@ impl Guest for Component {
                 new_content: plan.new_content,
                 next_sha256: plan.next.to_hex(),
             }),
-            Err(replace::ReplaceError::InvalidRequest(m)) => Err(wit::ReplaceError::InvalidRequest(m)),
-            Err(replace::ReplaceError::Refused(r)) => Err(wit::ReplaceError::Refused(wit::Refusal {
-                code: refusal_code(r.code),
-                message: r.message,
-            })),
+            Err(replace::ReplaceError::InvalidRequest(m)) => {
+                Err(wit::ReplaceError::InvalidRequest(m))
+            }
+            Err(replace::ReplaceError::Refused(r)) => {
+                Err(wit::ReplaceError::Refused(wit::Refusal {
+                    code: refusal_code(r.code),
+                    message: r.message,
+                }))
+            }
         }
     }
 
     fn revision(path: String, writable_paths: Vec<String>) -> Result<String, wit::RevisionError> {
-        let worktree = preopen::Preopen::single().map_err(|e| wit::RevisionError::NotEditable(e.0))?;
+        let worktree =
+            preopen::Preopen::single().map_err(|e| wit::RevisionError::NotEditable(e.0))?;
         match replace::revision(&worktree, &path, &writable_paths) {
             Ok(r) => Ok(r.to_hex()),
-            Err(replace::RevisionError::InvalidRequest(m)) => Err(wit::RevisionError::InvalidRequest(m)),
+            Err(replace::RevisionError::InvalidRequest(m)) => {
+                Err(wit::RevisionError::InvalidRequest(m))
+            }
             Err(replace::RevisionError::Undeclared) => Err(wit::RevisionError::Undeclared),
             Err(replace::RevisionError::NotEditable(m)) => Err(wit::RevisionError::NotEditable(m)),
         }
@@ -108,15 +115,17 @@ impl Guest for Component {
                 notice: p.notice,
             }),
             Err(read::ReadError::InvalidRequest(m)) => Err(wit::ReadError::InvalidRequest(m)),
-            Err(read::ReadError::Refused { code, message }) => Err(wit::ReadError::Refused(wit::ReadRefusal {
-                code: match code {
-                    read::ReadCode::Unavailable => wit::ReadCode::Unavailable,
-                    read::ReadCode::NotText => wit::ReadCode::NotText,
-                    read::ReadCode::TooLarge => wit::ReadCode::TooLarge,
-                    read::ReadCode::OutOfRange => wit::ReadCode::OutOfRange,
-                },
-                message,
-            })),
+            Err(read::ReadError::Refused { code, message }) => {
+                Err(wit::ReadError::Refused(wit::ReadRefusal {
+                    code: match code {
+                        read::ReadCode::Unavailable => wit::ReadCode::Unavailable,
+                        read::ReadCode::NotText => wit::ReadCode::NotText,
+                        read::ReadCode::TooLarge => wit::ReadCode::TooLarge,
+                        read::ReadCode::OutOfRange => wit::ReadCode::OutOfRange,
+                    },
+                    message,
+                }))
+            }
         }
     }
 
@@ -181,10 +190,12 @@ impl Guest for Component {
                 code: refusal_code(r.code),
                 message: r.message,
             })),
-            Err(edit::EditError::Stale { message, current }) => Err(wit::EditError::Stale(wit::Stale {
-                message,
-                current_sha256: current.to_hex(),
-            })),
+            Err(edit::EditError::Stale { message, current }) => {
+                Err(wit::EditError::Stale(wit::Stale {
+                    message,
+                    current_sha256: current.to_hex(),
+                }))
+            }
             Err(edit::EditError::Rejected(r)) => Err(wit::EditError::Rejected(wit::Rejection {
                 message: r.message,
                 problems: r.problems.into_iter().map(problem).collect(),

@@ -131,7 +131,12 @@ fn check_regular(stat: &DescriptorStat, shown: &str, max_len: u64) -> Result<(),
     Ok(())
 }
 
-fn read_all(file: &Descriptor, size: u64, max_len: u64, shown: &str) -> Result<Vec<u8>, NotEditable> {
+fn read_all(
+    file: &Descriptor,
+    size: u64,
+    max_len: u64,
+    shown: &str,
+) -> Result<Vec<u8>, NotEditable> {
     let mut content = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
     loop {
         let offset = content.len() as u64;
@@ -158,7 +163,9 @@ fn io_error(shown: &str, e: ErrorCode) -> NotEditable {
     let why = match e {
         ErrorCode::NoEntry => String::from("does not exist"),
         ErrorCode::Loop => String::from("is a symbolic link; satyrn never follows symbolic links"),
-        ErrorCode::NotPermitted | ErrorCode::Access => String::from("is not accessible from the worktree"),
+        ErrorCode::NotPermitted | ErrorCode::Access => {
+            String::from("is not accessible from the worktree")
+        }
         ErrorCode::NotDirectory => String::from("is not beneath a directory"),
         ErrorCode::IsDirectory => String::from("is a directory"),
         other => format!("cannot be read ({other:?})"),

@@ -1,25 +1,32 @@
 //! Artifact destinations (`SATYRN_ATTEMPT_TRANSCRIPT`, `SATYRN_ATTEMPT_PATCH`): checked and
 //! pinned before Pi starts, published without ever overwriting.
 //!
-//! A destination must be an absolute path whose parent is an existing directory outside
-//! every registered worktree and outside git's administrative and common directories
-//! (compared by file-system identity, see [`crate::fsid`]), and whose name does not exist
-//! yet (not even as a dangling symlink). The parent is opened and pinned by descriptor
-//! during preparation. Publishing writes a sibling temporary, fsyncs it, and `linkat`s it
-//! to the name relative to the pinned descriptor — `linkat` never replaces an existing
-//! name and never follows a symlink there — then removes the temporary and fsyncs the
-//! directory. Every failure is an [`ArtifactError`]; nothing is ever overwritten.
+//! A destination must be an absolute path without `..` or a trailing `/` whose parent is an
+//! existing directory, reached from `/` one component at a time without following any
+//! symbolic link, and whose name does not exist yet (not even as a dangling symlink). The
+//! parent is pinned by descriptor, and containment is decided on that descriptor: walking
+//! `..` from it up to `/`, no directory on the way may be a registered worktree or git's
+//! administrative or common directory (compared by `(device, inode)`, see [`crate::fsid`]).
+//! A forbidden directory that no longer exists (a prunable worktree registration) contains
+//! nothing and is skipped. Swapping a component for a symlink, before or after the check,
+//! therefore cannot redirect a publication into the repository.
+//!
+//! Publishing re-checks containment on the pinned descriptor and that the path still
+//! names it, writes a sibling temporary, fsyncs it, and `linkat`s it to the name relative
+//! to the pinned descriptor — `linkat` never replaces an existing name and never follows a
+//! symlink there — then removes the temporary and fsyncs the directory. Every failure is an
+//! [`ArtifactError`]; nothing is ever overwritten.
 
 use std::ffi::{OsStr, OsString};
 use std::fmt;
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
-use rustix::fs::{AtFlags, Mode, OFlags};
+use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 use rustix::io::Errno;
 
-use crate::fsid::{self, Identity};
+use crate::fsid::Identity;
 
 /// Why an artifact destination was refused or its publication failed (`ATTEMPT_FAILED`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,6 +40,13 @@ impl fmt::Display for ArtifactError {
 
 impl std::error::Error for ArtifactError {}
 
+/// A directory the attempt may change, by path (for messages) and identity.
+#[derive(Debug, Clone)]
+struct Forbidden {
+    path: PathBuf,
+    id: Identity,
+}
+
 /// A checked destination with its parent directory pinned.
 #[derive(Debug)]
 pub struct Destination {
@@ -42,6 +56,7 @@ pub struct Destination {
     parent: OwnedFd,
     parent_id: Identity,
     name: OsString,
+    forbidden: Vec<Forbidden>,
 }
 
 impl Destination {
@@ -50,9 +65,10 @@ impl Destination {
     ///
     /// # Errors
     ///
-    /// [`ArtifactError`] for a relative path, a path without a file name, a parent that is
-    /// missing or not a directory, a destination inside a forbidden directory, or a name
-    /// that already exists (symlinks included).
+    /// [`ArtifactError`] for a relative path, a path with `..`, a trailing `/` or `/.`, without a
+    /// file name, a parent that is missing, not a directory or reached through a symbolic
+    /// link, a destination inside a forbidden directory, or a name that already exists
+    /// (symlinks included).
     pub fn prepare(
         variable: &'static str,
         path: &Path,
@@ -62,46 +78,43 @@ impl Destination {
         if !path.is_absolute() {
             return Err(refuse("must be an absolute path".to_string()));
         }
+        let bytes = path.as_os_str().as_bytes();
+        if bytes.ends_with(b"/") || bytes.ends_with(b"/.") {
+            return Err(refuse(
+                "ends with `/`: it must name a file, not a directory".to_string(),
+            ));
+        }
+        if path.components().any(|c| c == Component::ParentDir) {
+            return Err(refuse("must not contain `..`".to_string()));
+        }
         let (Some(parent_path), Some(name)) = (path.parent(), path.file_name()) else {
             return Err(refuse("names no file".to_string()));
         };
-        if name == OsStr::new(".") || name == OsStr::new("..") {
-            return Err(refuse("names no file".to_string()));
-        }
+        let mut pinned = Vec::with_capacity(forbidden.len());
         for root in forbidden {
-            match fsid::is_within(path, root) {
-                Ok(false) => {}
-                Ok(true) => {
-                    return Err(refuse(format!(
-                        "lies inside {}, which the attempt may change",
-                        root.display()
-                    )));
-                }
+            match Identity::of(root) {
+                Ok(id) => pinned.push(Forbidden {
+                    path: root.clone(),
+                    id,
+                }),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
                 Err(e) => {
-                    return Err(refuse(format!(
-                        "cannot compare with {}: {e}",
-                        root.display()
-                    )));
+                    return Err(refuse(format!("cannot inspect {}: {e}", root.display())));
                 }
             }
         }
-        let parent = rustix::fs::open(
-            parent_path,
-            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-            Mode::empty(),
-        )
-        .map_err(|e| {
-            refuse(format!(
-                "its parent is not an accessible directory: {}",
-                std::io::Error::from(e)
-            ))
-        })?;
-        let stat = rustix::fs::fstat(&parent)
-            .map_err(|e| refuse(format!("cannot inspect its parent: {e}")))?;
-        let parent_id = Identity {
-            dev: stat.st_dev,
-            ino: stat.st_ino,
-        };
+        let parent =
+            open_dir_nofollow(parent_path).map_err(|why| refuse(format!("its parent {why}")))?;
+        let parent_id =
+            identity(&parent).map_err(|e| refuse(format!("cannot inspect its parent: {e}")))?;
+        if let Some(root) = containing(&parent, &pinned)
+            .map_err(|e| refuse(format!("cannot walk up from its parent: {e}")))?
+        {
+            return Err(refuse(format!(
+                "lies inside {}, which the attempt may change",
+                root.display()
+            )));
+        }
         match rustix::fs::statat(&parent, name, AtFlags::SYMLINK_NOFOLLOW) {
             Err(Errno::NOENT) => {}
             Ok(_) => {
@@ -123,6 +136,7 @@ impl Destination {
             parent,
             parent_id,
             name: name.to_os_string(),
+            forbidden: pinned,
         })
     }
 
@@ -132,13 +146,26 @@ impl Destination {
         &self.path
     }
 
+    /// Whether `self` and `other` name the same file (same pinned parent, same name).
+    #[must_use]
+    pub fn same_target(&self, other: &Self) -> bool {
+        self.parent_id == other.parent_id && self.name == other.name
+    }
+
+    /// The variable that named this destination.
+    #[must_use]
+    pub fn variable(&self) -> &'static str {
+        self.variable
+    }
+
     /// Publishes `bytes` at the destination.
     ///
     /// # Errors
     ///
-    /// [`ArtifactError`] when the parent's path no longer names the pinned directory, the
-    /// name appeared meanwhile, or any write, sync or link fails. The temporary is removed
-    /// on every path; a failure to remove it is reported too.
+    /// [`ArtifactError`] when the pinned parent now lies inside a forbidden directory, the
+    /// parent's path no longer names the pinned directory, the name appeared meanwhile, or
+    /// any write, sync or link fails. The temporary is removed on every path; a failure to
+    /// remove it is reported too.
     pub fn publish(&self, bytes: &[u8]) -> Result<(), ArtifactError> {
         let refuse = |why: String| {
             ArtifactError(format!(
@@ -147,10 +174,21 @@ impl Destination {
                 self.path.display()
             ))
         };
-        match Identity::of(&self.parent_path) {
-            Ok(id) if id == self.parent_id => {}
-            Ok(_) => return Err(refuse("its parent directory was replaced".to_string())),
-            Err(e) => return Err(refuse(format!("its parent directory is gone: {e}"))),
+        match containing(&self.parent, &self.forbidden) {
+            Ok(None) => {}
+            Ok(Some(root)) => {
+                return Err(refuse(format!(
+                    "its parent directory was moved inside {}, which the attempt may change",
+                    root.display()
+                )));
+            }
+            Err(e) => return Err(refuse(format!("cannot walk up from its parent: {e}"))),
+        }
+        match open_dir_nofollow(&self.parent_path).map(|fd| identity(&fd)) {
+            Ok(Ok(id)) if id == self.parent_id => {}
+            Ok(Ok(_)) => return Err(refuse("its parent directory was replaced".to_string())),
+            Ok(Err(e)) => return Err(refuse(format!("cannot inspect its parent: {e}"))),
+            Err(why) => return Err(refuse(format!("its parent {why}"))),
         }
         let temp_name = temp_name(&self.name);
         let temp = rustix::fs::openat(
@@ -220,4 +258,100 @@ fn write_all(file: &OwnedFd, mut bytes: &[u8]) -> std::io::Result<()> {
         }
     }
     Ok(())
+}
+
+/// Opens the absolute directory `path` from `/`, one component at a time, refusing any
+/// component that is a symbolic link or not a directory. The result is readable (for
+/// `fsync`); intermediate components are opened as `O_PATH`, which needs no read permission.
+fn open_dir_nofollow(path: &Path) -> Result<OwnedFd, String> {
+    let describe = |e: Errno| std::io::Error::from(e).to_string();
+    let mut current = rustix::fs::open(
+        "/",
+        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| format!("cannot open `/`: {}", describe(e)))?;
+    let mut walked = PathBuf::from("/");
+    for component in path.components() {
+        let Component::Normal(segment) = component else {
+            continue;
+        };
+        walked.push(segment);
+        let next = rustix::fs::openat(
+            &current,
+            segment,
+            OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|e| {
+            format!(
+                "is not an accessible directory ({}: {})",
+                walked.display(),
+                describe(e)
+            )
+        })?;
+        let kind = rustix::fs::fstat(&next)
+            .map(|st| FileType::from_raw_mode(st.st_mode))
+            .map_err(|e| format!("cannot inspect {}: {}", walked.display(), describe(e)))?;
+        match kind {
+            FileType::Directory => current = next,
+            FileType::Symlink => {
+                return Err(format!(
+                    "is reached through a symbolic link ({}); symbolic links are not followed, \
+                     give the resolved path",
+                    walked.display()
+                ));
+            }
+            _ => {
+                return Err(format!(
+                    "is not an accessible directory ({} is not a directory)",
+                    walked.display()
+                ));
+            }
+        }
+    }
+    rustix::fs::openat(
+        &current,
+        ".",
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| format!("is not an accessible directory: {}", describe(e)))
+}
+
+fn identity(fd: &impl AsFd) -> std::io::Result<Identity> {
+    let stat = rustix::fs::fstat(fd)?;
+    Ok(Identity {
+        dev: stat.st_dev,
+        ino: stat.st_ino,
+    })
+}
+
+/// The forbidden directory that `dir` is or lies inside, walking `..` from the descriptor
+/// itself (never a path) up to the root.
+fn containing<'a>(dir: &OwnedFd, forbidden: &'a [Forbidden]) -> std::io::Result<Option<&'a Path>> {
+    let mut current = rustix::fs::openat(
+        dir,
+        ".",
+        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?;
+    let mut id = identity(&current)?;
+    loop {
+        if let Some(hit) = forbidden.iter().find(|f| f.id == id) {
+            return Ok(Some(&hit.path));
+        }
+        let up = rustix::fs::openat(
+            &current,
+            "..",
+            OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )?;
+        let up_id = identity(&up)?;
+        if up_id == id {
+            return Ok(None);
+        }
+        current = up;
+        id = up_id;
+    }
 }

@@ -5,8 +5,11 @@
 //!    `HEAD`; freeze the contract's exact bytes in a private temporary directory outside
 //!    the worktree, so editing the contract file cannot widen permissions mid-run.
 //! 2. Check and pin the artifact destinations ([`artifacts`]).
-//! 3. Build the revision map ([`revisions`]); none → `ATTEMPT_FAILED`.
-//! 4. Run Pi once ([`pi`]) with the mutation context, its stdout spooled to a regular file.
+//! 3. Build the revision map ([`revisions`]); none → `ATTEMPT_FAILED`. Write the mutation
+//!    context ([`context`]) and the prompt ([`prompt`]) to private files.
+//! 4. Run Pi once ([`pi`]) in its private home ([`pi::Home`]), the prompt on its stdin, the
+//!    context file named in its environment, its stdout spooled to a regular file; a
+//!    termination signal is forwarded to it ([`child`]).
 //! 5. After Pi is reaped: copy the transcript to stdout and publish it; compute the patch
 //!    (`git diff --binary` against the captured `HEAD`) and publish it when non-empty.
 //! 6. Remove the temporary directory. A cleanup failure is a visible `ATTEMPT_FAILED`
@@ -17,12 +20,15 @@
 //! transcript bytes only.
 
 pub mod artifacts;
+pub mod child;
+pub mod context;
 pub mod pi;
 pub mod prompt;
 pub mod revisions;
 
 use std::fs::File;
 use std::io::{Read, Seek, Write};
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -97,10 +103,19 @@ fn attempt(options: &Options, cleanup: &mut Cleanup) -> Result<(), Failure> {
     let forbidden = forbidden_roots(&git)?;
     let transcript_dest = destination(TRANSCRIPT_VAR, &forbidden)?;
     let patch_dest = destination(PATCH_VAR, &forbidden)?;
+    if let (Some(transcript), Some(patch)) = (&transcript_dest, &patch_dest)
+        && transcript.same_target(patch)
+    {
+        return Err(failed(format!(
+            "{TRANSCRIPT_VAR} and {PATCH_VAR} name the same file ({}); give each its own",
+            patch.path().display()
+        )));
+    }
 
     let private = cleanup.private_dir(&cwd)?;
     let frozen = private.join("contract.yaml");
-    std::fs::write(&frozen, &contract_bytes)
+    private_file(&frozen)
+        .and_then(|mut file| file.write_all(&contract_bytes))
         .map_err(|e| failed(format!("cannot freeze the contract: {e}")))?;
 
     let revisions = revisions::map(&root, &contract.writable_paths).map_err(failed)?;
@@ -108,64 +123,61 @@ fn attempt(options: &Options, cleanup: &mut Cleanup) -> Result<(), Failure> {
         return Err(failed(revisions::describe_empty(&cwd)));
     }
     let writable: Vec<&str> = revisions.keys().map(String::as_str).collect();
-    let (Some(repo_text), Some(frozen_text)) = (cwd.to_str(), frozen.to_str()) else {
-        return Err(failed(format!(
-            "the worktree {} or the temporary directory {} is not a UTF-8 path",
-            cwd.display(),
-            frozen.display()
-        )));
-    };
-    let context = serde_json::json!({
-        "version": 1,
-        "repo": repo_text,
-        "contract": frozen_text,
-        "revisions": revisions,
-    })
-    .to_string();
-    let prompt = prompt::build(&contract.task, &writable);
-    for (what, text) in [("the prompt", &prompt), ("the mutation context", &context)] {
-        if text.len() > MAX_CHILD_STRING_BYTES {
-            return Err(failed(format!(
-                "{what} is {} bytes, over the {MAX_CHILD_STRING_BYTES}-byte limit of one argument or \
-                 environment string ({} declared files); narrow writable_paths or shorten the task",
-                text.len(),
-                revisions.len()
-            )));
-        }
-    }
+    let prompt = prompt::build(&contract.task, &contract.writable_paths, &writable)
+        .map_err(|e| failed(e.to_string()))?;
+    let context_path = private.join("context.json");
+    context::encode(&cwd, &frozen, &revisions)
+        .and_then(|bytes| context::write(&context_path, &bytes))
+        .map_err(|e| failed(e.to_string()))?;
+    let prompt_path = private.join("prompt.md");
+    private_file(&prompt_path)
+        .and_then(|mut file| file.write_all(prompt.as_bytes()))
+        .map_err(|e| failed(format!("cannot write the prompt: {e}")))?;
     let (engine, mutator) = pi::write_extensions(&private.join("pi"))
         .map_err(|e| failed(format!("cannot write the Pi extensions: {e}")))?;
 
     let spool_path = private.join("transcript.jsonl");
-    let spool = File::options()
-        .read(true)
-        .write(true)
-        .create_new(true)
-        .open(&spool_path)
+    let spool = private_file(&spool_path)
         .map_err(|e| failed(format!("cannot create the transcript spool: {e}")))?;
     let program = pi::executable().map_err(failed)?;
     let mut cmd = Command::new(&program);
-    cmd.args(pi::args(&options.model, &engine, &mutator, &prompt))
-        .current_dir(&cwd)
-        .stdin(Stdio::null())
+    let prompt_input =
+        File::open(&prompt_path).map_err(|e| failed(format!("cannot open the prompt: {e}")))?;
+    cmd.args(pi::args(&options.model, &engine, &mutator))
+        .stdin(prompt_input)
         .stdout(
             spool
                 .try_clone()
                 .map_err(|e| failed(format!("cannot share the spool: {e}")))?,
         )
         .stderr(Stdio::inherit());
-    pi::environment(&mut cmd, &context, &host).map_err(|e| failed(e.to_string()))?;
-    let status = cmd.status().map_err(|e| {
+    let home = pi::prepare_home(&private, &cwd).map_err(failed)?;
+    pi::environment(&mut cmd, &context_path, &host, &home).map_err(|e| failed(e.to_string()))?;
+    if let Some(signal) = signals::received() {
+        return Err(failed(format!(
+            "interrupted by {} before pi started",
+            child::signal_name(signal)
+        )));
+    }
+    let mut pi_child = cmd.spawn().map_err(|e| {
         failed(format!(
             "cannot start pi ({}): {e}",
             Path::new(&program).display()
         ))
     })?;
+    let ended = child::wait(&mut pi_child)
+        .map_err(|e| failed(format!("cannot wait for pi (it was killed): {e}")))?;
 
     // Everything below runs whatever Pi's outcome: artifacts are preserved on failure too.
     let mut errors: Vec<String> = Vec::new();
-    if !status.success() {
-        errors.push(format!("pi exited unsuccessfully ({status})"));
+    if let Some(signal) = ended.interrupted {
+        errors.push(format!(
+            "interrupted by {}: the signal was forwarded to pi",
+            child::signal_name(signal)
+        ));
+    }
+    if !ended.status.success() {
+        errors.push(format!("pi exited unsuccessfully ({})", ended.status));
     }
     if let Err(e) = sweep_temporaries(&root, &git) {
         errors.push(e);
@@ -199,10 +211,6 @@ fn attempt(options: &Options, cleanup: &mut Cleanup) -> Result<(), Failure> {
         Err(failed(errors.join("; ")))
     }
 }
-
-/// The longest single argument or environment string Linux accepts (`MAX_ARG_STRLEN` is
-/// 128 KiB), less a margin: the prompt and the mutation context must each fit.
-pub const MAX_CHILD_STRING_BYTES: usize = 120 * 1024;
 
 /// Removes the publish temporaries (`.<name>.satyrn-<pid>-<nonce>.tmp`) that a
 /// `satyrn-host protocol` killed by `SIGKILL` mid-publish may have left, so they never reach
@@ -269,6 +277,17 @@ fn destination(
     }
 }
 
+/// Creates a new file readable and writable by the owner only (mode 0600, whatever the
+/// umask).
+fn private_file(path: &Path) -> std::io::Result<File> {
+    File::options()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+}
+
 fn read_spool(mut spool: File) -> std::io::Result<Vec<u8>> {
     spool.rewind()?;
     let mut bytes = Vec::new();
@@ -285,6 +304,10 @@ fn patch(git: &Git, head: &str) -> Result<Vec<u8>, git::GitError> {
         "--no-textconv",
         "--no-color",
         "--full-index",
+        // Whatever diff.noprefix, diff.mnemonicPrefix or diff.srcPrefix say: `git apply`
+        // expects a/ and b/.
+        "--src-prefix=a/",
+        "--dst-prefix=b/",
         head,
         "--",
     ])
@@ -297,10 +320,12 @@ struct Cleanup {
 }
 
 impl Cleanup {
-    /// Creates the private directory (mode 0700) outside the worktree `cwd`.
+    /// Creates the private directory (mode 0700 whatever the umask) outside the worktree
+    /// `cwd`.
     fn private_dir(&mut self, cwd: &Path) -> Result<PathBuf, Failure> {
         let dir = tempfile::Builder::new()
             .prefix("satyrn-attempt-")
+            .permissions(std::fs::Permissions::from_mode(0o700))
             .tempdir()
             .map_err(|e| failed(format!("cannot create a temporary directory: {e}")))?
             .keep();

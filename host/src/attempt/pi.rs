@@ -1,18 +1,35 @@
-//! The Pi child: its embedded extension files, argv and environment.
+//! The Pi child: its embedded extension files, its private home, argv and environment.
 //!
 //! The extension files are compiled into `satyrn-host` (from `pi/`) and written to the
 //! attempt's private temporary directory, so an installed binary needs no source tree.
 //! `pi` is `SATYRN_PI_BIN` when set (absolute), else `pi` on `PATH`.
+//!
+//! Pi reads configuration that can run commands or rewrite its instructions from its
+//! working directory (`.pi/settings.json` with `packages` and `npmCommand`, `.pi/SYSTEM.md`,
+//! `.pi/APPEND_SYSTEM.md`, `.pi/extensions`, skills, prompts, project migrations, git) and
+//! from its agent directory. So the child never runs in the repository: it runs in an empty
+//! private directory ([`Home::cwd`]) with an agent directory of its own
+//! ([`Home::agent_dir`]) that holds only the user's model definitions and credentials
+//! ([`CARRIED_AGENT_FILES`]), and it gets satyrn's own system prompt ([`SYSTEM_PROMPT`]).
+//! satyrn's tools find the repository through the mutation context, never through the
+//! working directory.
 //!
 //! The argv is verified against Pi 0.73: it has no `--` separator, reads `--model VALUE`
 //! (never `--model=VALUE`), and has no `--no-approve`. The `/implement` command
 //! (`orchestrator.ts`) is not loaded, so an attempt cannot recurse.
 
 use std::ffi::OsString;
+use std::fs::{DirBuilder, OpenOptions};
+use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use crate::attempt::context::CONTEXT_FILE_VAR;
 use crate::git;
+
+/// The inline context variable of earlier versions; never passed on.
+pub const LEGACY_CONTEXT_VAR: &str = "SATYRN_MUTATION_CONTEXT";
 
 /// The extension files an attempt's Pi loads, as `(relative path, contents)`.
 pub const EXTENSION_FILES: &[(&str, &str)] = &[
@@ -57,9 +74,111 @@ pub fn executable() -> Result<OsString, String> {
     }
 }
 
-/// Pi's argv (after the program name).
+/// The system prompt Pi is given with `--system-prompt` (Pi appends the date and its working
+/// directory). A repository's or user's `SYSTEM.md`/`APPEND_SYSTEM.md` never replaces it.
+pub const SYSTEM_PROMPT: &str = include_str!("system_prompt.md");
+
+/// The files carried from the user's Pi agent directory into the child's own: the model
+/// definitions and the credentials. Nothing else (no `settings.json`, packages,
+/// extensions, skills, prompts, themes or `SYSTEM.md`) is carried.
+pub const CARRIED_AGENT_FILES: [&str; 2] = ["models.json", "auth.json"];
+
+/// The variable that names Pi's agent directory.
+pub const AGENT_DIR_VAR: &str = "PI_CODING_AGENT_DIR";
+
+/// Pi's private home inside the attempt's private directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Home {
+    /// Pi's working directory: empty, mode 0700.
+    pub cwd: PathBuf,
+    /// Pi's agent directory (`PI_CODING_AGENT_DIR`), mode 0700, holding copies (mode 0600)
+    /// of those [`CARRIED_AGENT_FILES`] that the user's agent directory has.
+    pub agent_dir: PathBuf,
+}
+
+/// Creates [`Home`] under `private` (which must exist and be private to this attempt),
+/// copying [`CARRIED_AGENT_FILES`] from the user's agent directory: `PI_CODING_AGENT_DIR`
+/// when set (a leading `~` means `HOME`, as Pi reads it), else `$HOME/.pi/agent`. A file the
+/// user's directory lacks is simply not carried (Pi then knows only its built-in models).
+///
+/// # Errors
+///
+/// A message when the user's agent directory is relative or lies inside `worktree` (its
+/// model definitions could then come from the repository), when a carried name exists but
+/// is not a regular file, or on any I/O failure.
+pub fn prepare_home(private: &Path, worktree: &Path) -> Result<Home, String> {
+    let home = Home {
+        cwd: private.join("cwd"),
+        agent_dir: private.join("agent"),
+    };
+    for dir in [&home.cwd, &home.agent_dir] {
+        DirBuilder::new()
+            .mode(0o700)
+            .create(dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    }
+    let Some(user_dir) = user_agent_dir() else {
+        return Ok(home);
+    };
+    if !user_dir.is_absolute() {
+        return Err(format!(
+            "{AGENT_DIR_VAR}={} must be an absolute path",
+            user_dir.display()
+        ));
+    }
+    if crate::fsid::is_within(&user_dir, worktree).unwrap_or(false) {
+        return Err(format!(
+            "the Pi agent directory {} lies inside the worktree, so the model definitions could \
+             come from the repository; set {AGENT_DIR_VAR} elsewhere",
+            user_dir.display()
+        ));
+    }
+    for name in CARRIED_AGENT_FILES {
+        let source = user_dir.join(name);
+        let meta = match std::fs::metadata(&source) {
+            Ok(meta) => meta,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(format!("cannot inspect {}: {e}", source.display())),
+        };
+        if !meta.is_file() {
+            return Err(format!("{} is not a regular file", source.display()));
+        }
+        let bytes =
+            std::fs::read(&source).map_err(|e| format!("cannot read {}: {e}", source.display()))?;
+        let target = home.agent_dir.join(name);
+        OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&target)
+            .and_then(|mut file| file.write_all(&bytes))
+            .map_err(|e| format!("cannot write {}: {e}", target.display()))?;
+    }
+    Ok(home)
+}
+
+/// The user's Pi agent directory as Pi would find it; `None` without `PI_CODING_AGENT_DIR`
+/// and `HOME`.
+fn user_agent_dir() -> Option<PathBuf> {
+    let home = std::env::var_os("HOME").filter(|h| !h.is_empty());
+    match std::env::var_os(AGENT_DIR_VAR).filter(|d| !d.is_empty()) {
+        Some(dir) => {
+            let text = dir.to_string_lossy();
+            match (text.as_ref(), &home) {
+                ("~", Some(home)) => Some(PathBuf::from(home)),
+                (t, Some(home)) if t.starts_with("~/") => Some(Path::new(home).join(&t[2..])),
+                _ => Some(PathBuf::from(dir)),
+            }
+        }
+        None => home.map(|h| Path::new(&h).join(".pi").join("agent")),
+    }
+}
+
+/// Pi's argv (after the program name). There is no prompt argument: the prompt is Pi's
+/// standard input (Pi reads a piped stdin as the first message), so no task or path text
+/// can be read as an option or an `@file`.
 #[must_use]
-pub fn args(model: &str, engine: &Path, mutator: &Path, prompt: &str) -> Vec<OsString> {
+pub fn args(model: &str, engine: &Path, mutator: &Path) -> Vec<OsString> {
     let mut args: Vec<OsString> = [
         "--print",
         "--mode",
@@ -67,6 +186,8 @@ pub fn args(model: &str, engine: &Path, mutator: &Path, prompt: &str) -> Vec<OsS
         "--no-session",
         "--model",
         model,
+        "--system-prompt",
+        SYSTEM_PROMPT,
         "--no-extensions",
         "--extension",
     ]
@@ -86,31 +207,37 @@ pub fn args(model: &str, engine: &Path, mutator: &Path, prompt: &str) -> Vec<OsS
     ] {
         args.push(flag.into());
     }
-    args.push(prompt.into());
     args
 }
 
 /// Variables removed from Pi's environment besides git's routing variables.
 pub const REMOVED_VARIABLES: [&str; 2] = ["VIRTUAL_ENV", "SSH_AUTH_SOCK"];
 
-/// Applies the child environment to `cmd`: the parent's, minus git's routing variables
+/// Applies the child environment and working directory ([`Home::cwd`]) to `cmd`: the parent's, minus git's routing variables
 /// (`git rev-parse --local-env-vars`, `GIT_NAMESPACE`), `VIRTUAL_ENV` and `SSH_AUTH_SOCK`,
-/// plus the mutation context. Model credentials are kept.
+/// plus `SATYRN_MUTATION_CONTEXT_FILE` naming the context file, `SATYRN_HOST_BIN` and
+/// `PI_CODING_AGENT_DIR` naming [`Home::agent_dir`]. An inherited `SATYRN_MUTATION_CONTEXT`
+/// (the inline form of older versions) is removed. Model credentials in the environment are
+/// kept.
 ///
 /// # Errors
 ///
 /// When git's list of routing variables cannot be obtained.
 pub fn environment(
     cmd: &mut Command,
-    context_json: &str,
+    context_file: &Path,
     host: &Path,
+    home: &Home,
 ) -> Result<(), git::GitError> {
     git::scrub_env(cmd)?;
     for var in REMOVED_VARIABLES {
         cmd.env_remove(var);
     }
-    cmd.env("SATYRN_MUTATION_CONTEXT", context_json)
-        .env("SATYRN_HOST_BIN", host);
+    cmd.env_remove(LEGACY_CONTEXT_VAR)
+        .env(CONTEXT_FILE_VAR, context_file)
+        .env("SATYRN_HOST_BIN", host)
+        .env(AGENT_DIR_VAR, &home.agent_dir)
+        .current_dir(&home.cwd);
     Ok(())
 }
 

@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 
 use crate::engine::{COMPONENT_WASM, InterfaceItems, Loaded};
 
-/// The file name of the component, in the export and at `target/satyrn_mutator.wasm`.
+/// The file name of the component in the export.
 pub const WASM_FILE: &str = "satyrn_mutator.wasm";
 
 /// The manifest's file name.

@@ -12,6 +12,7 @@ pub mod attempt;
 pub mod check;
 pub mod component;
 pub mod deliver;
+pub mod mcp;
 pub mod panic;
 pub mod protocol;
 
@@ -21,6 +22,7 @@ usage:
   satyrn-host protocol < REQUEST.json
   satyrn-host deliver --repo REPO [--timeout SECONDS] CONTRACT -- COMMAND [ARG ...]
   satyrn-host attempt [--model MODEL] CONTRACT
+  satyrn-host mcp --repo WORKTREE CONTRACT
   satyrn-host component export --out DIR
   satyrn-host --version | --help
 ";
@@ -52,6 +54,7 @@ fn dispatch(args: &[OsString]) -> u8 {
             panic::trigger("component");
             component::run(rest)
         }
+        Some("mcp") => mcp::run(rest),
         Some("--help" | "-h" | "help") => {
             let _ = std::io::stdout().write_all(USAGE.as_bytes());
             0

@@ -216,11 +216,21 @@ fn positive(key: &str, value: &Value) -> Result<Option<u32>, String> {
 
 /// The `edits` array: 1 to [`satyrn_mutator_core::edit::MAX_EDITS`] strict objects.
 fn take_edits(fields: &mut Vec<(String, Value)>) -> Result<Vec<engine::EditOp>, String> {
-    use satyrn_mutator_core::edit::MAX_EDITS;
     let items = match take(fields, "edits")? {
         Value::Array(items) => items,
         other => return Err(format!("`edits` must be an array, not {}", kind(&other))),
     };
+    parse_edit_list(items)
+}
+
+/// An `edits` array's items: 1 to [`satyrn_mutator_core::edit::MAX_EDITS`] strict edit
+/// objects (shared by every front end that takes a batch).
+///
+/// # Errors
+///
+/// Why the list or an item is malformed, naming the item (`edits[3]: missing field ...`).
+pub(crate) fn parse_edit_list(items: Vec<Value>) -> Result<Vec<engine::EditOp>, String> {
+    use satyrn_mutator_core::edit::MAX_EDITS;
     if items.is_empty() {
         return Err("`edits` must hold at least one edit".to_string());
     }

@@ -129,7 +129,7 @@ pub struct Problem {
     /// The edit's 0-based index, or `null` for `NO_OP_BATCH`.
     pub index: Option<u32>,
     /// The problem's code.
-    pub code: &'static str,
+    pub code: Code,
     /// Why.
     pub message: String,
     /// How often the selector occurs (ambiguous and out-of-range selectors), else 0.

@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 use proptest::prelude::*;
+use std::collections::BTreeSet;
 
 /// One edit, owned.
 #[derive(Debug, Clone)]
@@ -95,6 +96,10 @@ pub fn model(text: &str, edits: &[E]) -> Result<String, Codes> {
             }
         }));
     }
+    // The documented span rules, stated on byte sets rather than interval arithmetic: a
+    // replacement covers the set of its selected bytes; an insertion is a point p (between
+    // byte p-1 and byte p).
+    let covered = |s: &Span| -> BTreeSet<usize> { (s.0..s.1).collect() };
     let mut problems = Vec::new();
     for j in 0..resolved.len() {
         match &resolved[j] {
@@ -102,15 +107,23 @@ pub fn model(text: &str, edits: &[E]) -> Result<String, Codes> {
             Ok(b) => {
                 for a in resolved[..j].iter().flatten() {
                     let code = match (a.3, b.3) {
-                        (false, false) if a.0 < b.1 && b.0 < a.1 => Some("EDITS_OVERLAP"),
-                        (true, true) if a.0 == b.0 => Some("INSERTIONS_COLLIDE"),
-                        (true, false) if b.0 <= a.0 && a.0 <= b.1 => {
-                            Some("INSERTION_IN_REPLACEMENT")
+                        // "Two replacements conflict when they share a byte."
+                        (false, false) => {
+                            (!covered(a).is_disjoint(&covered(b))).then_some("EDITS_OVERLAP")
                         }
-                        (false, true) if a.0 <= b.0 && b.0 <= a.1 => {
-                            Some("INSERTION_IN_REPLACEMENT")
+                        // "Two insertions conflict at the same point."
+                        (true, true) => (a.0 == b.0).then_some("INSERTIONS_COLLIDE"),
+                        // "An insertion conflicts with a replacement when it is on the
+                        // replacement's start, end or inside it."
+                        (true, false) | (false, true) => {
+                            let (point, replacement) = if a.3 { (a.0, b) } else { (b.0, a) };
+                            let bytes = covered(replacement);
+                            let start = replacement.0;
+                            let end = replacement.1;
+                            let inside = bytes.contains(&point) && point != start;
+                            (point == start || point == end || inside)
+                                .then_some("INSERTION_IN_REPLACEMENT")
                         }
-                        _ => None,
                     };
                     if let Some(code) = code {
                         problems.push((Some(j), code));
@@ -122,16 +135,26 @@ pub fn model(text: &str, edits: &[E]) -> Result<String, Codes> {
     if !problems.is_empty() {
         return Err(problems);
     }
-    let mut spans: Vec<Span> = resolved.into_iter().flatten().collect();
-    spans.sort_by_key(|s| s.0);
-    let mut out = String::new();
-    let mut cursor = 0;
-    for (start, end, new_text, _) in spans {
-        out += &body[cursor..start];
-        out += &new_text;
-        cursor = end;
+    // "The base with each span replaced by (or each point given) its new text, in file
+    // order; every other byte kept": walk the base byte by byte.
+    let spans: Vec<Span> = resolved.into_iter().flatten().collect();
+    let bytes = body.as_bytes();
+    let mut out: Vec<u8> = Vec::new();
+    for p in 0..=bytes.len() {
+        for s in spans.iter().filter(|s| s.3 && s.0 == p) {
+            out.extend_from_slice(s.2.as_bytes());
+        }
+        if p == bytes.len() {
+            break;
+        }
+        if let Some(s) = spans.iter().find(|s| !s.3 && s.0 == p) {
+            out.extend_from_slice(s.2.as_bytes());
+        }
+        if !spans.iter().any(|s| !s.3 && covered(s).contains(&p)) {
+            out.push(bytes[p]);
+        }
     }
-    out += &body[cursor..];
+    let out = String::from_utf8(out).expect("spans lie on character boundaries");
     if out == body {
         return Err(vec![(None, "NO_OP_BATCH")]);
     }

@@ -1,0 +1,95 @@
+//! `satyrn-host mcp --repo WORKTREE CONTRACT`: satyrn's tools for every agent that speaks
+//! the Model Context Protocol (stdio transport), with the gates of `protocol`.
+//!
+//! The repository and the contract are fixed when the server starts and are never tool
+//! arguments; the contract is read once and frozen, so editing the contract file later
+//! cannot widen a running session, and MCP roots sent by a client change nothing. The tools
+//! ([`server`]) are thin adapters over the operation layer: the same decisions, codes and
+//! messages as `protocol`. A per-session revision map lets the model edit what it read
+//! without copying revisions. Logs go to stderr; stdout carries only MCP messages.
+//!
+//! Lifetime: the server ends on stdin EOF, `SIGTERM`, `SIGINT` or `SIGHUP`, after the
+//! calls in flight have finished (each is one bounded operation), leaving no temporary and no
+//! child. Process-global effects: tokio's handlers for those three signals are installed
+//! for the server's lifetime.
+
+pub mod args;
+pub mod output;
+pub mod server;
+
+use std::io::Write;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use rmcp::ServiceExt;
+
+use crate::code::{Code, Failure};
+use crate::contract;
+use crate::engine::Loaded;
+use crate::repo::RepoRoot;
+use server::{Server, Session};
+
+/// How long shutdown waits for calls in flight: 60 s.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(60);
+
+/// Opens the session: the contract (frozen), the worktree root, the engine.
+///
+/// # Errors
+///
+/// The contract's or repository's refusal (`CONTRACT_*`, `REPO_UNAVAILABLE`), or
+/// `INTERNAL_ERROR` when the engine cannot load.
+pub fn open(repo: &Path, contract_path: &Path) -> Result<Session, Failure> {
+    let contract = contract::load(contract_path)?;
+    let root = RepoRoot::open(repo)?;
+    let loaded = Loaded::new().map_err(|e| Failure::new(Code::InternalError, e.to_string()))?;
+    Ok(Session::new(root, contract, loaded))
+}
+
+/// Serves `session` on stdin/stdout until EOF or a termination signal; returns the exit
+/// status (0, or 1 when the transport failed).
+#[must_use]
+pub fn serve(session: Session) -> u8 {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => return fail(&format!("cannot start the runtime: {e}")),
+    };
+    let server = Server::new(session);
+    let session = std::sync::Arc::clone(server.session());
+    let status = runtime.block_on(async move {
+        use tokio::signal::unix::{SignalKind, signal};
+        let (Ok(mut term), Ok(mut int), Ok(mut hup)) = (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::interrupt()),
+            signal(SignalKind::hangup()),
+        ) else {
+            return fail("cannot install the signal handlers");
+        };
+        let service = match server.serve(rmcp::transport::stdio()).await {
+            Ok(service) => service,
+            Err(e) => return fail(&format!("the MCP handshake failed: {e}")),
+        };
+        let cancel = service.cancellation_token();
+        tokio::select! {
+            ended = service.waiting() => match ended {
+                Ok(_) => 0,
+                Err(e) => fail(&format!("the MCP session failed: {e}")),
+            },
+            _ = term.recv() => { cancel.cancel(); 0 }
+            _ = int.recv() => { cancel.cancel(); 0 }
+            _ = hup.recv() => { cancel.cancel(); 0 }
+        }
+    });
+    let deadline = Instant::now() + SHUTDOWN_GRACE;
+    while session.in_flight() > 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    status
+}
+
+fn fail(message: &str) -> u8 {
+    let _ = writeln!(std::io::stderr(), "satyrn-host mcp: {message}");
+    Code::InternalError.exit_status()
+}

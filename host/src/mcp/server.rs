@@ -1,0 +1,305 @@
+//! The MCP server: three tools over one frozen contract and one worktree.
+//!
+//! Every call runs the operation layer ([`crate::operation`]) on a thread of its own (the
+//! engine keeps a small runtime of its own per call, which must not run inside the server's),
+//! with the engine loaded once for the session. Writes are serialized by the worktree lock
+//! that `satyrn-host protocol` takes too.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use rmcp::handler::server::common::schema_for_output;
+use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::{CallToolResult, ContentBlock, Implementation, ServerCapabilities, ServerConfig};
+use rmcp::{ErrorData, ServerHandler, tool, tool_handler, tool_router};
+
+use super::args::{EditArgs, NoArgs, ReadArgs};
+use super::output::{BoundaryOutput, EditOutput, ReadOutput};
+use crate::code::Failure;
+use crate::contract::Contract;
+use crate::engine::Loaded;
+use crate::git::Git;
+use crate::operation::{self, Scope};
+use crate::protocol::Payload;
+use crate::repo::RepoRoot;
+
+/// What a session holds: fixed at start, never changed by a tool argument.
+#[derive(Debug)]
+pub struct Session {
+    /// The worktree root, opened at start.
+    pub root: RepoRoot,
+    /// The contract, frozen at start (its bytes were read once).
+    pub contract: Contract,
+    /// The engine, loaded once.
+    pub loaded: Loaded,
+    /// The revision each path had when this session last read or edited it.
+    revisions: Mutex<HashMap<String, String>>,
+    /// Calls running now (shutdown waits for them).
+    in_flight: AtomicUsize,
+}
+
+impl Session {
+    /// A session over `root` and `contract`.
+    #[must_use]
+    pub fn new(root: RepoRoot, contract: Contract, loaded: Loaded) -> Self {
+        Self {
+            root,
+            contract,
+            loaded,
+            revisions: Mutex::new(HashMap::new()),
+            in_flight: AtomicUsize::new(0),
+        }
+    }
+
+    /// How many calls are running.
+    #[must_use]
+    pub fn in_flight(&self) -> usize {
+        self.in_flight.load(Ordering::SeqCst)
+    }
+
+    fn scope(&self) -> Scope<'_> {
+        Scope {
+            root: &self.root,
+            contract: &self.contract,
+            loaded: &self.loaded,
+        }
+    }
+
+    fn recorded(&self, path: &str) -> Option<String> {
+        self.revisions
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(path)
+            .cloned()
+    }
+
+    fn record(&self, path: &str, sha256: &str) {
+        self.revisions
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(path.to_string(), sha256.to_string());
+    }
+}
+
+/// The server: the session and the tool router.
+#[derive(Debug, Clone)]
+pub struct Server {
+    session: Arc<Session>,
+    tool_router: ToolRouter<Self>,
+}
+
+/// Runs `work` on a thread of its own and awaits it.
+async fn off_thread<T: Send + 'static>(
+    session: &Arc<Session>,
+    work: impl FnOnce(&Session) -> T + Send + 'static,
+) -> Result<T, ErrorData> {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let session = Arc::clone(session);
+    session.in_flight.fetch_add(1, Ordering::SeqCst);
+    let spawned = std::thread::Builder::new()
+        .name("satyrn-mcp-call".into())
+        .spawn(move || {
+            let result = work(&session);
+            session.in_flight.fetch_sub(1, Ordering::SeqCst);
+            let _ = tx.send(result);
+        });
+    if let Err(e) = spawned {
+        return Err(ErrorData::internal_error(
+            format!("cannot start a thread for the call: {e}"),
+            None,
+        ));
+    }
+    rx.await
+        .map_err(|_| ErrorData::internal_error("the call ended without a result", None))
+}
+
+/// A refusal as the model reads it: `CODE: message`, then the batch's problems one per
+/// line, then the same as JSON. `isError` is set.
+fn refused(failure: &Failure, details: Option<&Payload>) -> CallToolResult {
+    let mut text = format!("{}: {}", failure.code, failure.message);
+    let mut json = serde_json::json!({"code": failure.code, "message": failure.message});
+    match details {
+        Some(Payload::Rejected(rejection)) => {
+            for problem in &rejection.problems {
+                text.push_str(&format!("\n- {}: {}", problem.code, problem.message));
+            }
+            json["problems"] = serde_json::to_value(&rejection.problems).unwrap_or_default();
+            json["problems_omitted"] = rejection.problems_omitted.into();
+        }
+        Some(Payload::Stale(stale)) => {
+            json["current_sha256"] = stale.current_sha256.clone().into();
+        }
+        _ => {}
+    }
+    text.push_str("\n\n");
+    text.push_str(&json.to_string());
+    CallToolResult::error(vec![ContentBlock::text(text)])
+}
+
+fn structured<T: serde::Serialize>(value: &T, text: String) -> Result<CallToolResult, ErrorData> {
+    let json = serde_json::to_value(value)
+        .map_err(|e| ErrorData::internal_error(format!("cannot encode the result: {e}"), None))?;
+    let mut result = CallToolResult::structured(json);
+    result.content = vec![ContentBlock::text(text)];
+    Ok(result)
+}
+
+#[tool_router]
+impl Server {
+    /// A server for `session`.
+    #[must_use]
+    pub fn new(session: Session) -> Self {
+        Self {
+            session: Arc::new(session),
+            tool_router: Self::tool_router(),
+        }
+    }
+
+    /// The session (for shutdown).
+    #[must_use]
+    pub fn session(&self) -> &Arc<Session> {
+        &self.session
+    }
+
+    #[tool(
+        name = "read",
+        description = "Read a text file of the repository, at most 2000 lines or 50 KiB per call; the result says \
+                       how to continue. Paths are relative to the repository root; files outside it, symbolic links, \
+                       .git and binary files cannot be read. The result's sha256 is recorded: a later edit of the file \
+                       needs no revision.",
+        output_schema = schema_for_output::<ReadOutput>(),
+        annotations(read_only_hint = true, open_world_hint = false)
+    )]
+    async fn read(
+        &self,
+        Parameters(args): Parameters<ReadArgs>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let outcome = off_thread(&self.session, move |session| {
+            operation::read(
+                session.scope(),
+                operation::ReadArgs {
+                    path: &args.path,
+                    offset: args.offset,
+                    limit: args.limit,
+                },
+            )
+            .inspect(|page| session.record(&page.path, &page.sha256))
+        })
+        .await?;
+        match outcome {
+            Ok(page) => {
+                let output = ReadOutput::from(page);
+                let mut text = output.text.clone();
+                if let Some(notice) = &output.notice {
+                    text.push_str("\n\n");
+                    text.push_str(notice);
+                }
+                structured(&output, text)
+            }
+            Err(failure) => Ok(refused(&failure, None)),
+        }
+    }
+
+    #[tool(
+        name = "edit",
+        description = "Edit a file you have read with exact-text edits, applied all together or not at all. The file \
+                       must be declared writable by the task contract; you cannot create files. Each entry of edits is \
+                       {op: \"replace\", old_text, new_text} or {op: \"insert_after\", anchor_text, new_text}; text is \
+                       matched byte for byte against the file as you read it. When the text occurs more than once, add \
+                       occurrence (1 = the first). A refused batch changes nothing and lists every problem with line \
+                       numbers. Leave expected_sha256 out: the revision of your last read is used.",
+        output_schema = schema_for_output::<EditOutput>(),
+        annotations(
+            read_only_hint = false,
+            destructive_hint = true,
+            idempotent_hint = false,
+            open_world_hint = false
+        )
+    )]
+    async fn edit(
+        &self,
+        Parameters(args): Parameters<EditArgs>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let items: Vec<serde_json::Value> = args.edits.iter().map(|e| e.to_protocol()).collect();
+        let edits = crate::protocol::parse_edit_list(items)
+            .map_err(|message| ErrorData::invalid_params(message, None))?;
+        let outcome = off_thread(&self.session, move |session| {
+            let expected = args
+                .expected_sha256
+                .clone()
+                .or_else(|| session.recorded(&args.path));
+            operation::edit(
+                session.scope(),
+                operation::EditArgs {
+                    path: &args.path,
+                    expected_sha256: expected.as_deref(),
+                    edits: &edits,
+                },
+            )
+            .inspect(|edited| session.record(&edited.path, &edited.sha256))
+        })
+        .await?;
+        match outcome {
+            Ok(edited) => {
+                let output = EditOutput::from(edited);
+                let mut text = format!("Edited {} (new sha256 {}).", output.path, output.sha256);
+                for hunk in &output.preview {
+                    text.push_str(&format!(
+                        "\nLines {}-{}:\n{}",
+                        hunk.start_line, hunk.end_line, hunk.text
+                    ));
+                }
+                structured(&output, text)
+            }
+            Err((failure, details)) => Ok(refused(&failure, details.as_deref())),
+        }
+    }
+
+    #[tool(
+        name = "boundary",
+        description = "What this session may do: the task, the fnmatch patterns of the files you may edit \
+                       (`*` matches across `/`), and the repository's current HEAD.",
+        output_schema = schema_for_output::<BoundaryOutput>(),
+        annotations(read_only_hint = true, open_world_hint = false)
+    )]
+    async fn boundary(
+        &self,
+        Parameters(_): Parameters<NoArgs>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let head = off_thread(&self.session, |session| {
+            Git::at(session.root.path())
+                .line(&["rev-parse", "--verify", "--quiet", "HEAD^{commit}"])
+                .ok()
+        })
+        .await?;
+        let contract = &self.session.contract;
+        let output = BoundaryOutput {
+            contract_id: contract.id.clone(),
+            task: contract.task.clone(),
+            writable_paths: contract.writable_paths.clone(),
+            head,
+            repository: self.session.root.path().display().to_string(),
+        };
+        let text = format!(
+            "Task:\n{}\n\nWritable patterns: {}",
+            output.task.trim_end(),
+            output.writable_paths.join(", ")
+        );
+        structured(&output, text)
+    }
+}
+
+#[tool_handler(router = self.tool_router)]
+impl ServerHandler for Server {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("satyrn", env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                "satyrn bounds this session to one task contract and one repository: read files with `read`, \
+                 change the files the contract declares writable with `edit`, and see the task and the writable \
+                 patterns with `boundary`.",
+            )
+    }
+}

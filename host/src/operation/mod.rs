@@ -1,0 +1,125 @@
+//! The operation layer: every operation an agent can perform, once, for every front end.
+//!
+//! `satyrn-host protocol` (one request per process) and long-lived front ends (an MCP
+//! server, a session that keeps the contract frozen) call the same functions: the decision
+//! runs in the component, the publish step in the host, and each refusal has one code and one
+//! message wherever it is shown. A front end only decides where the [`Scope`] comes from
+//! (a contract path read per request, or bytes frozen at start) and how results are
+//! rendered.
+//!
+//! One file per operation: [`replace`], [`read`], [`edit`].
+
+use crate::code::{Code, Failure};
+use crate::contract::Contract;
+use crate::engine;
+use crate::lock::WorktreeLock;
+use crate::repo::RepoRoot;
+
+mod edit;
+mod read;
+mod replace;
+
+pub use edit::{EditArgs, EditRefusal, edit, problem_spelling};
+pub use read::{ReadArgs, read};
+pub use replace::{ReplaceArgs, replace};
+
+/// What an operation acts within: the opened worktree root, the contract whose
+/// `writable_paths` decide what may change, and the loaded engine (loaded once per process
+/// or session; every call still gets a fresh component instance).
+#[derive(Debug, Clone, Copy)]
+pub struct Scope<'a> {
+    /// The worktree root, opened once (every later step uses this descriptor).
+    pub root: &'a RepoRoot,
+    /// The contract (already validated).
+    pub contract: &'a Contract,
+    /// The engine and the deserialized component.
+    pub loaded: &'a engine::Loaded,
+}
+
+/// Takes the worktree lock for a writing operation.
+///
+/// # Errors
+///
+/// `MUTATION_FAILED` when the lock cannot be taken.
+fn lock(root: &RepoRoot) -> Result<WorktreeLock<'_>, Failure> {
+    WorktreeLock::acquire(root.dir()).map_err(|e| {
+        Failure::new(
+            Code::MutationFailed,
+            format!("cannot lock the worktree: {e}"),
+        )
+    })
+}
+
+fn internal(e: impl std::fmt::Display) -> Failure {
+    Failure::new(Code::InternalError, e.to_string())
+}
+
+/// Maps the component's refusal of a replacement (or of an edit's gates) to its code.
+#[must_use]
+pub fn refusal(e: engine::ReplaceError) -> Failure {
+    match e {
+        engine::ReplaceError::InvalidRequest(m) => Failure::new(Code::InvalidRequest, m),
+        engine::ReplaceError::Refused(r) => {
+            let code = match r.code {
+                engine::RefusalCode::PathUndeclared => Code::PathUndeclared,
+                engine::RefusalCode::RevisionUnavailable => Code::RevisionUnavailable,
+                engine::RefusalCode::RevisionStale => Code::RevisionStale,
+                engine::RefusalCode::AnchorMissing => Code::AnchorMissing,
+                engine::RefusalCode::AnchorAmbiguous => Code::AnchorAmbiguous,
+                engine::RefusalCode::MutationFailed => Code::MutationFailed,
+            };
+            Failure::new(code, r.message)
+        }
+    }
+}
+
+/// The plan's base revision, after confirming the plan is about what was asked: the same
+/// path and the revision the caller saw. The writer never trusts the decision code for
+/// either; a mismatch is a bug (`INTERNAL_ERROR`) and nothing is published.
+fn plan_base(
+    plan: &engine::Plan,
+    path: &str,
+    expected: Option<&str>,
+) -> Result<satyrn_mutator_core::revision::Revision, Failure> {
+    if plan.path != path || Some(plan.base_sha256.as_str()) != expected {
+        return Err(internal(format!(
+            "the component planned `{}` at {} for a request about `{path}` at {}",
+            plan.path,
+            plan.base_sha256,
+            expected.unwrap_or("no revision")
+        )));
+    }
+    satyrn_mutator_core::revision::Revision::parse(&plan.base_sha256)
+        .map_err(|e| internal(format!("the component returned a malformed revision: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::plan_base;
+    use crate::code::Code;
+    use crate::engine::Plan;
+
+    fn plan(path: &str, base: &str) -> Plan {
+        Plan {
+            path: path.to_string(),
+            base_sha256: base.to_string(),
+            new_content: Vec::new(),
+            next_sha256: "0".repeat(64),
+        }
+    }
+
+    #[test]
+    fn a_plan_about_another_path_or_revision_is_never_published() {
+        let sha = "a".repeat(64);
+        assert!(plan_base(&plan("a.txt", &sha), "a.txt", Some(&sha)).is_ok());
+        for (p, asked, expected) in [
+            (plan("b.txt", &sha), "a.txt", Some(sha.as_str())),
+            (plan("../a.txt", &sha), "a.txt", Some(sha.as_str())),
+            (plan("a.txt", &"b".repeat(64)), "a.txt", Some(sha.as_str())),
+            (plan("a.txt", &sha), "a.txt", None),
+        ] {
+            let failure = plan_base(&p, asked, expected).expect_err("refused");
+            assert_eq!(failure.code, Code::InternalError);
+        }
+    }
+}

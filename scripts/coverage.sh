@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Line coverage of satyrn-host and satyrn-mutator-core (docs/coverage.md).
+#
+# An instrumented build (cargo-llvm-cov, pinned) of the whole workspace in its own target
+# directory; then every Rust test, and — unless --rust-only — the Pi package's tests against
+# the same instrumented satyrn-host. Every process of the instrumented binary (the
+# integration tests spawn it, Pi's tests spawn it) writes its own profile, so subprocess
+# runs count. The wasm component is not instrumented (it cannot be): the core's decisions
+# count through its native tests. Prints a per-crate line figure and writes
+# target/coverage/summary.json and an HTML report under target/llvm-cov-target/.
+#
+#   bash scripts/coverage.sh [--rust-only]
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+
+LLVM_COV_VERSION=0.9.1
+rust_only=false
+[ "${1:-}" = "--rust-only" ] && rust_only=true
+
+bash scripts/setup.sh
+log() { printf 'coverage: %s\n' "$*" >&2; }
+
+if ! cargo llvm-cov --version 2>/dev/null | grep -q "$LLVM_COV_VERSION"; then
+  log "installing cargo-llvm-cov $LLVM_COV_VERSION"
+  cargo install cargo-llvm-cov --version "$LLVM_COV_VERSION" --locked
+fi
+# llvm-cov and llvm-profdata of the compiler's LLVM major: rustup's llvm-tools component
+# when installed, else Debian's llvm of the same major (rustc 1.95 is LLVM 22).
+if ! rustup component list --installed 2>/dev/null | grep -q '^llvm-tools'; then
+  major=$(rustc -vV | sed -n 's/^LLVM version: \([0-9]*\).*/\1/p')
+  if [ ! -x "/usr/lib/llvm-$major/bin/llvm-profdata" ]; then
+    log "installing Debian's llvm-$major (llvm-cov, llvm-profdata)"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq "llvm-$major" >/dev/null
+  fi
+  export LLVM_COV="/usr/lib/llvm-$major/bin/llvm-cov"
+  export LLVM_PROFDATA="/usr/lib/llvm-$major/bin/llvm-profdata"
+fi
+
+eval "$(cargo llvm-cov show-env --export-prefix)"
+cargo llvm-cov clean --workspace
+log "instrumented build"
+cargo build --workspace --all-targets --locked
+log "Rust tests"
+cargo test --workspace --locked
+if ! $rust_only; then
+  log "Pi package tests against the instrumented satyrn-host"
+  (cd pi && npm ci --no-audit --no-fund --loglevel=error &&
+    SATYRN_TEST_HOST_BIN="$CARGO_LLVM_COV_TARGET_DIR/debug/satyrn-host" npm test)
+fi
+
+mkdir -p target/coverage
+cargo llvm-cov report --json --summary-only --output-path target/coverage/summary.json \
+  --ignore-filename-regex '(^|/)(tests|benches)/|/build\.rs$'
+cargo llvm-cov report --html --ignore-filename-regex '(^|/)(tests|benches)/|/build\.rs$' >/dev/null
+python3 - "$root" <<'EOF'
+import json, sys
+root = sys.argv[1].rstrip("/") + "/"
+data = json.load(open(root + "target/coverage/summary.json"))
+crates = {"satyrn-host": "host/src/", "satyrn-mutator-core": "components/mutator-core/src/"}
+totals = {name: [0, 0] for name in crates}
+rows = []
+for f in data["data"][0]["files"]:
+    rel = f["filename"].removeprefix(root)
+    lines = f["summary"]["lines"]
+    for name, prefix in crates.items():
+        if rel.startswith(prefix):
+            totals[name][0] += lines["covered"]
+            totals[name][1] += lines["count"]
+            rows.append((lines["percent"], rel, lines["covered"], lines["count"]))
+print("line coverage (lines covered / instrumented lines):")
+for name, (covered, count) in totals.items():
+    print(f"  {name:22} {covered:6} / {count:6}  {100.0 * covered / max(count, 1):5.1f} %")
+print("least covered files:")
+for percent, rel, covered, count in sorted(rows)[:12]:
+    print(f"  {percent:5.1f} %  {covered:5} / {count:5}  {rel}")
+EOF
