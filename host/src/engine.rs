@@ -34,6 +34,21 @@ pub use bindings::satyrn::mutator::types::{
     ReadCode, ReadError, ReadPage, ReadRequest, ReplaceEdit,
 };
 
+/// The most bytes one call of the component may hand back to the host (wasmtime's
+/// per-store "hostcall fuel", 128 MiB by default, which a plan for a file near the
+/// documented 256 MiB limit exceeds). Derived from the documented limits, not unlimited:
+/// the largest result is a `replace` plan, whose new content is at most the largest file
+/// ([`MAX_FILE_BYTES`](satyrn_mutator_core::replace::MAX_FILE_BYTES)) plus a `new_text` of
+/// at most one request ([`MAX_REQUEST_BYTES`](crate::protocol::MAX_REQUEST_BYTES)); an
+/// `edit` plan is at most a 16 MiB file plus every new text of a request doubled by the
+/// LF-to-CRLF normalization, which is smaller. One more request's worth covers that
+/// doubling, and 1 MiB the path, the revisions and the other small fields.
+pub const HOSTCALL_FUEL: usize = {
+    let file = satyrn_mutator_core::replace::MAX_FILE_BYTES as usize;
+    let request = crate::protocol::MAX_REQUEST_BYTES;
+    file + 2 * request + (1 << 20)
+};
+
 /// The component compiled for this machine by `build.rs`.
 pub static COMPILED_COMPONENT: &[u8] =
     include_bytes!(concat!(env!("OUT_DIR"), "/satyrn_mutator.cwasm"));
@@ -113,7 +128,8 @@ impl Loaded {
             .collect()
     }
 
-    /// Instantiates the component with `worktree` as its only, read-only, preopen.
+    /// Instantiates the component with `worktree` as its only, read-only, preopen, and a
+    /// store that accepts results of up to [`HOSTCALL_FUEL`] bytes.
     ///
     /// The preopen is opened through `/proc/self/fd`, so it is the very directory the
     /// caller holds (and has locked), not whatever its path names by now.
@@ -141,6 +157,7 @@ impl Loaded {
             table: ResourceTable::new(),
         };
         let mut store = Store::new(&self.engine, state);
+        store.set_hostcall_fuel(HOSTCALL_FUEL);
         let instance =
             bindings::MutatorComponent::instantiate(&mut store, &self.component, &self.linker)
                 .map_err(engine_error("instantiating the component"))?;

@@ -240,10 +240,17 @@ pub fn mode_of(path: &Path) -> u32 {
     std::fs::symlink_metadata(path).expect("stat").mode()
 }
 
+/// Whether `name` looks like a publish temporary (`.NAME.satyrn-*.tmp`): deliberately
+/// looser than the product's predicate, so a temporary of a slightly different shape is
+/// still caught.
+pub fn is_temporary(name: &str) -> bool {
+    name.starts_with('.') && name.contains(".satyrn-") && name.ends_with(".tmp")
+}
+
 /// Names of leftover publish temporaries (`.NAME.satyrn-*.tmp`) in `dir`.
 pub fn temporaries(dir: &Path) -> Vec<String> {
     dir_entries(dir)
         .into_iter()
-        .filter(|n| n.starts_with('.') && n.contains(".satyrn-") && n.ends_with(".tmp"))
+        .filter(|n| is_temporary(n))
         .collect()
 }

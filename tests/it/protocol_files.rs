@@ -417,13 +417,14 @@ fn crlf_and_bytes_outside_the_span_are_preserved() {
     assert!(bytes.ends_with(b"\r\n\r\n  "));
 }
 
-/// Sets `RLIMIT_FSIZE` to `limit` bytes in the child and ignores `SIGXFSZ`, so that
-/// writing the temporary past the limit fails with `EFBIG` after it was created.
+/// Sets `RLIMIT_FSIZE` to `limit` bytes in the child, as `prlimit --fsize` does, leaving
+/// `SIGXFSZ` at its default (which kills the process): satyrn itself must turn the limit
+/// into a failed write.
 fn limit_file_size(cmd: &mut std::process::Command, limit: u64) {
     // SAFETY: only async-signal-safe calls (signal, setrlimit) between fork and exec.
     unsafe {
         cmd.pre_exec(move || {
-            if libc::signal(libc::SIGXFSZ, libc::SIG_IGN) == libc::SIG_ERR {
+            if libc::signal(libc::SIGXFSZ, libc::SIG_DFL) == libc::SIG_ERR {
                 return Err(std::io::Error::last_os_error());
             }
             let rl = libc::rlimit {
@@ -438,44 +439,55 @@ fn limit_file_size(cmd: &mut std::process::Command, limit: u64) {
     }
 }
 
+/// A file-size limit (`RLIMIT_FSIZE`) below the new content is a failed publish, not a
+/// death by `SIGXFSZ`: `MUTATION_FAILED` naming `EFBIG`, the file unchanged (bytes, mode,
+/// inode), no temporary — with the anonymous temporary and with the named fallback.
 #[test]
 fn failed_publish_removes_the_temporary_and_keeps_the_file() {
-    let mut big = Vec::new();
-    for i in 0..4096 {
-        big.extend_from_slice(format!("line {i:05} of a file that is large\n").as_bytes());
+    for named in [false, true] {
+        let mut big = Vec::new();
+        for i in 0..4096 {
+            big.extend_from_slice(format!("line {i:05} of a file that is large\n").as_bytes());
+        }
+        big.extend_from_slice(b"ANCHOR\n");
+        let fx = Fixture::new(&[("dir/big.txt", &big)], &["dir/*"]);
+        let limit = 64 * 1024;
+        assert!(big.len() as u64 > 2 * limit);
+        let path = fx.file("dir/big.txt");
+        let before = snapshot(&path);
+        let entries = dir_entries(&fx.file("dir"));
+        let request = fx.fresh("dir/big.txt", "ANCHOR", "CHANGED");
+        let run = protocol_timeout(
+            request.to_string().as_bytes(),
+            Duration::from_secs(30),
+            |cmd| {
+                limit_file_size(cmd, limit);
+                if named {
+                    cmd.env("SATYRN_TEST_PUBLISH_FALLBACK", "1");
+                }
+            },
+        );
+        assert_refused(&run, "MUTATION_FAILED");
+        let message = run.response["message"].as_str().expect("message");
+        assert!(message.contains("writing the temporary"), "{message}");
+        assert!(message.contains("File too large"), "{message}");
+        assert!(!message.contains("could not be removed"), "{message}");
+        assert_eq!(snapshot(&path), before, "the file is unchanged");
+        assert!(
+            temporaries(&fx.file("dir")).is_empty(),
+            "temporary left behind"
+        );
+        assert_eq!(dir_entries(&fx.file("dir")), entries);
+        // Sibling: the same request without the limit succeeds.
+        let mut expected = big.clone();
+        let at = expected.len() - "ANCHOR\n".len();
+        expected.truncate(at);
+        expected.extend_from_slice(b"CHANGED\n");
+        fx.succeed(&request, "dir/big.txt", &expected);
+        assert!(temporaries(&fx.file("dir")).is_empty());
+        assert_eq!(mode_of(&path) & 0o777, before.mode & 0o777);
+        assert_ne!(std::fs::metadata(&path).expect("stat").ino(), before.ino);
     }
-    big.extend_from_slice(b"ANCHOR\n");
-    let fx = Fixture::new(&[("dir/big.txt", &big)], &["dir/*"]);
-    let limit = 64 * 1024;
-    assert!(big.len() as u64 > 2 * limit);
-    let path = fx.file("dir/big.txt");
-    let before = snapshot(&path);
-    let entries = dir_entries(&fx.file("dir"));
-    let request = fx.fresh("dir/big.txt", "ANCHOR", "CHANGED");
-    let run = protocol_timeout(
-        request.to_string().as_bytes(),
-        Duration::from_secs(30),
-        |cmd| limit_file_size(cmd, limit),
-    );
-    assert_refused(&run, "MUTATION_FAILED");
-    let message = run.response["message"].as_str().expect("message");
-    assert!(message.contains("writing the temporary"), "{message}");
-    assert!(!message.contains("could not be removed"), "{message}");
-    assert_eq!(snapshot(&path), before, "the file is unchanged");
-    assert!(
-        temporaries(&fx.file("dir")).is_empty(),
-        "temporary left behind"
-    );
-    assert_eq!(dir_entries(&fx.file("dir")), entries);
-    // Sibling: the same request without the limit succeeds.
-    let mut expected = big.clone();
-    let at = expected.len() - "ANCHOR\n".len();
-    expected.truncate(at);
-    expected.extend_from_slice(b"CHANGED\n");
-    fx.succeed(&request, "dir/big.txt", &expected);
-    assert!(temporaries(&fx.file("dir")).is_empty());
-    assert_eq!(mode_of(&path) & 0o777, before.mode & 0o777);
-    assert_ne!(std::fs::metadata(&path).expect("stat").ino(), before.ino);
 }
 
 #[test]

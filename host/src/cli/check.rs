@@ -32,8 +32,10 @@ pub fn run(args: &[OsString]) -> u8 {
     let (Some(repo), Some(contract)) = (repo, contract) else {
         return super::usage_error("check needs --repo REPO and CONTRACT");
     };
-    let response = match protocol::check(&repo, &contract) {
-        Ok(_) => Response {
+    let checked = super::panic::catch(|| protocol::check(&repo, &contract).map(drop))
+        .unwrap_or_else(|message| Err(crate::code::Failure::new(Code::InternalError, message)));
+    let response = match checked {
+        Ok(()) => Response {
             shape: Shape::Check,
             code: Code::Ok,
             message: String::new(),

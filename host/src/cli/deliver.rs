@@ -90,7 +90,19 @@ pub fn run(args: &[OsString]) -> u8 {
         Err(message) => return super::usage_error(&message),
     };
     let receipt = match deliver::signals::install() {
-        Ok(()) => deliver::deliver(&request),
+        Ok(()) => super::panic::catch(|| {
+            super::panic::trigger("deliver");
+            deliver::deliver(&request)
+        })
+        .unwrap_or_else(|message| {
+            let repo = deliver::normalize(&request.repo);
+            Receipt::new(
+                Outcome::Refused,
+                Code::InternalError,
+                message,
+                &repo.to_string_lossy(),
+            )
+        }),
         Err(e) => {
             let repo = deliver::normalize(&request.repo);
             Receipt::new(

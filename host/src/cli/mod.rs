@@ -6,13 +6,14 @@
 use std::ffi::OsString;
 use std::io::Write;
 
-use crate::code::USAGE_EXIT;
+use crate::code::{Code, USAGE_EXIT};
 
 pub mod attempt;
 pub mod check;
 pub mod component;
 pub mod deliver;
 pub mod mcp;
+pub mod panic;
 pub mod protocol;
 
 const USAGE: &str = "\
@@ -27,8 +28,17 @@ usage:
 ";
 
 /// Runs the command line `args` (without the program name) and returns the exit status.
+///
+/// Installs the process's panic hook ([`panic::install`]): a panic in any subcommand ends
+/// it with `INTERNAL_ERROR`'s exit status (1) and one line on stderr, and the subcommands
+/// that answer in JSON still print exactly one (`INTERNAL_ERROR`) document.
 #[must_use]
 pub fn run(args: &[OsString]) -> u8 {
+    panic::install();
+    panic::catch(|| dispatch(args)).unwrap_or_else(|_| Code::InternalError.exit_status())
+}
+
+fn dispatch(args: &[OsString]) -> u8 {
     let Some((command, rest)) = args.split_first() else {
         return usage_error("a subcommand is required");
     };
@@ -36,8 +46,14 @@ pub fn run(args: &[OsString]) -> u8 {
         Some("check") => check::run(rest),
         Some("protocol") => protocol::run(rest),
         Some("deliver") => deliver::run(rest),
-        Some("attempt") => attempt::run(rest),
-        Some("component") => component::run(rest),
+        Some("attempt") => {
+            panic::trigger("attempt");
+            attempt::run(rest)
+        }
+        Some("component") => {
+            panic::trigger("component");
+            component::run(rest)
+        }
         Some("mcp") => mcp::run(rest),
         Some(crate::deliver::watchdog::ARG) => crate::deliver::watchdog::main(rest),
         Some("--help" | "-h" | "help") => {

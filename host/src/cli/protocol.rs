@@ -19,7 +19,14 @@ pub fn run(args: &[OsString]) -> u8 {
         .take(MAX_REQUEST_BYTES as u64 + 1)
         .read_to_end(&mut input);
     let response = match read {
-        Ok(_) => protocol::handle(&input),
+        Ok(_) => {
+            super::panic::catch(|| protocol::handle(&input)).unwrap_or_else(|message| Response {
+                shape: shape_of(&input),
+                code: Code::InternalError,
+                message,
+                result: None,
+            })
+        }
         Err(e) => Response {
             shape: Shape::WithResult,
             code: Code::InvalidRequest,
@@ -29,4 +36,20 @@ pub fn run(args: &[OsString]) -> u8 {
     };
     super::print_json_line(&response.to_json());
     response.exit_status()
+}
+
+/// The response shape for `input` when its handling panicked: `check`'s four fields for a
+/// request whose `operation` is `check`, else five.
+fn shape_of(input: &[u8]) -> Shape {
+    let operation = serde_json::from_slice::<serde_json::Value>(input)
+        .ok()
+        .and_then(|v| {
+            v.get("operation")
+                .and_then(|o| o.as_str().map(str::to_owned))
+        });
+    if operation.as_deref() == Some("check") {
+        Shape::Check
+    } else {
+        Shape::WithResult
+    }
 }

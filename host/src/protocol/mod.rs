@@ -146,6 +146,7 @@ pub fn handle(input: &[u8]) -> Response {
 ///
 /// The contract's or repository's refusal.
 pub fn check(repo: &Path, contract_path: &Path) -> Result<(Contract, RepoRoot), Failure> {
+    crate::cli::panic::trigger("check");
     let contract = contract::load(contract_path)?;
     let root = RepoRoot::open(repo)?;
     Ok((contract, root))

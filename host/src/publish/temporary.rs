@@ -1,0 +1,283 @@
+//! The temporary a publish writes the new content to, its name, and the sweep of the
+//! temporaries that a killed publish left.
+//!
+//! Where the file system allows it, the temporary is **anonymous** (`O_TMPFILE`): written
+//! and fsynced without any name, so a process killed then leaves nothing behind; it gets
+//! its name (`linkat`) only right before the rename that commits it. Where the file
+//! system has no `O_TMPFILE`, it is a named file created with `O_EXCL`, as every atomic
+//! editor does.
+
+use std::io::Write;
+use std::os::fd::{AsFd, OwnedFd};
+
+use rustix::fs::{AtFlags, Mode, OFlags};
+use rustix::io::Errno;
+
+use super::{PublishError, failed};
+
+/// Whether `name` is a publish temporary's name, `.<name>.satyrn-<pid>-<nonce>.tmp`: the one
+/// predicate every sweep (this module's, `attempt`'s, a candidate's) uses.
+#[must_use]
+pub fn is_temporary_name(name: &str) -> bool {
+    owner(name).is_some()
+}
+
+/// The process id in a temporary's name, or `None` when `name` is not one.
+fn owner(name: &str) -> Option<u32> {
+    let rest = name.strip_prefix('.')?.strip_suffix(".tmp")?;
+    let (_, tail) = rest.rsplit_once(".satyrn-")?;
+    let (pid, nonce) = tail.split_once('-')?;
+    let well_formed = !pid.is_empty()
+        && pid.bytes().all(|b| b.is_ascii_digit())
+        && !nonce.is_empty()
+        && nonce.bytes().all(|b| b.is_ascii_hexdigit());
+    if !well_formed {
+        return None;
+    }
+    // A pid too large for a pid_t names no process: still a temporary, owned by nobody.
+    Some(pid.parse().unwrap_or(u32::MAX))
+}
+
+/// The most bytes of the target's name used in its temporary's name: with the 34 bytes
+/// around it (`.`, `.satyrn-`, a pid of up to 10 digits, `-`, 10 hex digits, `.tmp`),
+/// the temporary's name stays well under `NAME_MAX` (255).
+const TEMP_STEM_MAX: usize = 200;
+
+/// The longest prefix of `s` of at most `max` bytes that ends on a character boundary.
+pub(super) fn truncate_at_char_boundary(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
+/// Whether this build was told to behave as on a file system without `O_TMPFILE` and
+/// `RENAME_EXCHANGE` (the fallbacks otherwise cannot be exercised on this machine's file
+/// systems, which all have both). Debug builds only; a release build never reads it.
+pub(super) fn forced_fallback() -> bool {
+    #[cfg(debug_assertions)]
+    {
+        std::env::var_os("SATYRN_TEST_PUBLISH_FALLBACK").is_some_and(|v| v == "1")
+    }
+    #[cfg(not(debug_assertions))]
+    {
+        false
+    }
+}
+
+/// The new content's file beside the target: anonymous until [`Temporary::name`] links it,
+/// then removed on drop unless disarmed.
+pub(super) struct Temporary<'a> {
+    dir: &'a OwnedFd,
+    stem: String,
+    /// Opened read-write, so the content can be checked after a swap back.
+    pub(super) file: OwnedFd,
+    name: Option<String>,
+    armed: bool,
+}
+
+impl<'a> Temporary<'a> {
+    /// Creates the temporary in `dir` (mode 0600 until the caller sets the target's):
+    /// anonymous when the file system supports it, else named.
+    pub(super) fn create(dir: &'a OwnedFd, leaf: &str, path: &str) -> Result<Self, PublishError> {
+        // A leaf may be up to NAME_MAX (255) bytes; the temporary's name adds up to 34
+        // bytes around it, so only a prefix of a long leaf is used (on a character
+        // boundary), or naming the temporary of a valid file would fail.
+        let stem = truncate_at_char_boundary(leaf, TEMP_STEM_MAX).to_owned();
+        if !forced_fallback() {
+            match rustix::fs::openat(
+                dir,
+                ".",
+                OFlags::RDWR | OFlags::TMPFILE | OFlags::CLOEXEC,
+                Mode::from_raw_mode(0o600),
+            ) {
+                Ok(file) => {
+                    return Ok(Self {
+                        dir,
+                        stem,
+                        file,
+                        name: None,
+                        armed: true,
+                    });
+                }
+                // No O_TMPFILE on this file system (EOPNOTSUPP), or in this kernel (which
+                // then reads the flag as O_DIRECTORY: EISDIR): a named temporary instead.
+                Err(Errno::OPNOTSUPP | Errno::ISDIR | Errno::INVAL) => {}
+                Err(e) => return Err(failed(path, "creating the temporary", e)),
+            }
+        }
+        let mut temp = None;
+        for_each_candidate_name(&stem, |name| {
+            match rustix::fs::openat(
+                dir,
+                name,
+                OFlags::RDWR | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                Mode::from_raw_mode(0o600),
+            ) {
+                Ok(file) => {
+                    temp = Some(file);
+                    Ok(true)
+                }
+                Err(Errno::EXIST) => Ok(false),
+                Err(e) => Err(failed(path, "creating the temporary", e)),
+            }
+        })
+        .and_then(|name| {
+            Ok(Self {
+                dir,
+                stem,
+                file: temp.ok_or_else(|| no_free_name(path))?,
+                name: Some(name),
+                armed: true,
+            })
+        })
+    }
+
+    /// The temporary's name, linking the anonymous file into the directory first.
+    pub(super) fn name(&mut self, path: &str) -> Result<&str, PublishError> {
+        if self.name.is_none() {
+            let (dir, file) = (self.dir, &self.file);
+            let name = for_each_candidate_name(&self.stem, |name| link(file, dir, name, path))?;
+            self.name = Some(name);
+        }
+        Ok(self.name.as_deref().unwrap_or_default())
+    }
+
+    /// Forgets the temporary: its name now belongs to the published file (or is gone).
+    pub(super) fn disarm(mut self) {
+        self.armed = false;
+    }
+
+    /// Removes the temporary's name (if it has one) and returns `error`, extended if the
+    /// removal failed.
+    pub(super) fn remove_after(mut self, error: PublishError) -> PublishError {
+        self.armed = false;
+        let Some(name) = self.name.as_deref() else {
+            return error;
+        };
+        match rustix::fs::unlinkat(self.dir, name, AtFlags::empty()) {
+            Ok(()) => error,
+            Err(e) => PublishError::Failed(format!(
+                "{error}; the temporary {name} could not be removed: {}",
+                std::io::Error::from(e)
+            )),
+        }
+    }
+}
+
+impl Drop for Temporary<'_> {
+    fn drop(&mut self) {
+        if let (true, Some(name)) = (self.armed, self.name.as_deref()) {
+            let _ = rustix::fs::unlinkat(self.dir, name, AtFlags::empty());
+        }
+    }
+}
+
+fn no_free_name(path: &str) -> PublishError {
+    PublishError::Failed(format!(
+        "publishing `{path}` failed: no free temporary name"
+    ))
+}
+
+/// Calls `take` with up to 64 fresh temporary names until it returns `Ok(true)`; returns
+/// that name.
+fn for_each_candidate_name(
+    stem: &str,
+    mut take: impl FnMut(&str) -> Result<bool, PublishError>,
+) -> Result<String, PublishError> {
+    let pid = std::process::id();
+    for attempt in 0u32..64 {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or(0);
+        let name = format!(".{stem}.satyrn-{pid}-{nanos:08x}{attempt:02x}.tmp");
+        if take(&name)? {
+            return Ok(name);
+        }
+    }
+    Err(PublishError::Failed(
+        "no free temporary name in the target's directory".to_string(),
+    ))
+}
+
+/// Gives the anonymous `file` the name `name` in `dir`; `Ok(false)` when the name is taken.
+fn link(file: &OwnedFd, dir: &OwnedFd, name: &str, path: &str) -> Result<bool, PublishError> {
+    // AT_EMPTY_PATH needs CAP_DAC_READ_SEARCH; without it the kernel answers ENOENT and the
+    // magic link in /proc does the same without privilege.
+    let linked = match rustix::fs::linkat(file, "", dir, name, AtFlags::EMPTY_PATH) {
+        Err(Errno::NOENT | Errno::PERM) => {
+            let proc_path = format!(
+                "/proc/self/fd/{}",
+                std::os::fd::AsRawFd::as_raw_fd(&file.as_fd())
+            );
+            rustix::fs::linkat(
+                rustix::fs::CWD,
+                proc_path.as_str(),
+                dir,
+                name,
+                AtFlags::SYMLINK_FOLLOW,
+            )
+        }
+        other => other,
+    };
+    match linked {
+        Ok(()) => Ok(true),
+        Err(Errno::EXIST) => Ok(false),
+        Err(e) => Err(failed(path, "naming the temporary", e)),
+    }
+}
+
+/// Removes the publish temporaries in `dir` whose owner is gone: a name of
+/// [`is_temporary_name`]'s pattern whose pid is not a live process (and is not this
+/// process). Runs under the worktree lock, so no cooperating publish is in flight; scans
+/// only this one directory (one pass over its entries). Each removal, and each failure to
+/// remove, is reported on stderr; nothing here fails the publish.
+pub(super) fn sweep_stale(dir: &OwnedFd, display_dir: &str) {
+    let Ok(entries) = rustix::fs::Dir::read_from(dir) else {
+        return;
+    };
+    let me = std::process::id();
+    for entry in entries.flatten() {
+        let Ok(name) = entry.file_name().to_str() else {
+            continue;
+        };
+        let Some(pid) = owner(name) else {
+            continue;
+        };
+        if pid == me || is_alive(pid) {
+            continue;
+        }
+        let shown = if display_dir.is_empty() {
+            name.to_owned()
+        } else {
+            format!("{display_dir}/{name}")
+        };
+        let message = match rustix::fs::unlinkat(dir, name, AtFlags::empty()) {
+            Ok(()) => {
+                format!("removed the stale publish temporary `{shown}` (process {pid} is gone)")
+            }
+            Err(Errno::NOENT) => continue,
+            Err(e) => format!(
+                "cannot remove the stale publish temporary `{shown}`: {}",
+                std::io::Error::from(e)
+            ),
+        };
+        let _ = writeln!(std::io::stderr(), "satyrn-host: {message}");
+    }
+}
+
+/// Whether a process with this id exists (one we may not signal exists too).
+fn is_alive(pid: u32) -> bool {
+    let Some(pid) = i32::try_from(pid)
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+    else {
+        return false;
+    };
+    !matches!(rustix::process::test_kill_process(pid), Err(Errno::SRCH))
+}
