@@ -216,7 +216,11 @@ test("deliver + attempt + real Pi without PI_OFFLINE: a hostile repository's and
     writeFileSync(join(agent, "SYSTEM.md"), "HOSTILE USER SYSTEM PROMPT\n");
     writeFileSync(join(agent, "APPEND_SYSTEM.md"), "HOSTILE USER APPEND\n");
     writeFileSync(join(agent, "AGENTS.md"), "HOSTILE USER AGENTS.md\n");
-    const env = attemptEnv(agent);
+    // A temporary directory of its own: nothing of the attempt (jiti's cache of compiled
+    // extensions included) may be left in a directory other users could share.
+    const sharedTmp = join(base, "shared-tmp");
+    mkdirSync(sharedTmp);
+    const env = attemptEnv(agent, { TMPDIR: sharedTmp });
     delete env.PI_OFFLINE;
     const head = git(repo, ["rev-parse", "HEAD"]).trim();
     const host = hostBin();
@@ -232,6 +236,7 @@ test("deliver + attempt + real Pi without PI_OFFLINE: a hostile repository's and
     const candidate = String(receipt.candidate_commit);
     assert.equal(git(repo, ["diff", "--name-only", head, candidate]).trim(), "src/greeting.ts");
     assert.deepEqual(readdirSync(sentinels), [], "a command or extension from the repository or the user's agent directory ran");
+    assert.deepEqual(readdirSync(sharedTmp), [], "the attempt left files in the shared temporary directory");
     assertScriptedConversation(model.requests);
 
     const messages = model.requests[0].messages as Array<{ role: string; content: unknown }>;

@@ -330,6 +330,15 @@ fn pi_runs_in_a_private_home_with_only_the_users_models_and_credentials() {
         serde_json::json!({"auth.json": "{\"p\":{\"key\":\"k\"}}", "models.json": "{\"providers\":{}}"})
     );
     assert_eq!(log["modes"]["."], "0o700");
+    // No shared temporary directory and no on-disk cache of compiled extensions.
+    assert_eq!(log["env"]["JITI_FS_CACHE"], "false");
+    let tmp = PathBuf::from(log["env"]["TMPDIR"].as_str().expect("TMPDIR"));
+    assert_eq!(
+        tmp.parent(),
+        cwd.parent(),
+        "TMPDIR is not in the private directory"
+    );
+    assert_eq!(log["private_modes"][tmp.to_str().expect("utf8")], "0o700");
     assert_eq!(log["modes"][agent], "0o700");
     assert!(
         !Path::new(agent).exists(),
@@ -663,6 +672,69 @@ fn swapping_the_destination_parent_for_a_symlink_never_publishes_inside_the_repo
             stdout
         );
     }
+}
+
+/// The parent is moved into the worktree while the transcript is being written (after
+/// every check before the link): the publication is taken back and the attempt fails.
+#[test]
+fn a_parent_moved_into_the_worktree_during_publication_keeps_nothing_there() {
+    let fx = Fixture::new();
+    let parent = fx.outside.path().join("out");
+    std::fs::create_dir(&parent).expect("mkdir");
+    let loud_pi = fx.outside.path().join("loud-pi");
+    std::fs::write(
+        &loud_pi,
+        "#!/usr/bin/env python3\nimport sys\nchunk = b'x' * (1 << 20) + b'\\n'\nfor _ in range(300):\n    sys.stdout.buffer.write(chunk)\n",
+    )
+    .expect("write");
+    std::fs::set_permissions(&loud_pi, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let moved = fx.repo.path().join("moved");
+    let watcher = {
+        let (parent, moved) = (parent.clone(), moved.clone());
+        std::thread::spawn(move || {
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+            while std::time::Instant::now() < deadline {
+                let temp = std::fs::read_dir(&parent)
+                    .map(|entries| {
+                        entries
+                            .filter_map(Result::ok)
+                            .any(|e| e.file_name().to_string_lossy().contains(".satyrn-"))
+                    })
+                    .unwrap_or(false);
+                if temp {
+                    std::fs::rename(&parent, &moved).expect("move the parent into the worktree");
+                    return true;
+                }
+                std::thread::yield_now();
+            }
+            false
+        })
+    };
+    let out = fx
+        .command(&[(
+            "SATYRN_ATTEMPT_TRANSCRIPT",
+            parent.join("t.jsonl").to_str().expect("utf8"),
+        )])
+        .env("SATYRN_PI_BIN", &loud_pi)
+        .stdout(std::process::Stdio::null())
+        .output()
+        .expect("run");
+    assert!(
+        watcher.join().expect("watcher"),
+        "the temporary never appeared"
+    );
+    assert_eq!(out.status.code(), Some(10), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("was moved inside"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(
+        !moved.join("t.jsonl").exists(),
+        "the transcript stayed inside the worktree"
+    );
+    let left: Vec<String> = walk(&moved);
+    assert!(left.is_empty(), "left inside the worktree: {left:?}");
 }
 
 /// Every file path under `dir`, recursively, as strings.

@@ -195,7 +195,8 @@ impl Destination {
             &self.parent,
             temp_name.as_os_str(),
             OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-            Mode::from_raw_mode(0o644),
+            // Artifacts hold repository text and the model's words: owner-only, like the spool.
+            Mode::from_raw_mode(0o600),
         )
         .map_err(|e| {
             refuse(format!(
@@ -222,6 +223,22 @@ impl Destination {
                 })
             });
         drop(temp);
+        // The parent may have been moved into the repository between the re-check above and
+        // the link: check again on the descriptor, and take the name back if so.
+        let written = written.and_then(|()| match containing(&self.parent, &self.forbidden) {
+            Ok(None) => Ok(()),
+            Ok(Some(root)) => {
+                let _ = rustix::fs::unlinkat(&self.parent, self.name.as_os_str(), AtFlags::empty());
+                Err(refuse(format!(
+                    "its parent directory was moved inside {} during the publication; the artifact was removed again",
+                    root.display()
+                )))
+            }
+            Err(e) => {
+                let _ = rustix::fs::unlinkat(&self.parent, self.name.as_os_str(), AtFlags::empty());
+                Err(refuse(format!("cannot walk up from its parent: {e}")))
+            }
+        });
         let removed = rustix::fs::unlinkat(&self.parent, temp_name.as_os_str(), AtFlags::empty());
         match (written, removed) {
             (Ok(()), Ok(())) => rustix::fs::fsync(&self.parent)

@@ -91,6 +91,10 @@ pub const AGENT_DIR_VAR: &str = "PI_CODING_AGENT_DIR";
 pub struct Home {
     /// Pi's working directory: empty, mode 0700.
     pub cwd: PathBuf,
+    /// Pi's `TMPDIR`, mode 0700: nothing Pi or its TypeScript loader writes to a temporary
+    /// directory is shared with other users (a shared `/tmp/jiti` cache would let another
+    /// local user replace satyrn's extensions as Pi compiles them).
+    pub tmp: PathBuf,
     /// Pi's agent directory (`PI_CODING_AGENT_DIR`), mode 0700, holding copies (mode 0600)
     /// of those [`CARRIED_AGENT_FILES`] that the user's agent directory has.
     pub agent_dir: PathBuf,
@@ -109,9 +113,10 @@ pub struct Home {
 pub fn prepare_home(private: &Path, worktree: &Path) -> Result<Home, String> {
     let home = Home {
         cwd: private.join("cwd"),
+        tmp: private.join("tmp"),
         agent_dir: private.join("agent"),
     };
-    for dir in [&home.cwd, &home.agent_dir] {
+    for dir in [&home.cwd, &home.tmp, &home.agent_dir] {
         DirBuilder::new()
             .mode(0o700)
             .create(dir)
@@ -215,8 +220,9 @@ pub const REMOVED_VARIABLES: [&str; 2] = ["VIRTUAL_ENV", "SSH_AUTH_SOCK"];
 
 /// Applies the child environment and working directory ([`Home::cwd`]) to `cmd`: the parent's, minus git's routing variables
 /// (`git rev-parse --local-env-vars`, `GIT_NAMESPACE`), `VIRTUAL_ENV` and `SSH_AUTH_SOCK`,
-/// plus `SATYRN_MUTATION_CONTEXT_FILE` naming the context file, `SATYRN_HOST_BIN` and
-/// `PI_CODING_AGENT_DIR` naming [`Home::agent_dir`]. An inherited `SATYRN_MUTATION_CONTEXT`
+/// plus `SATYRN_MUTATION_CONTEXT_FILE` naming the context file, `SATYRN_HOST_BIN`,
+/// `PI_CODING_AGENT_DIR` naming [`Home::agent_dir`], `TMPDIR` naming [`Home::tmp`] and
+/// `JITI_FS_CACHE=false` (no on-disk cache of compiled extensions). An inherited `SATYRN_MUTATION_CONTEXT`
 /// (the inline form of older versions) is removed. Model credentials in the environment are
 /// kept.
 ///
@@ -237,6 +243,10 @@ pub fn environment(
         .env(CONTEXT_FILE_VAR, context_file)
         .env("SATYRN_HOST_BIN", host)
         .env(AGENT_DIR_VAR, &home.agent_dir)
+        .env("TMPDIR", &home.tmp)
+        // jiti (Pi's TypeScript loader) would otherwise cache compiled extensions on disk and
+        // load a cached file whose name and trailer match: never reuse compiled code.
+        .env("JITI_FS_CACHE", "false")
         .current_dir(&home.cwd);
     Ok(())
 }

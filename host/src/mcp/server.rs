@@ -246,11 +246,13 @@ impl Server {
                 return Ok(refused(&Failure::new(Code::InvalidRequest, message), None));
             }
         };
+        // The revision the model has seen when it sends the call, not when a slot frees up:
+        // a concurrent edit's result, which the model never saw, must not become the base.
+        let expected = args
+            .expected_sha256
+            .clone()
+            .or_else(|| self.session.recorded(&args.path));
         let outcome = off_thread(&self.session, move |session| {
-            let expected = args
-                .expected_sha256
-                .clone()
-                .or_else(|| session.recorded(&args.path));
             operation::edit(
                 session.scope(),
                 operation::EditArgs {
