@@ -25,37 +25,11 @@ use std::time::{Duration, Instant};
 const RUNS: usize = 5;
 const FILE_BYTES: usize = 5 * 1024;
 
-fn git(dir: &Path) -> Command {
-    let mut cmd = Command::new("git");
-    cmd.current_dir(dir)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_AUTHOR_NAME", "bench")
-        .env("GIT_AUTHOR_EMAIL", "bench@example.invalid")
-        .env("GIT_COMMITTER_NAME", "bench")
-        .env("GIT_COMMITTER_EMAIL", "bench@example.invalid")
-        .env("LC_ALL", "C")
-        .stdin(Stdio::null());
-    for var in ["GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE"] {
-        cmd.env_remove(var);
-    }
-    cmd
-}
-
-fn ok(cmd: &mut Command) {
-    let out = cmd.output().expect("spawn");
-    assert!(
-        out.status.success(),
-        "{cmd:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
 /// A committed repository of `files` files of about [`FILE_BYTES`] in 100 directories.
 fn repository(base: &Path, files: usize) -> PathBuf {
     let repo = base.join(format!("repo-{files}"));
     std::fs::create_dir(&repo).expect("mkdir");
-    ok(git(&repo).args(["init", "-q", "-b", "main", "."]));
+    common::ok(common::git(&repo).args(["init", "-q", "-b", "main", "."]));
     let line = "let value = compute(input, 42); // some ordinary source text\n";
     for i in 0..files {
         let dir = repo.join(format!("d{:03}", i % 100));
@@ -68,8 +42,8 @@ fn repository(base: &Path, files: usize) -> PathBuf {
         }
         std::fs::write(dir.join(format!("f{i:05}.rs")), text).expect("write");
     }
-    ok(git(&repo).args(["add", "-A"]));
-    ok(git(&repo).args(["commit", "-q", "-m", "bench"]));
+    common::ok(common::git(&repo).args(["add", "-A"]));
+    common::ok(common::git(&repo).args(["commit", "-q", "-m", "bench"]));
     repo
 }
 
@@ -210,9 +184,11 @@ fn main() {
         let (mut baseline, mut prep, mut real) = (Vec::new(), Vec::new(), Vec::new());
         for round in 0..=RUNS {
             let started = Instant::now();
-            ok(Command::new("sh")
-                .current_dir(&repo)
-                .args(["-c", "git ls-files -z | xargs -0 sha256sum > /dev/null"]));
+            common::ok(
+                Command::new("sh")
+                    .current_dir(&repo)
+                    .args(["-c", "git ls-files -z | xargs -0 sha256sum > /dev/null"]),
+            );
             let b = started.elapsed();
             let started = Instant::now();
             let run = attempt(&host, &repo, &contract)

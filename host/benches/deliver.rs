@@ -8,7 +8,6 @@
 mod common;
 
 use std::io::Write;
-use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
@@ -16,44 +15,13 @@ const FILES: usize = 20_000;
 const PER_DIR: usize = 100;
 const RUNS: usize = 10;
 
-fn git(dir: &Path) -> Command {
-    let mut cmd = Command::new("git");
-    cmd.current_dir(dir)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_AUTHOR_NAME", "bench")
-        .env("GIT_AUTHOR_EMAIL", "bench@example.invalid")
-        .env("GIT_COMMITTER_NAME", "bench")
-        .env("GIT_COMMITTER_EMAIL", "bench@example.invalid")
-        .env("LC_ALL", "C")
-        .stdin(Stdio::null());
-    for var in [
-        "GIT_DIR",
-        "GIT_WORK_TREE",
-        "GIT_INDEX_FILE",
-        "GIT_NAMESPACE",
-    ] {
-        cmd.env_remove(var);
-    }
-    cmd
-}
-
-fn ok(cmd: &mut Command) {
-    let out = cmd.output().expect("spawn");
-    assert!(
-        out.status.success(),
-        "{cmd:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
 fn main() {
     let mut out = std::io::stdout().lock();
     let host = env!("CARGO_BIN_EXE_satyrn-host");
     let tmp = tempfile::tempdir().expect("tempdir");
     let repo = tmp.path().join("repo");
     std::fs::create_dir(&repo).expect("mkdir");
-    ok(git(&repo).args(["init", "-q", "-b", "main", "."]));
+    common::ok(common::git(&repo).args(["init", "-q", "-b", "main", "."]));
     for i in 0..FILES {
         let dir = repo.join(format!("d{:03}", i / PER_DIR));
         if i % PER_DIR == 0 {
@@ -65,8 +33,8 @@ fn main() {
         )
         .expect("write");
     }
-    ok(git(&repo).args(["add", "-A"]));
-    ok(git(&repo).args(["commit", "-q", "-m", "bench"]));
+    common::ok(common::git(&repo).args(["add", "-A"]));
+    common::ok(common::git(&repo).args(["commit", "-q", "-m", "bench"]));
     let contract = tmp.path().join("contract.yaml");
     let scratch = tmp.path().join("scratch");
     std::fs::create_dir(&scratch).expect("mkdir");
@@ -83,11 +51,17 @@ fn main() {
     for round in 0..=RUNS {
         let wt = scratch.join(format!("wt{round}"));
         let started = Instant::now();
-        ok(git(&repo)
-            .args(["worktree", "add", "--detach", "--quiet"])
-            .arg(&wt)
-            .arg("HEAD"));
-        ok(git(&repo).args(["worktree", "remove", "--force"]).arg(&wt));
+        common::ok(
+            common::git(&repo)
+                .args(["worktree", "add", "--detach", "--quiet"])
+                .arg(&wt)
+                .arg("HEAD"),
+        );
+        common::ok(
+            common::git(&repo)
+                .args(["worktree", "remove", "--force"])
+                .arg(&wt),
+        );
         let base = started.elapsed();
 
         std::fs::write(&contract, format!("id: bench-{round}\ntask: bench\n")).expect("contract");

@@ -106,13 +106,7 @@ impl Fixture {
     fn new() -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
         let repo = dir.path().join("repo");
-        std::fs::create_dir_all(&repo).expect("repo");
-        let init = std::process::Command::new("git")
-            .args(["init", "-q"])
-            .current_dir(&repo)
-            .status()
-            .expect("git init");
-        assert!(init.success(), "git init failed");
+        common::git_init(&repo);
         let line = "let value = compute(input, 42); // some ordinary source text\n";
         let per = SIZE / EDITS;
         let mut text = String::with_capacity(SIZE + 64);

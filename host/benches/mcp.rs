@@ -90,13 +90,7 @@ fn main() {
     let host = Path::new(env!("CARGO_BIN_EXE_satyrn-host"));
     let tmp = tempfile::tempdir().expect("tempdir");
     let repo = tmp.path().join("repo");
-    std::fs::create_dir(&repo).expect("mkdir");
-    let init = Command::new("git")
-        .args(["init", "-q"])
-        .current_dir(&repo)
-        .status()
-        .expect("git init");
-    assert!(init.success());
+    common::git_init(&repo);
     let line = "let value = compute(input, 42); // some ordinary source text\n";
     let mut text = String::from("// marker 0\n");
     while text.len() + line.len() <= 10 * 1024 {

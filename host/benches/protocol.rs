@@ -120,13 +120,7 @@ impl Fixture {
     fn new(size: usize) -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
         let repo = dir.path().join("repo");
-        std::fs::create_dir_all(&repo).expect("repo");
-        let init = std::process::Command::new("git")
-            .args(["init", "-q"])
-            .current_dir(&repo)
-            .status()
-            .expect("git init");
-        assert!(init.success(), "git init failed");
+        common::git_init(&repo);
         let line = "let value = compute(input, 42); // some ordinary source text\n";
         let mut text = String::with_capacity(size + 64);
         while text.len() + line.len() < size - ANCHORS[0].len() - 1 {

@@ -7,22 +7,10 @@
 use proptest::prelude::*;
 use satyrn_mutator_core::replace::{self, RefusalCode, ReplaceError, ReplaceRequest};
 use satyrn_mutator_core::revision::Revision;
-use satyrn_mutator_core::worktree::{NotEditable, Worktree};
 use std::collections::BTreeMap;
 
-/// Files by path; a `None` entry stands for something that is not an editable file.
-struct Memory(BTreeMap<String, Option<Vec<u8>>>);
-
-impl Worktree for Memory {
-    fn read_regular(&self, segments: &[&str], max_len: u64) -> Result<Vec<u8>, NotEditable> {
-        match self.0.get(&segments.join("/")) {
-            Some(Some(bytes)) if bytes.len() as u64 <= max_len => Ok(bytes.clone()),
-            Some(Some(_)) => Err(NotEditable("too large".into())),
-            Some(None) => Err(NotEditable("not a regular file".into())),
-            None => Err(NotEditable("does not exist".into())),
-        }
-    }
-}
+mod common;
+use common::memory::Memory;
 
 fn sha(bytes: &[u8]) -> String {
     Revision::of(bytes).to_hex()

@@ -5,22 +5,10 @@
 use satyrn_mutator_core::edit::{self, EditError, EditOp, EditRequest, MAX_EDITS};
 use satyrn_mutator_core::replace::{self, Refusal, RefusalCode, ReplaceError, RevisionError};
 use satyrn_mutator_core::revision::Revision;
-use satyrn_mutator_core::worktree::{NotEditable, Worktree};
 use std::collections::BTreeMap;
 
-/// Files by path; `None` stands for something that is not an editable file.
-struct Memory(BTreeMap<String, Option<Vec<u8>>>);
-
-impl Worktree for Memory {
-    fn read_regular(&self, segments: &[&str], max_len: u64) -> Result<Vec<u8>, NotEditable> {
-        match self.0.get(&segments.join("/")) {
-            Some(Some(bytes)) if bytes.len() as u64 <= max_len => Ok(bytes.clone()),
-            Some(Some(_)) => Err(NotEditable("is too large".into())),
-            Some(None) => Err(NotEditable("is a symbolic link".into())),
-            None => Err(NotEditable("does not exist".into())),
-        }
-    }
-}
+mod common;
+use common::memory::Memory;
 
 fn worktree() -> Memory {
     Memory(BTreeMap::from([

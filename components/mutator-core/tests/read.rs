@@ -8,26 +8,10 @@ use satyrn_mutator_core::read::{
     ReadRequest,
 };
 use satyrn_mutator_core::revision::Revision;
-use satyrn_mutator_core::worktree::{NotEditable, Worktree};
 use std::collections::BTreeMap;
 
-/// Files by path; `None` stands for something that is not a readable regular file.
-struct Memory(BTreeMap<String, Option<Vec<u8>>>);
-
-impl Worktree for Memory {
-    fn read_regular(&self, segments: &[&str], max_len: u64) -> Result<Vec<u8>, NotEditable> {
-        match self.0.get(&segments.join("/")) {
-            Some(Some(bytes)) if bytes.len() as u64 <= max_len => Ok(bytes.clone()),
-            Some(Some(_)) => Err(NotEditable("too large".into())),
-            Some(None) => Err(NotEditable("not a regular file".into())),
-            None => Err(NotEditable("does not exist".into())),
-        }
-    }
-}
-
-fn one(path: &str, bytes: &[u8]) -> Memory {
-    Memory(BTreeMap::from([(path.to_string(), Some(bytes.to_vec()))]))
-}
+mod common;
+use common::memory::{Memory, one};
 
 fn request<'a>(
     path: &'a str,

@@ -76,3 +76,42 @@ pub fn time_protocol(host: &Path, request: &str) -> Duration {
     );
     elapsed
 }
+
+/// A git command in `dir` with no user or system configuration and a fixed identity.
+pub fn git(dir: &Path) -> Command {
+    let mut cmd = Command::new("git");
+    cmd.current_dir(dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_AUTHOR_NAME", "bench")
+        .env("GIT_AUTHOR_EMAIL", "bench@example.invalid")
+        .env("GIT_COMMITTER_NAME", "bench")
+        .env("GIT_COMMITTER_EMAIL", "bench@example.invalid")
+        .env("LC_ALL", "C")
+        .stdin(Stdio::null());
+    for var in [
+        "GIT_DIR",
+        "GIT_WORK_TREE",
+        "GIT_INDEX_FILE",
+        "GIT_NAMESPACE",
+    ] {
+        cmd.env_remove(var);
+    }
+    cmd
+}
+
+/// Runs `cmd` and panics with its stderr unless it succeeds.
+pub fn ok(cmd: &mut Command) {
+    let out = cmd.output().expect("spawn");
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Creates `repo` (and its parents) as an empty git repository.
+pub fn git_init(repo: &Path) {
+    std::fs::create_dir_all(repo).expect("mkdir");
+    ok(git(repo).args(["init", "-q"]));
+}

@@ -86,3 +86,37 @@ pub fn print_json_line(json: &str) {
     let _ = out.write_all(b"\n");
     let _ = out.flush();
 }
+
+/// Parses `--repo DIR CONTRACT` (in any order) for `command`; `Err` is the usage exit
+/// status, with the message already printed.
+fn repo_and_contract(
+    command: &str,
+    repo_name: &str,
+    args: &[OsString],
+) -> Result<(std::path::PathBuf, std::path::PathBuf), u8> {
+    use std::path::PathBuf;
+    let mut repo: Option<PathBuf> = None;
+    let mut contract: Option<PathBuf> = None;
+    let mut iter = args.iter();
+    while let Some(arg) = iter.next() {
+        if arg == "--repo" {
+            match iter.next() {
+                Some(value) if repo.is_none() => repo = Some(PathBuf::from(value)),
+                Some(_) => return Err(usage_error("--repo given twice")),
+                None => return Err(usage_error("--repo needs a value")),
+            }
+        } else if arg.to_string_lossy().starts_with('-') {
+            return Err(usage_error(&format!("{command}: unknown option {arg:?}")));
+        } else if contract.is_none() {
+            contract = Some(PathBuf::from(arg));
+        } else {
+            return Err(usage_error(&format!("{command} takes one CONTRACT")));
+        }
+    }
+    match (repo, contract) {
+        (Some(repo), Some(contract)) => Ok((repo, contract)),
+        _ => Err(usage_error(&format!(
+            "{command} needs --repo {repo_name} and CONTRACT"
+        ))),
+    }
+}

@@ -1,1 +1,2 @@
 pub mod edit_model;
+pub mod memory;
