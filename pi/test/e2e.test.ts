@@ -290,7 +290,7 @@ function escapeRegExp(text: string): string {
  * and says how many files there are, the real Pi edits one deep file, and deliver makes a
  * candidate with exactly that change.
  */
-test("deliver + attempt + real Pi on 20 000 writable files: the prompt stays small, one deep edit lands", async () => {
+test("deliver + attempt + real Pi on 20 000 writable files and a 100 KiB task: the prompt stays small, one deep edit lands", async () => {
   const base = tempDir();
   const repo = join(base, "repo");
   const deep = "d42/sub/deeper/f19999.ts";
@@ -302,7 +302,10 @@ test("deliver + attempt + real Pi on 20 000 writable files: the prompt stays sma
   git(repo, ["add", "-A"]);
   git(repo, ["commit", "-q", "-m", "20000 files"]);
   const contract = join(base, "contract.yaml");
-  writeFileSync(contract, "id: big-repo\ntask: Make the deep constant say after.\nwritable_paths: ['*']\n");
+  // The task at its documented limit: exactly 100 KiB (docs/attempt.md).
+  const lead = "Make the deep constant say after.";
+  const task = lead + " " + "x".repeat(100 * 1024 - lead.length - 1);
+  writeFileSync(contract, `id: big-repo\ntask: ${task}\nwritable_paths: ['*']\n`);
   const model = await startScriptedModel([
     { toolCalls: [{ name: "read", arguments: { path: deep } }] },
     { toolCalls: [{ name: "edit", arguments: { path: deep, edits: [{ oldText: "before", newText: "after" }] } }] },
@@ -327,7 +330,8 @@ test("deliver + attempt + real Pi on 20 000 writable files: the prompt stays sma
     const first = model.requests[0].messages as Array<{ role: string; content: unknown }>;
     const user = JSON.stringify(first.filter((m) => m.role === "user"));
     assert.match(user, /and 19800 more: 20000 files in all/);
-    assert.ok(user.length < 16 * 1024, `the prompt is ${user.length} bytes`);
+    assert.ok(user.includes(task), "the whole 100 KiB task reached the model");
+    assert.ok(user.length - task.length < 16 * 1024, `the prompt beyond the task is ${user.length - task.length} bytes`);
     assert.match(toolResults(model.requests[2]).join("\n"), /Edited d42\/sub\/deeper\/f19999\.ts/);
   } finally {
     await model.close();
