@@ -697,3 +697,203 @@ fn lone_surrogates_are_invalid() {
     let run = protocol_raw(pair.as_bytes());
     crate::protocol_common::assert_ok(&run, "a.txt", "hello \u{1f600}\n".as_bytes());
 }
+
+// ---- path length limits (4096 bytes, 255 per segment) ----
+
+/// A path of exactly `len` bytes of `x`, in segments of at most 255 bytes.
+fn long_path(len: usize) -> String {
+    let mut path = String::new();
+    while path.len() < len {
+        if !path.is_empty() {
+            path.push('/');
+        }
+        let room = (len - path.len()).min(255);
+        let take = if len - path.len() - room == 1 {
+            room - 1
+        } else {
+            room
+        };
+        path.push_str(&"x".repeat(take));
+    }
+    assert_eq!(path.len(), len);
+    path
+}
+
+/// Opens the directory holding `rel` beneath `root` one segment at a time (a path this
+/// long cannot be given to the kernel whole), creating the directories when `create`.
+fn parent_dir(root: &std::path::Path, rel: &str, create: bool) -> (std::os::fd::OwnedFd, String) {
+    use rustix::fs::{Mode, OFlags, mkdirat, open, openat};
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let mut dir = open(root, flags, Mode::empty()).expect("open root");
+    let (dirs, name) = rel.rsplit_once('/').unwrap_or(("", rel));
+    for segment in dirs.split('/').filter(|s| !s.is_empty()) {
+        if create {
+            match mkdirat(&dir, segment, Mode::from_raw_mode(0o755)) {
+                Ok(()) | Err(rustix::io::Errno::EXIST) => {}
+                Err(e) => panic!("mkdirat: {e}"),
+            }
+        }
+        dir = openat(&dir, segment, flags, Mode::empty()).expect("openat");
+    }
+    (dir, name.to_string())
+}
+
+/// Creates `rel` beneath `root` holding `bytes`.
+fn write_deep(root: &std::path::Path, rel: &str, bytes: &[u8]) {
+    use rustix::fs::{Mode, OFlags, openat};
+    let (dir, name) = parent_dir(root, rel, true);
+    let fd = openat(
+        &dir,
+        name.as_str(),
+        OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::CLOEXEC,
+        Mode::from_raw_mode(0o644),
+    )
+    .expect("create");
+    let mut file = std::fs::File::from(fd);
+    std::io::Write::write_all(&mut file, bytes).expect("write");
+}
+
+/// The bytes, mode and inode of `rel` beneath `root`, and the names beside it.
+fn snapshot_deep(root: &std::path::Path, rel: &str) -> (Vec<u8>, u32, u64, Vec<String>) {
+    use rustix::fs::{AtFlags, Mode, OFlags, openat, statat};
+    let (dir, name) = parent_dir(root, rel, false);
+    let stat = statat(&dir, name.as_str(), AtFlags::SYMLINK_NOFOLLOW).expect("stat");
+    let fd = openat(
+        &dir,
+        name.as_str(),
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .expect("open");
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(&mut std::fs::File::from(fd), &mut bytes).expect("read");
+    let listing =
+        openat(&dir, ".", OFlags::RDONLY | OFlags::DIRECTORY, Mode::empty()).expect("reopen");
+    let mut names: Vec<String> = rustix::fs::Dir::read_from(&listing)
+        .expect("dir")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .filter(|n| n != "." && n != "..")
+        .collect();
+    names.sort();
+    (bytes, stat.st_mode, stat.st_ino, names)
+}
+
+/// `replace`, `edit` and `read` requests of `path` on `fx`, with `sha` as the revision.
+fn path_requests(fx: &Fixture, path: &str, sha: &str) -> Vec<(&'static str, Value)> {
+    let (repo, contract) = (fx.repo.path(), &fx.contract.path);
+    vec![
+        ("replace", fx.request(path, Some(sha), "world", "there")),
+        (
+            "edit",
+            json!({"version": 1, "operation": "edit", "repo": repo, "contract": contract,
+                   "path": path, "expected_sha256": sha,
+                   "edits": [{"op": "replace", "old_text": "world", "new_text": "there"}]}),
+        ),
+        (
+            "read",
+            json!({"version": 1, "operation": "read", "repo": repo, "contract": contract,
+                   "path": path}),
+        ),
+    ]
+}
+
+/// Every operation on `path` is `INVALID_REQUEST` with exactly `expected` as the message
+/// (which never quotes the path), and the file at `watch` (if any) is untouched.
+fn assert_path_refused(fx: &Fixture, path: &str, watch: Option<&str>, expected: &str) {
+    let sha = crate::support::sha256_hex(HELLO);
+    let before = watch.map(|rel| snapshot_deep(fx.repo.path(), rel));
+    let entries = dir_entries(fx.repo.path());
+    for (operation, request) in path_requests(fx, path, &sha) {
+        let run = protocol(&request);
+        assert_invalid(&run);
+        assert_eq!(
+            run.response["message"],
+            format!("path: {expected}"),
+            "{operation}: {run:?}"
+        );
+        assert!(
+            !run.stdout.contains("xxxxxxxx"),
+            "{operation}: the path is echoed"
+        );
+    }
+    if let (Some(rel), Some(before)) = (watch, before) {
+        assert_eq!(snapshot_deep(fx.repo.path(), rel), before, "{rel} changed");
+    }
+    assert_eq!(dir_entries(fx.repo.path()), entries);
+}
+
+#[test]
+fn a_segment_of_255_bytes_is_edited_and_256_is_invalid() {
+    let at = "x".repeat(255);
+    let fx = Fixture::new(&[("a.txt", HELLO), (&format!("d/{at}"), HELLO)], &["*"]);
+    let over = format!("d/{}", "x".repeat(256));
+    assert_path_refused(
+        &fx,
+        &over,
+        Some(&format!("d/{at}")),
+        "segment 2 of the path is 256 bytes long; at most 255 bytes are allowed",
+    );
+    let rel = format!("d/{at}");
+    let run = protocol(&path_requests(&fx, &rel, &fx.sha(&rel))[2].1);
+    assert_eq!(run.response["result"]["text"], "hello world\n", "{run:?}");
+    fx.succeed(&fx.fresh(&rel, "world", "there"), &rel, THERE);
+}
+
+#[test]
+fn a_path_of_4096_bytes_is_edited_and_4097_is_invalid() {
+    let fx = fixture();
+    let (at, over) = (long_path(4096), long_path(4097));
+    // Both exist, so only the length decides; the over-long one must stay untouched.
+    write_deep(fx.repo.path(), &at, HELLO);
+    write_deep(fx.repo.path(), &over, HELLO);
+    assert_path_refused(
+        &fx,
+        &over,
+        Some(&over),
+        "the path is 4097 bytes long; at most 4096 bytes are allowed",
+    );
+    let sha = crate::support::sha256_hex(HELLO);
+    let requests = path_requests(&fx, &at, &sha);
+    let run = protocol(&requests[2].1);
+    assert_eq!(run.status, 0, "read at the limit: {run:?}");
+    assert_eq!(run.response["result"]["text"], "hello world\n");
+    let (_, mode, ino, names) = snapshot_deep(fx.repo.path(), &at);
+    let run = protocol(&requests[0].1);
+    crate::protocol_common::assert_ok(&run, &at, THERE);
+    let (bytes, mode_after, ino_after, names_after) = snapshot_deep(fx.repo.path(), &at);
+    assert_eq!(bytes, THERE);
+    assert_eq!(mode_after, mode);
+    assert_ne!(ino_after, ino, "published by a rename");
+    assert_eq!(names_after, names, "no temporary left beside it");
+    assert_eq!(snapshot_deep(fx.repo.path(), &over).0, HELLO);
+}
+
+#[test]
+fn a_ten_megabyte_path_is_invalid_at_once_and_not_echoed() {
+    let patterns: Vec<&str> = vec!["*a*a*a*a*a*a*a*a*b"; 100];
+    let fx = Fixture::new(&[("a.txt", HELLO)], &patterns);
+    let huge = "a".repeat(10 * 1024 * 1024);
+    let before = snapshot(&fx.file("a.txt"));
+    for (operation, request) in path_requests(&fx, &huge, &fx.sha("a.txt")) {
+        let input = request.to_string();
+        let run = protocol_timeout(input.as_bytes(), Duration::from_secs(60), |_| {});
+        assert_invalid(&run);
+        assert_eq!(
+            run.response["message"],
+            "path: the path is 10485760 bytes long; at most 4096 bytes are allowed",
+            "{operation}"
+        );
+        assert!(
+            run.stdout.len() < 200,
+            "{operation}: {} bytes",
+            run.stdout.len()
+        );
+    }
+    assert_eq!(snapshot(&fx.file("a.txt")), before);
+    // The same contract still decides an ordinary path.
+    let b = Fixture::new(&[("aab", HELLO)], &patterns);
+    let run = protocol(&b.fresh("aab", "world", "there"));
+    assert_refused(&run, "PATH_UNDECLARED");
+    let fx = Fixture::new(&[("aaaaaaaab", HELLO)], &patterns);
+    fx.succeed(&fx.fresh("aaaaaaaab", "world", "there"), "aaaaaaaab", THERE);
+}
