@@ -437,6 +437,31 @@ fn contract_cases() -> Vec<(&'static str, ContractFile, &'static str, i32)> {
             "CONTRACT_INVALID",
             4,
         ),
+        // Accepted by yaml-rust2 alone (`host/src/contract/lexical.rs`).
+        (
+            "a control character in a flow sequence",
+            ContractFile::raw("id: x\ntask: t\nwritable_paths: [a\u{1}.txt]\n"),
+            "CONTRACT_INVALID",
+            4,
+        ),
+        (
+            "a tab before a mapping colon",
+            ContractFile::raw("id\t: x\ntask: t\n"),
+            "CONTRACT_INVALID",
+            4,
+        ),
+        (
+            "a document-end marker before the content",
+            ContractFile::raw("...\nid: x\ntask: t\n"),
+            "CONTRACT_INVALID",
+            4,
+        ),
+        (
+            "the same, spelled as every YAML parser reads it",
+            ContractFile::raw("id: x\ntask: t\nwritable_paths: [\"a\\x01.txt\", \"b\tc\"]\n...\n"),
+            "OK",
+            0,
+        ),
         (
             "no id",
             ContractFile::raw("task: t\n"),
