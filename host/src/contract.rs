@@ -402,6 +402,11 @@ mod tests {
     #[test]
     fn absent_writable_paths_is_empty() {
         assert!(ok("id: a\ntask: t\n").writable_paths.is_empty());
+        // fuzz/regressions/contract/crash-4ce3…: an explicit key, no `writable_paths`;
+        // the same contract with `writable_paths: []` is equal.
+        let explicit = ok("? id\n: a\ntask: t\n");
+        assert_eq!(explicit.id, "a");
+        assert_eq!(explicit, ok("id: \"a\"\ntask: \"t\"\nwritable_paths: []\n"));
         assert!(
             ok("id: a\ntask: t\nwritable_paths: []\n")
                 .writable_paths
