@@ -13,8 +13,13 @@
 //! - a `[` without a closing `]` is a literal `[`;
 //! - there are no escapes, no braces and no `**`.
 //!
+//! Matching goes run by run between the stars ([`Pattern::matches`]): never exponential,
+//! linear in the path for runs of plain characters.
+//!
 //! `tests/fnmatch_differential.rs` compares this module with CPython over thousands of
-//! generated pattern/path pairs.
+//! generated pattern/path pairs, `components/mutator-core/tests/fnmatch.rs` the matcher
+//! with a dynamic-programming table, and the `path_fnmatch` fuzz target with the
+//! backtracking matcher it replaced.
 
 use alloc::string::String;
 use alloc::vec::Vec;

@@ -10,15 +10,17 @@
 //!   indentation or separation (`id\t: a`, `task: t\t`) nor inside a plain scalar.
 //! - No document-end marker (`...`) before the contract's mapping.
 //! - In a flow collection (`[...]`, `{...}`), no plain scalar that starts with an
-//!   indicator other than `-` or holds `?` (YAML 1.1 and 1.2 split them differently: quote them).
+//!   indicator other than `-` or holds `?` (YAML 1.1 and 1.2 split them differently:
+//!   quote them).
 //! - An implicit mapping key on one line (`{id\n: a}` is refused).
-//! - A block scalar at the very end of the text ends with a line break (yaml-rust2 would
-//!   add one that is not there).
+//! - No empty block scalar, and a block scalar at the very end of the text ends with a
+//!   line break (yaml-rust2 reads a line break in both places that YAML does not).
 
 use yaml_rust2::scanner::{Scanner, TScalarStyle, TokenType};
 
-/// Checks the rules above. A text the scanner itself refuses passes the rules it would
-/// reach after the error, to be refused by the parser with its own message.
+/// Checks the rules above. When the scanner stops at a syntax error, the tab rule is not
+/// applied (the token rules only up to the error), so that the parser refuses the text
+/// with its own message.
 ///
 /// # Errors
 ///
