@@ -4,7 +4,8 @@
 //! Checked for every input: the response renders as one JSON object with the fields of
 //! its shape, in order; its code is one of the table's, with that code's exit status; a
 //! refusal explains itself; bytes that are not one JSON value are `INVALID_REQUEST`; and
-//! the message is never much longer than the input (nothing is echoed unbounded).
+//! the message is never much longer than the input, nor than two 4096-byte paths and the
+//! words around them (nothing is echoed unbounded, however the input is escaped).
 //!
 //! `handle` goes on to the contract and the repository once a request parses. An input
 //! naming an existing contract file is skipped, so the fuzzer can never reach a publish
@@ -13,6 +14,9 @@
 
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
+
+/// Two paths of at most 4096 bytes (repo and contract) and the words around them.
+const MAX_MESSAGE: usize = 3 * 4096;
 
 fuzz_target!(|data: &[u8]| {
     if names_an_existing_contract(data) {
@@ -40,7 +44,7 @@ fuzz_target!(|data: &[u8]| {
     let message = object["message"].as_str().expect("message is a string");
     assert_eq!(message.is_empty(), ok, "{line}");
     assert!(
-        message.len() <= data.len() + 512,
+        message.len() <= (data.len() + 512).min(MAX_MESSAGE),
         "a {}-byte message for a {}-byte input",
         message.len(),
         data.len()

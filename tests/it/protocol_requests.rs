@@ -922,3 +922,99 @@ fn a_ten_megabyte_path_is_invalid_at_once_and_not_echoed() {
     let fx = Fixture::new(&[("aaaaaaaab", HELLO)], &patterns);
     fx.succeed(&fx.fresh("aaaaaaaab", "world", "there"), "aaaaaaaab", THERE);
 }
+
+// ---- messages repeat the request's text only in part ----
+
+/// Asserts `INVALID_REQUEST` whose whole response line is at most `max` bytes.
+fn assert_short_invalid(fx: &Fixture, input: &[u8], max: usize, what: &str) -> String {
+    let run = assert_invalid_raw(fx, input, what);
+    assert!(
+        run.stdout.len() <= max,
+        "{what}: a {}-byte response for a {}-byte request",
+        run.stdout.len(),
+        input.len()
+    );
+    run.response["message"]
+        .as_str()
+        .expect("message")
+        .to_string()
+}
+
+#[test]
+fn long_or_escaped_input_is_never_echoed_in_full() {
+    let fx = fixture();
+    // Found by the protocol_request fuzz target (fuzz/regressions/protocol_request/): a
+    // top-level JSON string of DEL characters came back with each one spelled `\u{7f}`,
+    // an 865-byte message for a 250-byte request.
+    let found = include_bytes!(
+        "../../fuzz/regressions/protocol_request/crash-80e9a8af4ae12659ea6f5c5cbf900b53861c002a"
+    );
+    let message = assert_short_invalid(&fx, found, 700, "the fuzzer's input");
+    assert!(
+        message.ends_with("expected a JSON object at line 1 column 239"),
+        "{message}"
+    );
+    let dels = format!("\"{}\"", "\u{7f}".repeat(1 << 20));
+    assert_short_invalid(&fx, dels.as_bytes(), 700, "a string of a million DELs");
+    let good = valid(&fx);
+    let long = "\u{1}".repeat(1 << 20);
+    let mut duplicate = good.to_string();
+    duplicate.insert_str(1, &format!("{}:1,{}:2,", json!(long), json!(long)));
+    let mut edit = json!({"version": 1, "operation": "edit", "repo": fx.repo.path(),
+        "contract": &fx.contract.path, "path": "a.txt", "expected_sha256": null,
+        "edits": [{"op": "replace", "old_text": "a", "new_text": "b"}]});
+    edit["edits"][0]["op"] = json!(long);
+    let mut edit_field = edit.clone();
+    edit_field["edits"][0]["op"] = json!("replace");
+    edit_field["edits"][0][long.as_str()] = json!(1);
+    let cases: Vec<(&str, Vec<u8>)> = vec![
+        (
+            "an unknown operation",
+            with(&good, "operation", json!(long))
+                .to_string()
+                .into_bytes(),
+        ),
+        (
+            "an unknown field",
+            with(&good, &long, json!(1)).to_string().into_bytes(),
+        ),
+        ("a duplicate field", duplicate.into_bytes()),
+        ("an unknown op", edit.to_string().into_bytes()),
+        ("an unknown edit field", edit_field.to_string().into_bytes()),
+    ];
+    for (what, input) in cases {
+        let message = assert_short_invalid(&fx, &input, 700, what);
+        assert!(message.contains("(1048576 bytes)"), "{what}: {message}");
+    }
+    sibling_success(&fx);
+}
+
+#[test]
+fn repo_and_contract_paths_over_4096_bytes_are_invalid() {
+    let fx = fixture();
+    let good = valid(&fx);
+    for key in ["repo", "contract"] {
+        let at_limit = format!("/{}", "d/".repeat(2047)) + "x";
+        assert_eq!(at_limit.len(), 4096);
+        // At the limit the path is looked at (and does not exist).
+        let run = protocol(&with(&good, key, json!(at_limit)));
+        let code = if key == "repo" {
+            "REPO_UNAVAILABLE"
+        } else {
+            "CONTRACT_UNREADABLE"
+        };
+        assert_eq!(run.response["code"], code, "{key}: {run:?}");
+        let over = format!("{at_limit}x");
+        let message = assert_short_invalid(
+            &fx,
+            with(&good, key, json!(over)).to_string().as_bytes(),
+            300,
+            key,
+        );
+        assert_eq!(
+            message,
+            format!("`{key}` is 4097 bytes long; at most 4096 bytes are allowed")
+        );
+    }
+    sibling_success(&fx);
+}
