@@ -25,6 +25,8 @@ use yaml_rust2::scanner::TScalarStyle;
 
 use crate::code::{Code, Failure};
 
+mod lexical;
+
 /// The largest contract file accepted: 1 MiB.
 pub const MAX_CONTRACT_BYTES: u64 = 1024 * 1024;
 
@@ -137,13 +139,16 @@ fn read_bounded(path: &Path) -> std::io::Result<Option<Vec<u8>>> {
 ///
 /// # Errors
 ///
-/// [`ContractError::Invalid`] for bytes that are not UTF-8, YAML syntax errors, a document
-/// that is not one mapping, unknown or duplicate keys, anchors, aliases and tags;
+/// [`ContractError::Invalid`] for bytes that are not UTF-8, characters or tabs that YAML
+/// parsers disagree on and a document-end marker before the mapping (see
+/// `contract/lexical.rs`), YAML syntax errors, a document that is not one mapping, unknown
+/// or duplicate keys, anchors, aliases and tags;
 /// [`ContractError::MissingField`] when `id` or `task` is missing, empty or not a string, or
 /// `writable_paths` is present but not a list of non-empty strings.
 pub fn parse(bytes: &[u8]) -> Result<Contract, ContractError> {
     let text = std::str::from_utf8(bytes)
         .map_err(|_| ContractError::Invalid("the contract is not UTF-8 text".to_string()))?;
+    lexical::check(text).map_err(ContractError::Invalid)?;
     let fields = read_fields(text)?;
     let mut id = None;
     let mut task = None;
@@ -407,6 +412,11 @@ mod tests {
     #[test]
     fn absent_writable_paths_is_empty() {
         assert!(ok("id: a\ntask: t\n").writable_paths.is_empty());
+        // fuzz/regressions/contract/crash-4ce3…: an explicit key, no `writable_paths`;
+        // the same contract with `writable_paths: []` is equal.
+        let explicit = ok("? id\n: a\ntask: t\n");
+        assert_eq!(explicit.id, "a");
+        assert_eq!(explicit, ok("id: \"a\"\ntask: \"t\"\nwritable_paths: []\n"));
         assert!(
             ok("id: a\ntask: t\nwritable_paths: []\n")
                 .writable_paths
@@ -457,6 +467,145 @@ mod tests {
             parse(b"id: \xff\n"),
             Err(ContractError::Invalid(_))
         ));
+    }
+
+    /// Contracts that yaml-rust2 alone accepted (found by comparing it with PyYAML over
+    /// mutated contracts), each with the spelling that every YAML parser reads the same,
+    /// which is accepted with the value it means.
+    #[test]
+    fn what_other_yaml_parsers_refuse_is_invalid() {
+        let cases: &[(&str, &str, &str)] = &[
+            // A control character inside a flow sequence (and anywhere else).
+            (
+                "id: a\ntask: t\nwritable_paths: [a\x01b]\n",
+                "U+0001",
+                "id: a\ntask: t\nwritable_paths: [\"a\\x01b\"]\n",
+            ),
+            (
+                "id: a\ntask: t\nwritable_paths: [\"a\x1bb\"]\n",
+                "U+001B",
+                "id: a\ntask: t\nwritable_paths: [\"a\\eb\"]\n",
+            ),
+            ("id: a\x7f\ntask: t\n", "U+007F", "id: a\ntask: t\n"),
+            ("id: a\ntask: \0\n", "U+0000", "id: a\ntask: \"\\0\"\n"),
+            ("id: a\ntask: t # \x01\n", "U+0001", "id: a\ntask: t # c\n"),
+            (
+                "id: a\ntask: |\n  x\x02\n",
+                "U+0002",
+                "id: a\ntask: |\n  x\n",
+            ),
+            // YAML 1.1 reads U+2028 as a line break, YAML 1.2 as a character.
+            (
+                "id: a\ntask: t\u{2028}u\n",
+                "U+2028",
+                "id: a\ntask: \"t\\Lu\"\n",
+            ),
+            // A tab before a mapping colon, in block and flow style.
+            (
+                "id\t: a\ntask: t\n",
+                "tab at line 1, column 3",
+                "id: a\ntask: t\n",
+            ),
+            (
+                "{id: a, task\t: t}\n",
+                "tab at line 1, column 13",
+                "{id: a, task: t}\n",
+            ),
+            // Tabs as separation or inside a plain scalar; fine in quotes, blocks, comments.
+            (
+                "id: a\ntask: t\t\n",
+                "tab at line 2, column 8",
+                "id: a\ntask: t # c\tc\n",
+            ),
+            (
+                "id: a\ntask: t\nwritable_paths: [a\tb]\n",
+                "tab at line 3",
+                "id: a\ntask: |\n  \tt\nwritable_paths: [\"a\tb\"]\n",
+            ),
+            // A document-end marker before the content.
+            (
+                "...\nid: a\ntask: t\n",
+                "document-end marker",
+                "id: a\ntask: t\n...\n",
+            ),
+            (
+                "...\n---\nid: a\ntask: t\n",
+                "document-end marker",
+                "---\nid: a\ntask: t\n",
+            ),
+            // Flow plain scalars that YAML 1.1 splits or refuses.
+            (
+                "id: a\ntask: t\nwritable_paths: [a, ?b]\n",
+                "flow collection",
+                "id: a\ntask: t\nwritable_paths: [a, '?b']\n",
+            ),
+            (
+                "id: a\ntask: t\nwritable_paths: [a?]\n",
+                "flow collection",
+                "id: a\ntask: t\nwritable_paths: [\"a?\"]\n",
+            ),
+            (
+                "{id: |a, task: t}\n",
+                "flow collection",
+                "{id: \"|a\", task: t}\n",
+            ),
+            (
+                "{id: :a, task: t}\n",
+                "flow collection",
+                "{id: ':a', task: t}\n",
+            ),
+            // An implicit key over two lines.
+            (
+                "{id\n  : a, task: t}\n",
+                "spans more than one line",
+                "{id: a, task: t}\n",
+            ),
+            // yaml-rust2 reads an empty block scalar as "\n", YAML as "".
+            ("id: a\ntask: |\n", "no content", "id: a\ntask: |\n  t\n"),
+            // yaml-rust2 adds a line break the text does not have.
+            (
+                "id: a\ntask: |\n  t\n  ",
+                "without a line break",
+                "id: a\ntask: |\n  t\n",
+            ),
+            (
+                "id: a\ntask: |\n  t",
+                "without a line break",
+                "id: a\ntask: \"t\"",
+            ),
+        ];
+        for (bad, why, good) in cases {
+            match err(bad) {
+                ContractError::Invalid(m) => assert!(m.contains(why), "{bad:?}: {m}"),
+                other => panic!("{bad:?}: {other:?}"),
+            }
+            assert!(parse(good.as_bytes()).is_ok(), "{good:?}");
+        }
+        assert_eq!(ok("{id: \"|a\", task: ':t'}\n").id, "|a");
+        assert_eq!(
+            ok("id: a\ntask: t\nwritable_paths: [\"a\\x01b\", \"a\tb\", '?b']\n").writable_paths,
+            ["a\u{1}b", "a\tb", "?b"]
+        );
+        assert_eq!(ok("id: a\ntask: |\n  \tt\n").task, "\tt\n");
+        assert_eq!(ok("id: a\ntask: >-\n  x\n  y\n").task, "x y");
+        assert_eq!(
+            ok("id: a\ntask: t\u{2029}\n".replace('\u{2029}', "").as_str()).task,
+            "t"
+        );
+    }
+
+    #[test]
+    fn positions_count_characters_after_non_ascii_block_scalars() {
+        // yaml-rust2's marker index counts bytes over block scalar lines; the checks must
+        // not shift: this contract is valid and has no tab outside a block scalar.
+        let text =
+            "id: é\ntask: |\n  héllo wörld ✓ ✓ ✓\n  \ttab\nwritable_paths: [\"é/*\", ü]\n# fin\t\n";
+        let c = ok(text);
+        assert_eq!(c.task, "héllo wörld ✓ ✓ ✓\n\ttab\n");
+        assert_eq!(c.writable_paths, ["é/*", "ü"]);
+        let shifted = "id: é\ntask: |\n  ✓✓✓✓✓✓\nwritable_paths: [a\tb]\n";
+        let message = err(shifted).to_string();
+        assert!(message.contains("tab at line 4, column 19"), "{message}");
     }
 
     #[test]

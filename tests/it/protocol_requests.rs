@@ -437,6 +437,31 @@ fn contract_cases() -> Vec<(&'static str, ContractFile, &'static str, i32)> {
             "CONTRACT_INVALID",
             4,
         ),
+        // Accepted by yaml-rust2 alone (`host/src/contract/lexical.rs`).
+        (
+            "a control character in a flow sequence",
+            ContractFile::raw("id: x\ntask: t\nwritable_paths: [a\u{1}.txt]\n"),
+            "CONTRACT_INVALID",
+            4,
+        ),
+        (
+            "a tab before a mapping colon",
+            ContractFile::raw("id\t: x\ntask: t\n"),
+            "CONTRACT_INVALID",
+            4,
+        ),
+        (
+            "a document-end marker before the content",
+            ContractFile::raw("...\nid: x\ntask: t\n"),
+            "CONTRACT_INVALID",
+            4,
+        ),
+        (
+            "the same, spelled as every YAML parser reads it",
+            ContractFile::raw("id: x\ntask: t\nwritable_paths: [\"a\\x01.txt\", \"b\tc\"]\n...\n"),
+            "OK",
+            0,
+        ),
         (
             "no id",
             ContractFile::raw("task: t\n"),
@@ -696,4 +721,300 @@ fn lone_surrogates_are_invalid() {
     let pair = good.replace("\"new_text\":\"there\"", "\"new_text\":\"\\ud83d\\ude00\"");
     let run = protocol_raw(pair.as_bytes());
     crate::protocol_common::assert_ok(&run, "a.txt", "hello \u{1f600}\n".as_bytes());
+}
+
+// ---- path length limits (4096 bytes, 255 per segment) ----
+
+/// A path of exactly `len` bytes of `x`, in segments of at most 255 bytes.
+fn long_path(len: usize) -> String {
+    let mut path = String::new();
+    while path.len() < len {
+        if !path.is_empty() {
+            path.push('/');
+        }
+        let room = (len - path.len()).min(255);
+        let take = if len - path.len() - room == 1 {
+            room - 1
+        } else {
+            room
+        };
+        path.push_str(&"x".repeat(take));
+    }
+    assert_eq!(path.len(), len);
+    path
+}
+
+/// Opens the directory holding `rel` beneath `root` one segment at a time (a path this
+/// long cannot be given to the kernel whole), creating the directories when `create`.
+fn parent_dir(root: &std::path::Path, rel: &str, create: bool) -> (std::os::fd::OwnedFd, String) {
+    use rustix::fs::{Mode, OFlags, mkdirat, open, openat};
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let mut dir = open(root, flags, Mode::empty()).expect("open root");
+    let (dirs, name) = rel.rsplit_once('/').unwrap_or(("", rel));
+    for segment in dirs.split('/').filter(|s| !s.is_empty()) {
+        if create {
+            match mkdirat(&dir, segment, Mode::from_raw_mode(0o755)) {
+                Ok(()) | Err(rustix::io::Errno::EXIST) => {}
+                Err(e) => panic!("mkdirat: {e}"),
+            }
+        }
+        dir = openat(&dir, segment, flags, Mode::empty()).expect("openat");
+    }
+    (dir, name.to_string())
+}
+
+/// Creates `rel` beneath `root` holding `bytes`.
+fn write_deep(root: &std::path::Path, rel: &str, bytes: &[u8]) {
+    use rustix::fs::{Mode, OFlags, openat};
+    let (dir, name) = parent_dir(root, rel, true);
+    let fd = openat(
+        &dir,
+        name.as_str(),
+        OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::CLOEXEC,
+        Mode::from_raw_mode(0o644),
+    )
+    .expect("create");
+    let mut file = std::fs::File::from(fd);
+    std::io::Write::write_all(&mut file, bytes).expect("write");
+}
+
+/// The bytes, mode and inode of `rel` beneath `root`, and the names beside it.
+fn snapshot_deep(root: &std::path::Path, rel: &str) -> (Vec<u8>, u32, u64, Vec<String>) {
+    use rustix::fs::{AtFlags, Mode, OFlags, openat, statat};
+    let (dir, name) = parent_dir(root, rel, false);
+    let stat = statat(&dir, name.as_str(), AtFlags::SYMLINK_NOFOLLOW).expect("stat");
+    let fd = openat(
+        &dir,
+        name.as_str(),
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .expect("open");
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(&mut std::fs::File::from(fd), &mut bytes).expect("read");
+    let listing =
+        openat(&dir, ".", OFlags::RDONLY | OFlags::DIRECTORY, Mode::empty()).expect("reopen");
+    let mut names: Vec<String> = rustix::fs::Dir::read_from(&listing)
+        .expect("dir")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .filter(|n| n != "." && n != "..")
+        .collect();
+    names.sort();
+    (bytes, stat.st_mode, stat.st_ino, names)
+}
+
+/// `replace`, `edit` and `read` requests of `path` on `fx`, with `sha` as the revision.
+fn path_requests(fx: &Fixture, path: &str, sha: &str) -> Vec<(&'static str, Value)> {
+    let (repo, contract) = (fx.repo.path(), &fx.contract.path);
+    vec![
+        ("replace", fx.request(path, Some(sha), "world", "there")),
+        (
+            "edit",
+            json!({"version": 1, "operation": "edit", "repo": repo, "contract": contract,
+                   "path": path, "expected_sha256": sha,
+                   "edits": [{"op": "replace", "old_text": "world", "new_text": "there"}]}),
+        ),
+        (
+            "read",
+            json!({"version": 1, "operation": "read", "repo": repo, "contract": contract,
+                   "path": path}),
+        ),
+    ]
+}
+
+/// Every operation on `path` is `INVALID_REQUEST` with exactly `expected` as the message
+/// (which never quotes the path), and the file at `watch` (if any) is untouched.
+fn assert_path_refused(fx: &Fixture, path: &str, watch: Option<&str>, expected: &str) {
+    let sha = crate::support::sha256_hex(HELLO);
+    let before = watch.map(|rel| snapshot_deep(fx.repo.path(), rel));
+    let entries = dir_entries(fx.repo.path());
+    for (operation, request) in path_requests(fx, path, &sha) {
+        let run = protocol(&request);
+        assert_invalid(&run);
+        assert_eq!(
+            run.response["message"],
+            format!("path: {expected}"),
+            "{operation}: {run:?}"
+        );
+        assert!(
+            !run.stdout.contains("xxxxxxxx"),
+            "{operation}: the path is echoed"
+        );
+    }
+    if let (Some(rel), Some(before)) = (watch, before) {
+        assert_eq!(snapshot_deep(fx.repo.path(), rel), before, "{rel} changed");
+    }
+    assert_eq!(dir_entries(fx.repo.path()), entries);
+}
+
+#[test]
+fn a_segment_of_255_bytes_is_edited_and_256_is_invalid() {
+    let at = "x".repeat(255);
+    let fx = Fixture::new(&[("a.txt", HELLO), (&format!("d/{at}"), HELLO)], &["*"]);
+    let over = format!("d/{}", "x".repeat(256));
+    assert_path_refused(
+        &fx,
+        &over,
+        Some(&format!("d/{at}")),
+        "segment 2 of the path is 256 bytes long; at most 255 bytes are allowed",
+    );
+    let rel = format!("d/{at}");
+    let run = protocol(&path_requests(&fx, &rel, &fx.sha(&rel))[2].1);
+    assert_eq!(run.response["result"]["text"], "hello world\n", "{run:?}");
+    fx.succeed(&fx.fresh(&rel, "world", "there"), &rel, THERE);
+}
+
+#[test]
+fn a_path_of_4096_bytes_is_edited_and_4097_is_invalid() {
+    let fx = fixture();
+    let (at, over) = (long_path(4096), long_path(4097));
+    // Both exist, so only the length decides; the over-long one must stay untouched.
+    write_deep(fx.repo.path(), &at, HELLO);
+    write_deep(fx.repo.path(), &over, HELLO);
+    assert_path_refused(
+        &fx,
+        &over,
+        Some(&over),
+        "the path is 4097 bytes long; at most 4096 bytes are allowed",
+    );
+    let sha = crate::support::sha256_hex(HELLO);
+    let requests = path_requests(&fx, &at, &sha);
+    let run = protocol(&requests[2].1);
+    assert_eq!(run.status, 0, "read at the limit: {run:?}");
+    assert_eq!(run.response["result"]["text"], "hello world\n");
+    let (_, mode, ino, names) = snapshot_deep(fx.repo.path(), &at);
+    let run = protocol(&requests[0].1);
+    crate::protocol_common::assert_ok(&run, &at, THERE);
+    let (bytes, mode_after, ino_after, names_after) = snapshot_deep(fx.repo.path(), &at);
+    assert_eq!(bytes, THERE);
+    assert_eq!(mode_after, mode);
+    assert_ne!(ino_after, ino, "published by a rename");
+    assert_eq!(names_after, names, "no temporary left beside it");
+    assert_eq!(snapshot_deep(fx.repo.path(), &over).0, HELLO);
+}
+
+#[test]
+fn a_ten_megabyte_path_is_invalid_at_once_and_not_echoed() {
+    let patterns: Vec<&str> = vec!["*a*a*a*a*a*a*a*a*b"; 100];
+    let fx = Fixture::new(&[("a.txt", HELLO)], &patterns);
+    let huge = "a".repeat(10 * 1024 * 1024);
+    let before = snapshot(&fx.file("a.txt"));
+    for (operation, request) in path_requests(&fx, &huge, &fx.sha("a.txt")) {
+        let input = request.to_string();
+        let run = protocol_timeout(input.as_bytes(), Duration::from_secs(60), |_| {});
+        assert_invalid(&run);
+        assert_eq!(
+            run.response["message"],
+            "path: the path is 10485760 bytes long; at most 4096 bytes are allowed",
+            "{operation}"
+        );
+        assert!(
+            run.stdout.len() < 200,
+            "{operation}: {} bytes",
+            run.stdout.len()
+        );
+    }
+    assert_eq!(snapshot(&fx.file("a.txt")), before);
+    // The same contract still decides an ordinary path.
+    let b = Fixture::new(&[("aab", HELLO)], &patterns);
+    let run = protocol(&b.fresh("aab", "world", "there"));
+    assert_refused(&run, "PATH_UNDECLARED");
+    let fx = Fixture::new(&[("aaaaaaaab", HELLO)], &patterns);
+    fx.succeed(&fx.fresh("aaaaaaaab", "world", "there"), "aaaaaaaab", THERE);
+}
+
+// ---- messages repeat the request's text only in part ----
+
+/// Asserts `INVALID_REQUEST` whose whole response line is at most `max` bytes.
+fn assert_short_invalid(fx: &Fixture, input: &[u8], max: usize, what: &str) -> String {
+    let run = assert_invalid_raw(fx, input, what);
+    assert!(
+        run.stdout.len() <= max,
+        "{what}: a {}-byte response for a {}-byte request",
+        run.stdout.len(),
+        input.len()
+    );
+    run.response["message"]
+        .as_str()
+        .expect("message")
+        .to_string()
+}
+
+#[test]
+fn long_or_escaped_input_is_never_echoed_in_full() {
+    let fx = fixture();
+    // Found by the protocol_request fuzz target (fuzz/regressions/protocol_request/): a
+    // top-level JSON string of DEL characters came back with each one spelled `\u{7f}`,
+    // an 865-byte message for a 250-byte request.
+    let found = include_bytes!(
+        "../../fuzz/regressions/protocol_request/crash-80e9a8af4ae12659ea6f5c5cbf900b53861c002a"
+    );
+    let message = assert_short_invalid(&fx, found, 700, "the fuzzer's input");
+    assert!(
+        message.ends_with("expected a JSON object at line 1 column 239"),
+        "{message}"
+    );
+    let dels = format!("\"{}\"", "\u{7f}".repeat(1 << 20));
+    assert_short_invalid(&fx, dels.as_bytes(), 700, "a string of a million DELs");
+    let good = valid(&fx);
+    let long = "\u{1}".repeat(1 << 20);
+    let mut duplicate = good.to_string();
+    duplicate.insert_str(1, &format!("{}:1,{}:2,", json!(long), json!(long)));
+    let mut edit = json!({"version": 1, "operation": "edit", "repo": fx.repo.path(),
+        "contract": &fx.contract.path, "path": "a.txt", "expected_sha256": null,
+        "edits": [{"op": "replace", "old_text": "a", "new_text": "b"}]});
+    edit["edits"][0]["op"] = json!(long);
+    let mut edit_field = edit.clone();
+    edit_field["edits"][0]["op"] = json!("replace");
+    edit_field["edits"][0][long.as_str()] = json!(1);
+    let cases: Vec<(&str, Vec<u8>)> = vec![
+        (
+            "an unknown operation",
+            with(&good, "operation", json!(long))
+                .to_string()
+                .into_bytes(),
+        ),
+        (
+            "an unknown field",
+            with(&good, &long, json!(1)).to_string().into_bytes(),
+        ),
+        ("a duplicate field", duplicate.into_bytes()),
+        ("an unknown op", edit.to_string().into_bytes()),
+        ("an unknown edit field", edit_field.to_string().into_bytes()),
+    ];
+    for (what, input) in cases {
+        let message = assert_short_invalid(&fx, &input, 700, what);
+        assert!(message.contains("(1048576 bytes)"), "{what}: {message}");
+    }
+    sibling_success(&fx);
+}
+
+#[test]
+fn repo_and_contract_paths_over_4096_bytes_are_invalid() {
+    let fx = fixture();
+    let good = valid(&fx);
+    for key in ["repo", "contract"] {
+        let at_limit = format!("/{}", "d/".repeat(2047)) + "x";
+        assert_eq!(at_limit.len(), 4096);
+        // At the limit the path is looked at (and does not exist).
+        let run = protocol(&with(&good, key, json!(at_limit)));
+        let code = if key == "repo" {
+            "REPO_UNAVAILABLE"
+        } else {
+            "CONTRACT_UNREADABLE"
+        };
+        assert_eq!(run.response["code"], code, "{key}: {run:?}");
+        let over = format!("{at_limit}x");
+        let message = assert_short_invalid(
+            &fx,
+            with(&good, key, json!(over)).to_string().as_bytes(),
+            300,
+            key,
+        );
+        assert_eq!(
+            message,
+            format!("`{key}` is 4097 bytes long; at most 4096 bytes are allowed")
+        );
+    }
+    sibling_success(&fx);
 }

@@ -3,6 +3,14 @@
 use alloc::vec::Vec;
 use core::fmt;
 
+/// The longest path accepted, in bytes: 4096, Linux's `PATH_MAX`. A worktree-relative
+/// path longer than that cannot be a real file's name beneath any worktree, and bounding
+/// it bounds the work of matching it against the contract's patterns.
+pub const MAX_PATH_BYTES: usize = 4096;
+
+/// The longest segment accepted, in bytes: 255, `NAME_MAX` on Linux's file systems.
+pub const MAX_SEGMENT_BYTES: usize = 255;
+
 /// Why a path is not a well-formed worktree-relative path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PathShapeError {
@@ -20,11 +28,36 @@ pub enum PathShapeError {
     CurrentDir,
     /// A segment is `..`.
     ParentDir,
+    /// The path is longer than [`MAX_PATH_BYTES`].
+    TooLong {
+        /// The path's length in bytes.
+        len: usize,
+    },
+    /// A segment is longer than [`MAX_SEGMENT_BYTES`].
+    SegmentTooLong {
+        /// The segment's 1-based position in the path.
+        position: usize,
+        /// The segment's length in bytes.
+        len: usize,
+    },
 }
 
 impl fmt::Display for PathShapeError {
+    /// One sentence; it never quotes the path, so an over-long path is not echoed back.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
+            Self::TooLong { len } => {
+                return write!(
+                    f,
+                    "the path is {len} bytes long; at most {MAX_PATH_BYTES} bytes are allowed"
+                );
+            }
+            Self::SegmentTooLong { position, len } => {
+                return write!(
+                    f,
+                    "segment {position} of the path is {len} bytes long; at most {MAX_SEGMENT_BYTES} bytes are allowed"
+                );
+            }
             Self::Empty => "the path is empty",
             Self::Absolute => "the path is absolute; it must be relative to the worktree",
             Self::Nul => "the path contains a NUL character",
@@ -40,12 +73,16 @@ impl fmt::Display for PathShapeError {
 ///
 /// # Errors
 ///
-/// Returns the first [`PathShapeError`] the path violates: empty, absolute, NUL,
-/// backslash, empty segment, `.` or `..` segment. Backslashes are refused so that a
-/// path means the same thing on every host.
+/// Returns the first [`PathShapeError`] the path violates, in this order: empty, longer
+/// than [`MAX_PATH_BYTES`] (checked first, before the path is scanned), absolute, NUL,
+/// backslash, then per segment: empty, `.`, `..`, longer than [`MAX_SEGMENT_BYTES`].
+/// Backslashes are refused so that a path means the same thing on every host.
 pub fn segments(path: &str) -> Result<Vec<&str>, PathShapeError> {
     if path.is_empty() {
         return Err(PathShapeError::Empty);
+    }
+    if path.len() > MAX_PATH_BYTES {
+        return Err(PathShapeError::TooLong { len: path.len() });
     }
     if path.starts_with('/') {
         return Err(PathShapeError::Absolute);
@@ -57,10 +94,15 @@ pub fn segments(path: &str) -> Result<Vec<&str>, PathShapeError> {
         return Err(PathShapeError::Backslash);
     }
     path.split('/')
-        .map(|segment| match segment {
+        .enumerate()
+        .map(|(i, segment)| match segment {
             "" => Err(PathShapeError::EmptySegment),
             "." => Err(PathShapeError::CurrentDir),
             ".." => Err(PathShapeError::ParentDir),
+            s if s.len() > MAX_SEGMENT_BYTES => Err(PathShapeError::SegmentTooLong {
+                position: i + 1,
+                len: s.len(),
+            }),
             s => Ok(s),
         })
         .collect()
@@ -97,5 +139,84 @@ mod tests {
         assert_eq!(segments("./a"), Err(PathShapeError::CurrentDir));
         assert_eq!(segments("a/../b"), Err(PathShapeError::ParentDir));
         assert_eq!(segments(".."), Err(PathShapeError::ParentDir));
+    }
+
+    /// A path of exactly `len` bytes made of segments of at most `segment` bytes.
+    fn path_of(len: usize, segment: usize) -> alloc::string::String {
+        let mut path = alloc::string::String::new();
+        while path.len() < len {
+            if !path.is_empty() {
+                path.push('/');
+            }
+            let room = (len - path.len()).min(segment);
+            // Never leave a single byte for the next round: it would be a trailing `/`.
+            let take = if len - path.len() - room == 1 {
+                room - 1
+            } else {
+                room
+            };
+            path.extend(core::iter::repeat_n('a', take));
+        }
+        path
+    }
+
+    #[test]
+    fn segment_length_limit() {
+        let at = "s".repeat(MAX_SEGMENT_BYTES);
+        assert_eq!(segments(&at).unwrap(), [at.as_str()]);
+        let over = "s".repeat(MAX_SEGMENT_BYTES + 1);
+        let nested = alloc::format!("a/{over}/b");
+        assert_eq!(
+            segments(&nested),
+            Err(PathShapeError::SegmentTooLong {
+                position: 2,
+                len: MAX_SEGMENT_BYTES + 1
+            })
+        );
+        // Bytes, not characters: 128 two-byte characters are 256 bytes.
+        assert_eq!(
+            segments(&"é".repeat(128)),
+            Err(PathShapeError::SegmentTooLong {
+                position: 1,
+                len: 256
+            })
+        );
+        assert!(segments(&"é".repeat(127)).is_ok());
+    }
+
+    #[test]
+    fn path_length_limit() {
+        let at = path_of(MAX_PATH_BYTES, MAX_SEGMENT_BYTES);
+        assert_eq!(at.len(), MAX_PATH_BYTES);
+        assert!(segments(&at).is_ok());
+        let over = path_of(MAX_PATH_BYTES + 1, MAX_SEGMENT_BYTES);
+        assert_eq!(over.len(), MAX_PATH_BYTES + 1);
+        assert_eq!(
+            segments(&over),
+            Err(PathShapeError::TooLong {
+                len: MAX_PATH_BYTES + 1
+            })
+        );
+        // Checked before anything else, so a huge path is refused without being scanned.
+        let huge = alloc::format!("/{}", "a/".repeat(5_000_000));
+        assert_eq!(
+            segments(&huge),
+            Err(PathShapeError::TooLong { len: huge.len() })
+        );
+    }
+
+    #[test]
+    fn length_messages_never_quote_the_path() {
+        let over = "q".repeat(MAX_PATH_BYTES + 1);
+        let message = alloc::format!("{}", segments(&over).unwrap_err());
+        assert_eq!(
+            message,
+            "the path is 4097 bytes long; at most 4096 bytes are allowed"
+        );
+        let message = alloc::format!("{}", segments(&"q".repeat(300)).unwrap_err());
+        assert_eq!(
+            message,
+            "segment 1 of the path is 300 bytes long; at most 255 bytes are allowed"
+        );
     }
 }

@@ -26,6 +26,8 @@ fn reference(
     new: &str,
 ) -> Result<Vec<u8>, Option<RefusalCode>> {
     let bad_shape = path.is_empty()
+        || path.len() > 4096
+        || path.split('/').any(|s| s.len() > 255)
         || path.starts_with('/')
         || path.contains('\0')
         || path.contains('\\')

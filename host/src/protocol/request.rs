@@ -7,6 +7,7 @@ use std::path::PathBuf;
 
 use super::{MAX_REQUEST_BYTES, Shape, VERSION};
 use crate::engine;
+use satyrn_mutator_core::path::MAX_PATH_BYTES;
 
 /// A parsed `replace` request.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -81,8 +82,12 @@ pub(super) fn parse(input: &[u8]) -> Result<Request, (Shape, String)> {
             "the request is larger than {MAX_REQUEST_BYTES} bytes"
         )));
     }
-    let object: StrictObject = serde_json::from_slice(input)
-        .map_err(|e| fail(format!("the request is not a valid JSON object: {e}")))?;
+    let object: StrictObject = serde_json::from_slice(input).map_err(|e| {
+        fail(format!(
+            "the request is not a valid JSON object: {}",
+            json_error(&e)
+        ))
+    })?;
     let mut fields = object.0;
     let version = take(&mut fields, "version").map_err(fail)?;
     if version.as_u64() != Some(VERSION) {
@@ -96,7 +101,8 @@ pub(super) fn parse(input: &[u8]) -> Result<Request, (Shape, String)> {
         "replace" | "read" | "edit" => Shape::WithResult,
         other => {
             return Err(fail(format!(
-                "unknown operation `{other}` (known: check, replace, read, edit)"
+                "unknown operation `{}` (known: check, replace, read, edit)",
+                echo(other)
             )));
         }
     };
@@ -163,7 +169,8 @@ pub(super) fn parse(input: &[u8]) -> Result<Request, (Shape, String)> {
     };
     if let Some((key, _)) = fields.first() {
         return Err(fail(format!(
-            "unknown field `{key}` in a {operation} request"
+            "unknown field `{}` in a {operation} request",
+            echo(key)
         )));
     }
     Ok(request)
@@ -268,12 +275,13 @@ fn parse_edit(item: Value) -> Result<engine::EditOp, String> {
         }),
         other => {
             return Err(format!(
-                "unknown op `{other}` (known: replace, insert_after)"
+                "unknown op `{}` (known: replace, insert_after)",
+                echo(other)
             ));
         }
     };
     if let Some((key, _)) = fields.first() {
-        return Err(format!("unknown field `{key}` in a {op} edit"));
+        return Err(format!("unknown field `{}` in a {op} edit", echo(key)));
     }
     Ok(edit)
 }
@@ -298,11 +306,55 @@ fn take_absolute(fields: &mut Vec<(String, Value)>, key: &str) -> Result<PathBuf
     if s.contains('\0') {
         return Err(format!("`{key}` contains a NUL character"));
     }
+    if s.len() > MAX_PATH_BYTES {
+        return Err(format!(
+            "`{key}` is {} bytes long; at most {MAX_PATH_BYTES} bytes are allowed",
+            s.len()
+        ));
+    }
     let path = PathBuf::from(s);
     if !path.is_absolute() {
         return Err(format!("`{key}` must be an absolute path"));
     }
     Ok(path)
+}
+
+/// The most characters of the request's own text that a message repeats.
+const MAX_ECHO_CHARS: usize = 64;
+
+/// `s` for a message: cut to [`MAX_ECHO_CHARS`] characters, so that no input, however
+/// long (or made of characters JSON escapes to six bytes), makes a long response.
+fn echo(s: &str) -> String {
+    match s.char_indices().nth(MAX_ECHO_CHARS) {
+        None => s.to_string(),
+        Some((cut, _)) => format!("{}… ({} bytes)", &s[..cut], s.len()),
+    }
+}
+
+/// serde_json's explanation, whose quoted value (written with Rust's escapes, up to ten
+/// bytes per input byte) is cut like [`echo`]; the position is kept.
+fn json_error(e: &serde_json::Error) -> String {
+    let full = e.to_string();
+    let position = format!(" at line {} column {}", e.line(), e.column());
+    let what = full.strip_suffix(&position).unwrap_or(&full);
+    format!(
+        "{}{}",
+        echo_long(what),
+        if e.line() == 0 { "" } else { &position }
+    )
+}
+
+/// Like [`echo`], but keeping both ends ([`MAX_ECHO_CHARS`] × 2 characters each), so
+/// serde_json's own words around the value (`invalid type: …, expected …`) survive.
+fn echo_long(s: &str) -> String {
+    let keep = 2 * MAX_ECHO_CHARS;
+    let count = s.chars().count();
+    if count <= 2 * keep {
+        return s.to_string();
+    }
+    let head: String = s.chars().take(keep).collect();
+    let tail: String = s.chars().skip(count - keep).collect();
+    format!("{head} … {tail}")
 }
 
 fn is_sha256(s: &str) -> bool {
@@ -336,7 +388,10 @@ impl<'de> de::Deserialize<'de> for StrictObject {
                 let mut seen = std::collections::HashSet::new();
                 while let Some((key, value)) = map.next_entry::<String, Strict>()? {
                     if !seen.insert(key.clone()) {
-                        return Err(de::Error::custom(format!("duplicate field `{key}`")));
+                        return Err(de::Error::custom(format!(
+                            "duplicate field `{}`",
+                            echo(&key)
+                        )));
                     }
                     fields.push((key, value.0));
                 }
@@ -393,7 +448,10 @@ impl<'de> de::Deserialize<'de> for Strict {
                 let mut object = serde_json::Map::new();
                 while let Some((key, value)) = map.next_entry::<String, Strict>()? {
                     if object.contains_key(&key) {
-                        return Err(de::Error::custom(format!("duplicate field `{key}`")));
+                        return Err(de::Error::custom(format!(
+                            "duplicate field `{}`",
+                            echo(&key)
+                        )));
                     }
                     object.insert(key, value.0);
                 }
