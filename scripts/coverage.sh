@@ -39,12 +39,18 @@ if ! rustup component list --installed 2>/dev/null | grep -q '^llvm-tools'; then
   export LLVM_PROFDATA="/usr/lib/llvm-$major/bin/llvm-profdata"
 fi
 
-eval "$(cargo llvm-cov show-env --export-prefix)"
+eval "$(cargo llvm-cov show-env --sh)"
 cargo llvm-cov clean --workspace
 log "instrumented build"
 cargo build --workspace --all-targets --locked
 log "Rust tests"
-cargo test --workspace --locked
+# Every test binary runs even when one fails: an instrumented binary writes its profile at
+# exit, which a test that sets RLIMIT_FSIZE on its child (protocol_files::failed_publish_*)
+# turns into a SIGXFSZ death. Failures are listed; the figures still count every run.
+if ! cargo test --workspace --locked --no-fail-fast 2>&1 | tee target/coverage-tests.log; then
+  log "some tests failed under instrumentation (listed below); the report counts every run"
+  grep -E '^test .* FAILED$' target/coverage-tests.log >&2 || true
+fi
 if ! $rust_only; then
   log "Pi package tests against the instrumented satyrn-host"
   (cd pi && npm ci --no-audit --no-fund --loglevel=error &&
