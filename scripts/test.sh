@@ -20,6 +20,10 @@ cargo build --workspace --all-targets --locked
 step "lints (workspace and the wasm guest)"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 bash scripts/lint-guest.sh
+(cd fuzz && cargo fmt -- --check)
+
+step "fuzz smoke (each target for 10 s after its regression inputs; docs/fuzzing.md)"
+bash scripts/fuzz.sh 10
 
 step "tests"
 cargo test --workspace --locked
