@@ -57,6 +57,18 @@ if ! $rust_only; then
     SATYRN_TEST_HOST_BIN="$CARGO_LLVM_COV_TARGET_DIR/debug/satyrn-host" npm test)
 fi
 
+# A process killed while writing its profile (the SIGXFSZ test above) leaves a truncated
+# .profraw that would make llvm-profdata refuse the whole merge: set such files aside.
+profdata=${LLVM_PROFDATA:-$(command -v llvm-profdata || true)}
+if [ -n "$profdata" ]; then
+  for raw in "$CARGO_LLVM_COV_TARGET_DIR"/*.profraw; do
+    [ -e "$raw" ] || continue
+    if ! "$profdata" merge -sparse "$raw" -o /dev/null 2>/dev/null; then
+      log "set aside an unreadable profile: $raw"
+      rm -f "$raw"
+    fi
+  done
+fi
 mkdir -p target/coverage
 cargo llvm-cov report --json --summary-only --output-path target/coverage/summary.json \
   --ignore-filename-regex '(^|/)(tests|benches)/|/build\.rs$'
