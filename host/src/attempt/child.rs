@@ -98,14 +98,3 @@ fn wait_inner(child: &mut Child) -> io::Result<Ended> {
         signals::drain();
     }
 }
-
-/// The conventional name of a termination signal, for messages.
-#[must_use]
-pub fn signal_name(signal: i32) -> &'static str {
-    match signal {
-        libc::SIGINT => "SIGINT",
-        libc::SIGTERM => "SIGTERM",
-        libc::SIGHUP => "SIGHUP",
-        _ => "a signal",
-    }
-}

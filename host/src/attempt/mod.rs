@@ -156,7 +156,7 @@ fn attempt(options: &Options, cleanup: &mut Cleanup) -> Result<(), Failure> {
     if let Some(signal) = signals::received() {
         return Err(failed(format!(
             "interrupted by {} before pi started",
-            child::signal_name(signal)
+            signals::name(signal)
         )));
     }
     let mut pi_child = cmd.spawn().map_err(|e| {
@@ -173,7 +173,7 @@ fn attempt(options: &Options, cleanup: &mut Cleanup) -> Result<(), Failure> {
     if let Some(signal) = ended.interrupted {
         errors.push(format!(
             "interrupted by {}: the signal was forwarded to pi",
-            child::signal_name(signal)
+            signals::name(signal)
         ));
     }
     if !ended.status.success() {

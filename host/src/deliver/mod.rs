@@ -130,13 +130,10 @@ impl Pending {
 }
 
 fn interrupted_message(signal: i32) -> String {
-    let name = match signal {
-        libc::SIGINT => "SIGINT",
-        libc::SIGTERM => "SIGTERM",
-        libc::SIGHUP => "SIGHUP",
-        _ => "a signal",
-    };
-    format!("deliver received {name}; the attempt was stopped and cleaned up")
+    format!(
+        "deliver received {}; the attempt was stopped and cleaned up",
+        signals::name(signal)
+    )
 }
 
 /// Runs one delivery. Never panics on a handled path; always returns one receipt.

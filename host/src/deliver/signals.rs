@@ -90,3 +90,15 @@ pub fn drain() {
         while matches!(rustix::io::read(fd, &mut buf), Ok(n) if n > 0) {}
     }
 }
+
+/// The conventional name of a held termination signal, for messages (`"a signal"` for any
+/// other number).
+#[must_use]
+pub fn name(signal: i32) -> &'static str {
+    match signal {
+        libc::SIGINT => "SIGINT",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGHUP => "SIGHUP",
+        _ => "a signal",
+    }
+}
