@@ -29,6 +29,21 @@ impl Identity {
     }
 }
 
+impl Identity {
+    /// The identity of what the open descriptor `fd` refers to (no path involved).
+    ///
+    /// # Errors
+    ///
+    /// The `fstat` error.
+    pub fn of_fd(fd: &impl std::os::fd::AsFd) -> std::io::Result<Self> {
+        let stat = rustix::fs::fstat(fd)?;
+        Ok(Self {
+            dev: stat.st_dev,
+            ino: stat.st_ino,
+        })
+    }
+}
+
 /// The nearest existing ancestor of `path` (itself included), canonicalized.
 ///
 /// # Errors

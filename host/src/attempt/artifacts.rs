@@ -19,7 +19,7 @@
 
 use std::ffi::{OsStr, OsString};
 use std::fmt;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 
@@ -105,8 +105,8 @@ impl Destination {
         }
         let parent =
             open_dir_nofollow(parent_path).map_err(|why| refuse(format!("its parent {why}")))?;
-        let parent_id =
-            identity(&parent).map_err(|e| refuse(format!("cannot inspect its parent: {e}")))?;
+        let parent_id = Identity::of_fd(&parent)
+            .map_err(|e| refuse(format!("cannot inspect its parent: {e}")))?;
         if let Some(root) = containing(&parent, &pinned)
             .map_err(|e| refuse(format!("cannot walk up from its parent: {e}")))?
         {
@@ -184,7 +184,7 @@ impl Destination {
             }
             Err(e) => return Err(refuse(format!("cannot walk up from its parent: {e}"))),
         }
-        match open_dir_nofollow(&self.parent_path).map(|fd| identity(&fd)) {
+        match open_dir_nofollow(&self.parent_path).map(|fd| Identity::of_fd(&fd)) {
             Ok(Ok(id)) if id == self.parent_id => {}
             Ok(Ok(_)) => return Err(refuse("its parent directory was replaced".to_string())),
             Ok(Err(e)) => return Err(refuse(format!("cannot inspect its parent: {e}"))),
@@ -336,14 +336,6 @@ fn open_dir_nofollow(path: &Path) -> Result<OwnedFd, String> {
     .map_err(|e| format!("is not an accessible directory: {}", describe(e)))
 }
 
-fn identity(fd: &impl AsFd) -> std::io::Result<Identity> {
-    let stat = rustix::fs::fstat(fd)?;
-    Ok(Identity {
-        dev: stat.st_dev,
-        ino: stat.st_ino,
-    })
-}
-
 /// The forbidden directory that `dir` is or lies inside, walking `..` from the descriptor
 /// itself (never a path) up to the root.
 fn containing<'a>(dir: &OwnedFd, forbidden: &'a [Forbidden]) -> std::io::Result<Option<&'a Path>> {
@@ -353,7 +345,7 @@ fn containing<'a>(dir: &OwnedFd, forbidden: &'a [Forbidden]) -> std::io::Result<
         OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
         Mode::empty(),
     )?;
-    let mut id = identity(&current)?;
+    let mut id = Identity::of_fd(&current)?;
     loop {
         if let Some(hit) = forbidden.iter().find(|f| f.id == id) {
             return Ok(Some(&hit.path));
@@ -364,7 +356,7 @@ fn containing<'a>(dir: &OwnedFd, forbidden: &'a [Forbidden]) -> std::io::Result<
             OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
             Mode::empty(),
         )?;
-        let up_id = identity(&up)?;
+        let up_id = Identity::of_fd(&up)?;
         if up_id == id {
             return Ok(None);
         }
