@@ -66,17 +66,22 @@ pub fn handle(input: &[u8]) -> Response {
             },
             Err(f) => Response::failure(Shape::Check, f),
         },
-        Request::Replace(r) => match with_scope(&r.repo, &r.contract, |scope| {
-            operation::replace(
-                scope,
-                ReplaceArgs {
-                    path: &r.path,
-                    expected_sha256: r.expected_sha256.as_deref(),
-                    old_text: &r.old_text,
-                    new_text: &r.new_text,
-                },
-            )
-        }) {
+        Request::Replace(r) => match scoped(
+            &r.repo,
+            &r.contract,
+            |f| f,
+            |scope| {
+                operation::replace(
+                    scope,
+                    ReplaceArgs {
+                        path: &r.path,
+                        expected_sha256: r.expected_sha256.as_deref(),
+                        old_text: &r.old_text,
+                        new_text: &r.new_text,
+                    },
+                )
+            },
+        ) {
             Ok(result) => Response {
                 shape: Shape::WithResult,
                 code: Code::Ok,
@@ -85,16 +90,21 @@ pub fn handle(input: &[u8]) -> Response {
             },
             Err(f) => Response::failure(Shape::WithResult, f),
         },
-        Request::Read(r) => match with_scope(&r.repo, &r.contract, |scope| {
-            operation::read(
-                scope,
-                ReadArgs {
-                    path: &r.path,
-                    offset: r.offset,
-                    limit: r.limit,
-                },
-            )
-        }) {
+        Request::Read(r) => match scoped(
+            &r.repo,
+            &r.contract,
+            |f| f,
+            |scope| {
+                operation::read(
+                    scope,
+                    ReadArgs {
+                        path: &r.path,
+                        offset: r.offset,
+                        limit: r.limit,
+                    },
+                )
+            },
+        ) {
             Ok(result) => Response {
                 shape: Shape::WithResult,
                 code: Code::Ok,
@@ -104,24 +114,22 @@ pub fn handle(input: &[u8]) -> Response {
             Err(f) => Response::failure(Shape::WithResult, f),
         },
         Request::Edit(e) => {
-            match check(&e.repo, &e.contract)
-                .map_err(|f| (f, None))
-                .and_then(|(contract, root)| {
-                    let loaded = Loaded::new()
-                        .map_err(|e| (Failure::new(Code::InternalError, e.to_string()), None))?;
+            let edited = scoped(
+                &e.repo,
+                &e.contract,
+                |f| (f, None),
+                |scope| {
                     operation::edit(
-                        Scope {
-                            root: &root,
-                            contract: &contract,
-                            loaded: &loaded,
-                        },
+                        scope,
                         EditArgs {
                             path: &e.path,
                             expected_sha256: e.expected_sha256.as_deref(),
                             edits: &e.edits,
                         },
                     )
-                }) {
+                },
+            );
+            match edited {
                 Ok(result) => Response {
                     shape: Shape::WithResult,
                     code: Code::Ok,
@@ -153,14 +161,17 @@ pub fn check(repo: &Path, contract_path: &Path) -> Result<(Contract, RepoRoot), 
 }
 
 /// Runs `op` within the scope of the contract and repository a request names (loaded
-/// afresh: a one-shot request has no earlier state).
-fn with_scope<T>(
+/// afresh: a one-shot request has no earlier state). `lift` turns a failure of the scope
+/// itself into the operation's error type.
+fn scoped<T, E>(
     repo: &Path,
     contract: &Path,
-    op: impl FnOnce(Scope<'_>) -> Result<T, Failure>,
-) -> Result<T, Failure> {
-    let (contract, root) = check(repo, contract)?;
-    let loaded = Loaded::new().map_err(|e| Failure::new(Code::InternalError, e.to_string()))?;
+    lift: impl Fn(Failure) -> E,
+    op: impl FnOnce(Scope<'_>) -> Result<T, E>,
+) -> Result<T, E> {
+    let (contract, root) = check(repo, contract).map_err(&lift)?;
+    let loaded =
+        Loaded::new().map_err(|e| lift(Failure::new(Code::InternalError, e.to_string())))?;
     op(Scope {
         root: &root,
         contract: &contract,
