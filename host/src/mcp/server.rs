@@ -6,7 +6,6 @@
 //! that `satyrn-host protocol` takes too.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use rmcp::handler::server::common::schema_for_output;
@@ -36,8 +35,6 @@ pub struct Session {
     pub loaded: Loaded,
     /// The revision each path had when this session last read or edited it.
     revisions: Mutex<HashMap<String, String>>,
-    /// Calls running now (shutdown waits for them).
-    in_flight: AtomicUsize,
     /// Slots for calls running at once ([`MAX_CONCURRENT_CALLS`]).
     slots: Arc<tokio::sync::Semaphore>,
 }
@@ -51,15 +48,15 @@ impl Session {
             contract,
             loaded,
             revisions: Mutex::new(HashMap::new()),
-            in_flight: AtomicUsize::new(0),
             slots: Arc::new(tokio::sync::Semaphore::new(MAX_CONCURRENT_CALLS)),
         }
     }
 
-    /// How many calls are running.
+    /// How many calls are running (each holds one of the [`MAX_CONCURRENT_CALLS`] slots
+    /// until its thread has finished).
     #[must_use]
     pub fn in_flight(&self) -> usize {
-        self.in_flight.load(Ordering::SeqCst)
+        MAX_CONCURRENT_CALLS - self.slots.available_permits()
     }
 
     fn scope(&self) -> Scope<'_> {
@@ -105,19 +102,15 @@ async fn off_thread<T: Send + 'static>(
         .await
         .map_err(|_| ErrorData::internal_error("the server is shutting down", None))?;
     let (tx, rx) = tokio::sync::oneshot::channel();
-    let session = Arc::clone(session);
-    session.in_flight.fetch_add(1, Ordering::SeqCst);
-    let worker = Arc::clone(&session);
+    let worker = Arc::clone(session);
     let spawned = std::thread::Builder::new()
         .name("satyrn-mcp-call".into())
         .spawn(move || {
             let result = work(&worker);
-            worker.in_flight.fetch_sub(1, Ordering::SeqCst);
             drop(permit);
             let _ = tx.send(result);
         });
     if let Err(e) = spawned {
-        session.in_flight.fetch_sub(1, Ordering::SeqCst);
         return Err(ErrorData::internal_error(
             format!("cannot start a thread for the call: {e}"),
             None,
