@@ -46,8 +46,8 @@ pub fn decide<W: Worktree + ?Sized>(
     request: &DeleteRequest<'_>,
 ) -> Result<DeletePlan, ReplaceError> {
     let path = request.path;
-    let segments = path::segments(path)
-        .map_err(|e| ReplaceError::InvalidRequest(format!("path: {e}")))?;
+    let segments =
+        path::segments(path).map_err(|e| ReplaceError::InvalidRequest(format!("path: {e}")))?;
     let expected = request
         .expected_sha256
         .map(Revision::parse)

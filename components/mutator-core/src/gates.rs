@@ -180,7 +180,10 @@ pub(crate) fn declared_gates(
         ));
     }
     if is_private(path, private_paths) {
-        return Err(Refusal::new(RefusalCode::PathPrivate, private_message(path)));
+        return Err(Refusal::new(
+            RefusalCode::PathPrivate,
+            private_message(path),
+        ));
     }
     if !fnmatch::matches_any(path, writable_paths) {
         return Err(Refusal::new(
@@ -232,7 +235,10 @@ mod tests {
     use alloc::string::ToString;
 
     fn defaults() -> Vec<String> {
-        DEFAULT_PRIVATE_PATHS.iter().map(|p| p.to_string()).collect()
+        DEFAULT_PRIVATE_PATHS
+            .iter()
+            .map(|p| p.to_string())
+            .collect()
     }
 
     #[test]

@@ -136,7 +136,10 @@ pub fn list<T: Tree + ?Sized>(tree: &T, request: &ListRequest<'_>) -> Result<Lis
     })?;
     let writable = PatternSet::new(request.writable_paths);
     let pattern = request.pattern.map(Pattern::new);
-    let limit = request.limit.unwrap_or(MAX_LIST_ENTRIES).min(MAX_LIST_ENTRIES);
+    let limit = request
+        .limit
+        .unwrap_or(MAX_LIST_ENTRIES)
+        .min(MAX_LIST_ENTRIES);
     let wanted = usize::try_from(limit).unwrap_or(usize::MAX);
     let mut entries = Vec::new();
     let end = walk(

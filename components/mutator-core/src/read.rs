@@ -145,7 +145,10 @@ pub fn read<W: Worktree + ?Sized>(
         ));
     }
     if crate::gates::is_private(path, request.private_paths) {
-        return Err(refuse(ReadCode::Private, crate::gates::private_message(path)));
+        return Err(refuse(
+            ReadCode::Private,
+            crate::gates::private_message(path),
+        ));
     }
     let bytes = worktree
         .read_regular(&segments, MAX_READ_FILE_BYTES)

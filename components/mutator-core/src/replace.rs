@@ -5,9 +5,9 @@ use alloc::string::{String, ToString};
 use core::fmt;
 
 use crate::anchor::{self, Occurrences};
-use crate::path;
 use crate::gates::policy_gates;
 pub use crate::gates::{Plan, Refusal, RefusalCode};
+use crate::path;
 use crate::revision::{Hasher, Revision};
 use crate::worktree::Worktree;
 
@@ -32,9 +32,6 @@ pub struct ReplaceRequest<'a> {
     pub new_text: &'a str,
 }
 
-
-
-
 /// Why no plan was produced.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ReplaceError {
@@ -56,7 +53,6 @@ impl fmt::Display for ReplaceError {
 fn refuse(code: RefusalCode, message: String) -> ReplaceError {
     ReplaceError::Refused(Refusal { code, message })
 }
-
 
 /// Decides one replacement. The gates run in this order, and the first that fails
 /// decides the result:
@@ -199,4 +195,3 @@ pub fn revision<W: Worktree + ?Sized>(
         .map_err(|e| RevisionError::NotEditable(e.0))?;
     Ok(Revision::of(&bytes))
 }
-

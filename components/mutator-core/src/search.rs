@@ -19,9 +19,9 @@ use alloc::format;
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 
+use regex_automata::Input;
 use regex_automata::meta;
 use regex_automata::util::syntax;
-use regex_automata::Input;
 
 use crate::fnmatch::{Pattern, PatternSet};
 use crate::gates::MAX_TEXT_FILE_BYTES;
@@ -74,6 +74,9 @@ pub struct SearchRequest<'a> {
     /// [`MAX_CONTEXT`].
     pub context: Option<u32>,
     /// The most matching lines; `None` is [`DEFAULT_MATCHES`], at most [`MAX_MATCHES`].
+    /// Checked at file boundaries: a page ends after the file that reaches it, so one
+    /// file's lines are never split across pages (a file shows at most
+    /// [`MAX_FILE_MATCHES`] of its matching lines; the rest are counted in `omitted`).
     pub max_matches: Option<u32>,
     /// Resume after this path (a previous page's `next_cursor`).
     pub cursor: Option<&'a str>,
@@ -170,7 +173,7 @@ pub struct SearchPage {
 
 /// The compiled query.
 enum Matcher {
-    Literal(memchr::memmem::Finder<'static>),
+    Literal(alloc::boxed::Box<memchr::memmem::Finder<'static>>),
     Regex(meta::Regex),
 }
 
@@ -189,9 +192,9 @@ impl Matcher {
             )));
         }
         if !request.regex && !request.ignore_case {
-            return Ok(Self::Literal(
+            return Ok(Self::Literal(alloc::boxed::Box::new(
                 memchr::memmem::Finder::new(query.as_bytes()).into_owned(),
-            ));
+            )));
         }
         let pattern = if request.regex {
             String::from(query)
@@ -358,9 +361,8 @@ impl Page {
     fn add(&mut self, path: &str, text: &str, matched: &[u32]) {
         let index = LineIndex::new(text);
         let total = u32::try_from(index.total()).unwrap_or(u32::MAX);
-        let room = self.max_matches.saturating_sub(self.shown_matches).max(1);
         let count = u32::try_from(matched.len()).unwrap_or(u32::MAX);
-        let shown = count.min(MAX_FILE_MATCHES).min(room);
+        let shown = count.min(MAX_FILE_MATCHES);
         let mut lines = Vec::new();
         let mut next_line = 1u32;
         for &m in matched.iter().take(shown as usize) {
@@ -413,8 +415,7 @@ impl Page {
         }
         if omitted > 0 {
             notes.push(format!(
-                "{omitted} matching lines were not shown (at most {MAX_FILE_MATCHES} per file and {} per page); search a single file with `path` or read it.",
-                self.max_matches
+                "{omitted} matching lines were not shown (at most {MAX_FILE_MATCHES} per file); read the file, or search it alone with a narrower query."
             ));
         }
         self.out.notice = (!notes.is_empty()).then(|| format!("[{}]", notes.join(" ")));
@@ -499,7 +500,11 @@ pub fn search<T: Tree + ?Sized>(
                     "`{shown}` is neither a directory nor a regular file"
                 ))));
             }
-            None => return Err(unavailable(NotEditable(format!("`{shown}` does not exist")))),
+            None => {
+                return Err(unavailable(NotEditable(format!(
+                    "`{shown}` does not exist"
+                ))));
+            }
         }
     }
     let start = open_path(tree, &segments).map_err(unavailable)?;

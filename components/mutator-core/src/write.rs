@@ -67,8 +67,8 @@ pub fn decide<W: Worktree + Tree + ?Sized>(
     request: &WriteRequest<'_>,
 ) -> Result<WritePlan, ReplaceError> {
     let path = request.path;
-    let segments = path::segments(path)
-        .map_err(|e| ReplaceError::InvalidRequest(format!("path: {e}")))?;
+    let segments =
+        path::segments(path).map_err(|e| ReplaceError::InvalidRequest(format!("path: {e}")))?;
     let expected = request
         .expected_sha256
         .map(Revision::parse)
@@ -82,8 +82,13 @@ pub fn decide<W: Worktree + Tree + ?Sized>(
     }
     let next = Revision::of(request.content.as_bytes());
     let Some(expected) = expected else {
-        declared_gates(path, &segments, request.writable_paths, request.private_paths)
-            .map_err(ReplaceError::Refused)?;
+        declared_gates(
+            path,
+            &segments,
+            request.writable_paths,
+            request.private_paths,
+        )
+        .map_err(ReplaceError::Refused)?;
         probe_absent(worktree, &segments, path)?;
         return Ok(WritePlan::Create {
             path: path.to_string(),
@@ -147,9 +152,7 @@ fn probe_absent<T: Tree + ?Sized>(
                 ))));
             }
             Some(_) => {
-                return Err(failed(NotEditable(format!(
-                    "`{shown}` is not a directory"
-                ))));
+                return Err(failed(NotEditable(format!("`{shown}` is not a directory"))));
             }
         }
     }

@@ -30,9 +30,9 @@ use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 use memchr::memmem;
 
+use crate::gates::{Plan, Refusal, RefusalCode, policy_gates};
 use crate::lines::{LineIndex, LineStyle, has_line_break, quote};
 use crate::path;
-use crate::gates::{Plan, Refusal, RefusalCode, policy_gates};
 
 mod near_miss;
 mod preview;
