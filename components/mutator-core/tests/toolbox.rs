@@ -50,7 +50,7 @@ fn tree() -> impl Strategy<Value = BTreeMap<Vec<String>, Node>> {
         let mut model = BTreeMap::new();
         for (segments, kind, words) in entries {
             let path: Vec<String> = segments.iter().map(|&i| NAMES[i].to_string()).collect();
-            let parents_ok = (1..path.len()).all(|n| match model.get(&path[..n].to_vec()) {
+            let parents_ok = (1..path.len()).all(|n| match model.get(&path[..n]) {
                 None | Some(Node::Dir) => true,
                 Some(_) => false,
             });
