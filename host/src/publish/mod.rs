@@ -27,14 +27,18 @@ use crate::code::{Code, Failure};
 
 mod commit;
 mod create;
+mod delete;
 mod signals;
 mod temporary;
 #[cfg(test)]
 mod tests_create;
 #[cfg(test)]
+mod tests_delete;
+#[cfg(test)]
 mod tests_support;
 
 pub use create::create;
+pub use delete::delete;
 
 use signals::HeldSignals;
 use temporary::Temporary;
