@@ -104,7 +104,7 @@ fn check_displaced(
 }
 
 /// `entry` in `dir` is still the checked target: the same inode, a single-link regular file.
-fn still_the_target(
+pub(super) fn still_the_target(
     dir: &OwnedFd,
     entry: &str,
     path: &str,
@@ -126,7 +126,7 @@ fn still_the_target(
 }
 
 /// The checked inode still hashes to `base`.
-fn unchanged(path: &str, base: &Revision, target: &Target) -> Result<(), PublishError> {
+pub(super) fn unchanged(path: &str, base: &Revision, target: &Target) -> Result<(), PublishError> {
     let current =
         hash_file(&target.file).map_err(|e| failed(path, "reading the target again", e))?;
     if &current == base {

@@ -26,8 +26,19 @@ use satyrn_mutator_core::revision::Revision;
 use crate::code::{Code, Failure};
 
 mod commit;
+mod create;
+mod delete;
 mod signals;
 mod temporary;
+#[cfg(test)]
+mod tests_create;
+#[cfg(test)]
+mod tests_delete;
+#[cfg(test)]
+mod tests_support;
+
+pub use create::create;
+pub use delete::delete;
 
 use signals::HeldSignals;
 use temporary::Temporary;
@@ -41,12 +52,14 @@ pub enum PublishError {
     Stale(String),
     /// Any operational failure (`MUTATION_FAILED`).
     Failed(String),
+    /// [`create`] only: the path already exists, of any kind (`TARGET_EXISTS`).
+    Exists(String),
 }
 
 impl fmt::Display for PublishError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::Stale(m) | Self::Failed(m) => f.write_str(m),
+            Self::Stale(m) | Self::Failed(m) | Self::Exists(m) => f.write_str(m),
         }
     }
 }
@@ -58,6 +71,7 @@ impl From<PublishError> for Failure {
         match e {
             PublishError::Stale(m) => Failure::new(Code::RevisionStale, m),
             PublishError::Failed(m) => Failure::new(Code::MutationFailed, m),
+            PublishError::Exists(m) => Failure::new(Code::TargetExists, m),
         }
     }
 }
@@ -101,13 +115,7 @@ pub fn publish(
     base: &Revision,
     content: &[u8],
 ) -> Result<(), PublishError> {
-    let segments = path::segments(path)
-        .map_err(|e| PublishError::Failed(format!("refusing to publish `{path}`: {e}")))?;
-    if path::is_git_admin(&segments) {
-        return Err(PublishError::Failed(format!(
-            "refusing to publish `{path}`: it is inside `.git`"
-        )));
-    }
+    let segments = checked_segments(path, "publish")?;
     let Some((leaf, dirs)) = segments.split_last() else {
         return Err(PublishError::Failed("empty path".to_string()));
     };
@@ -118,6 +126,20 @@ pub fn publish(
     let outcome = write_and_commit(&dir, leaf, path, base, &target, content);
     drop(held);
     outcome
+}
+
+/// The segments of `path` once it passed the component's own rules again
+/// ([`path::segments`], [`path::is_git_admin`]): the writers do not rely on the decision
+/// code to hand them a safe path. `verb` names the refused action in the message.
+fn checked_segments<'p>(path: &'p str, verb: &str) -> Result<Vec<&'p str>, PublishError> {
+    let segments = path::segments(path)
+        .map_err(|e| PublishError::Failed(format!("refusing to {verb} `{path}`: {e}")))?;
+    if path::is_git_admin(&segments) {
+        return Err(PublishError::Failed(format!(
+            "refusing to {verb} `{path}`: it is inside `.git`"
+        )));
+    }
+    Ok(segments)
 }
 
 /// Writes `content` to a new temporary and renames it over `leaf`; removes the temporary
@@ -177,23 +199,33 @@ fn fill(
 }
 
 fn open_parent(root: &OwnedFd, dirs: &[&str], path: &str) -> Result<OwnedFd, PublishError> {
-    let mut dir = rustix::io::fcntl_dupfd_cloexec(root, 0)
-        .map_err(|e| failed(path, "duplicating the worktree descriptor", e))?;
+    let mut dir = dup_root(root, path)?;
     for segment in dirs {
-        dir = rustix::fs::openat(
-            &dir,
-            *segment,
-            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-            Mode::empty(),
-        )
-        .map_err(|e| match e {
-            Errno::LOOP | Errno::NOTDIR => PublishError::Failed(format!(
-                "publishing `{path}` failed: `{segment}` is not a directory (symbolic links are never followed)"
-            )),
-            e => failed(path, &format!("opening directory `{segment}`"), e),
-        })?;
+        dir = open_segment(&dir, segment, path)?;
     }
     Ok(dir)
+}
+
+/// A descriptor of the worktree root of the caller's own, to walk down from.
+fn dup_root(root: &OwnedFd, path: &str) -> Result<OwnedFd, PublishError> {
+    rustix::io::fcntl_dupfd_cloexec(root, 0)
+        .map_err(|e| failed(path, "duplicating the worktree descriptor", e))
+}
+
+/// Opens the directory `segment` in `dir`, refusing a symbolic link or a non-directory.
+fn open_segment(dir: &OwnedFd, segment: &str, path: &str) -> Result<OwnedFd, PublishError> {
+    rustix::fs::openat(
+        dir,
+        segment,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| match e {
+        Errno::LOOP | Errno::NOTDIR => PublishError::Failed(format!(
+            "publishing `{path}` failed: `{segment}` is not a directory (symbolic links are never followed)"
+        )),
+        e => failed(path, &format!("opening directory `{segment}`"), e),
+    })
 }
 
 /// The target as checked: its descriptor (kept open, so its inode stays the one checked),

@@ -10,7 +10,7 @@
 use std::io::Write;
 use std::os::fd::{AsFd, OwnedFd};
 
-use rustix::fs::{AtFlags, Mode, OFlags};
+use rustix::fs::{AtFlags, Mode, OFlags, RenameFlags};
 use rustix::io::Errno;
 
 use super::{PublishError, failed};
@@ -42,6 +42,12 @@ fn owner(name: &str) -> Option<u32> {
 /// around it (`.`, `.satyrn-`, a pid of up to 10 digits, `-`, 10 hex digits, `.tmp`),
 /// the temporary's name stays well under `NAME_MAX` (255).
 const TEMP_STEM_MAX: usize = 200;
+
+/// The part of `leaf` used in its temporaries' names: a prefix of a long leaf (on a
+/// character boundary), since a leaf may be up to `NAME_MAX` bytes itself.
+pub(super) fn stem(leaf: &str) -> &str {
+    truncate_at_char_boundary(leaf, TEMP_STEM_MAX)
+}
 
 /// The longest prefix of `s` of at most `max` bytes that ends on a character boundary.
 pub(super) fn truncate_at_char_boundary(s: &str, max: usize) -> &str {
@@ -87,7 +93,7 @@ impl<'a> Temporary<'a> {
         // A leaf may be up to NAME_MAX (255) bytes; the temporary's name adds up to 34
         // bytes around it, so only a prefix of a long leaf is used (on a character
         // boundary), or naming the temporary of a valid file would fail.
-        let stem = truncate_at_char_boundary(leaf, TEMP_STEM_MAX).to_owned();
+        let stem = stem(leaf).to_owned();
         if !forced_fallback() {
             match rustix::fs::openat(
                 dir,
@@ -147,6 +153,42 @@ impl<'a> Temporary<'a> {
         Ok(self.name.as_deref().unwrap_or_default())
     }
 
+    /// Gives the content the name `leaf` unless `leaf` exists, of any kind (a dangling
+    /// symbolic link included: never followed, never replaced). The anonymous file is linked
+    /// there (`linkat`); a named temporary is moved there with `renameat2(RENAME_NOREPLACE)`,
+    /// or linked then unlinked where the file system has no `RENAME_NOREPLACE`. `Ok(false)`:
+    /// `leaf` exists and nothing changed. After `Ok(true)` the temporary has no name of its
+    /// own left (unless unlinking it after a link failed, which is reported on stderr).
+    pub(super) fn link_as_new(&mut self, leaf: &str, path: &str) -> Result<bool, PublishError> {
+        let Some(name) = self.name.clone() else {
+            return link(&self.file, self.dir, leaf, path);
+        };
+        match rustix::fs::renameat_with(self.dir, &name, self.dir, leaf, RenameFlags::NOREPLACE) {
+            Ok(()) => {
+                self.name = None;
+                return Ok(true);
+            }
+            Err(Errno::EXIST) => return Ok(false),
+            // No RENAME_NOREPLACE on this file system or kernel: link, then unlink.
+            Err(Errno::INVAL | Errno::NOSYS | Errno::OPNOTSUPP) => {}
+            Err(e) => return Err(failed(path, "renaming the temporary to the new file", e)),
+        }
+        match rustix::fs::linkat(self.dir, &name, self.dir, leaf, AtFlags::empty()) {
+            Ok(()) => {}
+            Err(Errno::EXIST) => return Ok(false),
+            Err(e) => return Err(failed(path, "linking the temporary to the new file", e)),
+        }
+        if let Err(e) = rustix::fs::unlinkat(self.dir, &name, AtFlags::empty()) {
+            let _ = writeln!(
+                std::io::stderr(),
+                "satyrn-host: `{path}` was created, but removing its temporary name `{name}` failed: {}",
+                std::io::Error::from(e)
+            );
+        }
+        self.name = None;
+        Ok(true)
+    }
+
     /// Forgets the temporary: its name now belongs to the published file (or is gone).
     pub(super) fn disarm(mut self) {
         self.armed = false;
@@ -185,7 +227,7 @@ fn no_free_name(path: &str) -> PublishError {
 
 /// Calls `take` with up to 64 fresh temporary names until it returns `Ok(true)`; returns
 /// that name.
-fn for_each_candidate_name(
+pub(super) fn for_each_candidate_name(
     stem: &str,
     mut take: impl FnMut(&str) -> Result<bool, PublishError>,
 ) -> Result<String, PublishError> {
