@@ -266,7 +266,10 @@ fn revision_export_hashes_declared_regular_files_only() {
         Some(sha256_hex(b"hello\n"))
     );
     assert_eq!(
-        mutator.revision("src/b.txt", &all, &[]).expect("no trap").ok(),
+        mutator
+            .revision("src/b.txt", &all, &[])
+            .expect("no trap")
+            .ok(),
         Some(sha256_hex(b""))
     );
     let got = mutator
@@ -274,14 +277,18 @@ fn revision_export_hashes_declared_regular_files_only() {
         .expect("no trap");
     assert!(matches!(got, Err(RevisionError::Undeclared)), "{got:?}");
     for path in ["link.txt", "alias/b.txt", "missing.txt", "src"] {
-        let got = mutator.revision(path, &strings(&["*"]), &[]).expect("no trap");
+        let got = mutator
+            .revision(path, &strings(&["*"]), &[])
+            .expect("no trap");
         assert!(
             matches!(got, Err(RevisionError::NotEditable(_))),
             "{path}: {got:?}"
         );
     }
     for path in ["../a.txt", "/a.txt", "a//b", ""] {
-        let got = mutator.revision(path, &strings(&["*"]), &[]).expect("no trap");
+        let got = mutator
+            .revision(path, &strings(&["*"]), &[])
+            .expect("no trap");
         assert!(
             matches!(got, Err(RevisionError::InvalidRequest(_))),
             "{path}: {got:?}"

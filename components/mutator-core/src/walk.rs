@@ -34,7 +34,7 @@ pub(crate) struct WalkEnd {
     pub next_cursor: Option<String>,
     /// Whether it stopped because [`MAX_WALK_ENTRIES`] were examined.
     pub budget_spent: bool,
-    /// Private entries left out (a private directory counts once).
+    /// Private entries of this page's range left out (a private directory counts once).
     pub hidden: u32,
     /// Entries with non-UTF-8 names and subdirectories that could not be read.
     pub unreadable: u32,
@@ -114,13 +114,17 @@ pub(crate) fn walk<T: Tree + ?Sized>(
         if entry.name.eq_ignore_ascii_case(".git") {
             continue;
         }
-        if is_private_in(&path, private) {
-            end.hidden = end.hidden.saturating_add(1);
-            continue;
-        }
         let after = cursor.is_none_or(|c| cmp_paths(&path, c) == Ordering::Greater);
         let on_the_way = cursor.is_some_and(|c| is_ancestor_or_self(&path, c));
         if !after && !on_the_way {
+            continue;
+        }
+        // Checked on the way to the cursor too: a cursor inside a private directory
+        // does not open it.
+        if is_private_in(&path, private) {
+            if after {
+                end.hidden = end.hidden.saturating_add(1);
+            }
             continue;
         }
         if examined == MAX_WALK_ENTRIES {

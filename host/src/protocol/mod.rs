@@ -121,12 +121,17 @@ pub fn handle(input: &[u8]) -> Response {
             Err(f) => Response::failure(Shape::WithResult, f),
         },
         Request::Toolbox(t) => {
-            let done = scoped(&t.repo, &t.contract, |f| f, |scope| match &t.args {
-                ToolboxArgs::List(a) => operation::list(scope, a).map(Payload::List),
-                ToolboxArgs::Search(a) => operation::search(scope, a).map(Payload::Search),
-                ToolboxArgs::Write(a) => operation::write(scope, a).map(Payload::Write),
-                ToolboxArgs::Delete(a) => operation::delete(scope, a).map(Payload::Delete),
-            });
+            let done = scoped(
+                &t.repo,
+                &t.contract,
+                |f| f,
+                |scope| match &t.args {
+                    ToolboxArgs::List(a) => operation::list(scope, a).map(Payload::List),
+                    ToolboxArgs::Search(a) => operation::search(scope, a).map(Payload::Search),
+                    ToolboxArgs::Write(a) => operation::write(scope, a).map(Payload::Write),
+                    ToolboxArgs::Delete(a) => operation::delete(scope, a).map(Payload::Delete),
+                },
+            );
             match done {
                 Ok(result) => Response {
                     shape: Shape::WithResult,
