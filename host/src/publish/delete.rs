@@ -30,7 +30,7 @@ use super::{PublishError, Target, check_target, checked_segments, failed, open_p
 /// `.<name>.satyrn-<pid>-<nonce>.tmp`, re-checked there (same inode, same bytes), then
 /// unlinked, and the directory fsynced; a failure of that fsync is reported on stderr, the
 /// file is deleted. Where the file system has no `RENAME_NOREPLACE` (and in debug builds
-/// with `SATYRN_TEST_PUBLISH_FALLBACK=1`), the target is re-checked under its own name right
+/// with `SATYRN_TEST_PUBLISH_FALLBACK=2`), the target is re-checked under its own name right
 /// before the `unlinkat` instead.
 ///
 /// Process-global effects, from the rename aside until the unlink or the way back: the
@@ -55,7 +55,7 @@ pub fn delete(root: &OwnedFd, path: &str, base: &Revision) -> Result<(), Publish
     temporary::sweep_stale(&dir, &dirs.join("/"));
     let target = check_target(&dir, leaf, base, path)?;
     let held = HeldSignals::hold();
-    let outcome = if temporary::forced_fallback() {
+    let outcome = if temporary::forced_no_noreplace() {
         remove_in_place(&dir, leaf, path, base, &target)
     } else {
         match rename_aside(&dir, leaf, path)? {

@@ -53,22 +53,50 @@ fn the_file_mode_is_0644_under_any_umask() {
     }
 }
 
-/// Without `O_TMPFILE` (forced in a child): a named temporary, renamed without replacing;
-/// a second create of the same path is `Exists` and keeps the first one's bytes; no
-/// temporary is left either way.
+/// Without `O_TMPFILE` (forced in a child): a named temporary, renamed without replacing
+/// (`=1`) or, without `RENAME_NOREPLACE` either (`=2`), linked then unlinked; a second
+/// create of the same path is `Exists` and keeps the first one's bytes; no temporary is
+/// left either way.
 #[test]
-fn the_named_temporary_fallback_creates_once_and_leaves_nothing() {
-    let tree = Tree::new();
-    let fallback = [("SATYRN_TEST_PUBLISH_FALLBACK", "1".to_string())];
-    assert_eq!(run_child_once(&tree, &fallback), "ok");
-    assert_eq!(
-        std::fs::read(tree.at(CHILD_PATH)).expect("read"),
-        b"child\n"
-    );
-    let before = tree.snapshot();
-    assert_eq!(run_child_once(&tree, &fallback), "exists");
-    assert_eq!(tree.snapshot(), before);
-    assert_eq!(names(&tree.at("new/dir")), ["file.txt"]);
+fn the_named_temporary_fallbacks_create_once_and_leave_nothing() {
+    for level in ["1", "2"] {
+        let tree = Tree::new();
+        let fallback = [("SATYRN_TEST_PUBLISH_FALLBACK", level.to_string())];
+        assert_eq!(run_child_once(&tree, &fallback), "ok", "fallback {level}");
+        assert_eq!(
+            std::fs::read(tree.at(CHILD_PATH)).expect("read"),
+            b"child\n"
+        );
+        assert_eq!(mode_of(&tree.at(CHILD_PATH)), 0o644);
+        let before = tree.snapshot();
+        assert_eq!(
+            run_child_once(&tree, &fallback),
+            "exists",
+            "fallback {level}"
+        );
+        assert_eq!(tree.snapshot(), before, "fallback {level}");
+        assert_eq!(names(&tree.at("new/dir")), ["file.txt"], "fallback {level}");
+    }
+}
+
+/// A write that fails for real (a file-size limit, `EFBIG`, set in a child) leaves no file
+/// and no temporary, anonymous or named; the directories made on the way stay.
+#[test]
+fn a_failed_write_leaves_no_file_and_no_temporary() {
+    for level in ["0", "1"] {
+        let tree = Tree::new();
+        let envs = [
+            ("SATYRN_TEST_CREATE_FSIZE", "3".to_string()),
+            ("SATYRN_TEST_PUBLISH_FALLBACK", level.to_string()),
+        ];
+        assert_eq!(run_child_once(&tree, &envs), "failed", "fallback {level}");
+        assert_eq!(
+            names(&tree.at("new/dir")),
+            Vec::<String>::new(),
+            "fallback {level}"
+        );
+        assert_eq!(names(&tree.outside()), ["kept.txt"]);
+    }
 }
 
 #[test]
@@ -337,8 +365,8 @@ fn run_child_once(tree: &Tree, envs: &[(&str, String)]) -> String {
 
 /// The child side of the tests above, selected by `SATYRN_TEST_CREATE_ROOT`: with
 /// `SATYRN_TEST_CREATE_ROUNDS`, races (one create per go-ahead on stdin, reporting each
-/// outcome); else sets `SATYRN_TEST_CREATE_UMASK` if given, creates [`CHILD_PATH`] once and
-/// reports. Run directly (no variable), it creates [`CHILD_PATH`] in a fresh tree and
+/// outcome); else sets the file-size limit `SATYRN_TEST_CREATE_FSIZE` and the umask
+/// `SATYRN_TEST_CREATE_UMASK` if given, creates [`CHILD_PATH`] once and reports. Run directly (no variable), it creates [`CHILD_PATH`] in a fresh tree and
 /// checks it.
 #[test]
 fn child_process_entry() {
@@ -366,6 +394,17 @@ fn child_process_entry() {
             report(outcome_word(&outcome));
         }
         return;
+    }
+    if let Some(limit) = env_number("SATYRN_TEST_CREATE_FSIZE", 10) {
+        let limit = u64::try_from(limit).expect("limit");
+        rustix::process::setrlimit(
+            rustix::process::Resource::Fsize,
+            rustix::process::Rlimit {
+                current: Some(limit),
+                maximum: Some(limit),
+            },
+        )
+        .expect("setrlimit");
     }
     if let Some(umask) = env_number("SATYRN_TEST_CREATE_UMASK", 8) {
         let umask = u32::try_from(umask).expect("umask");
