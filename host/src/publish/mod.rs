@@ -107,7 +107,8 @@ fn failed(path: &str, what: &str, e: impl Into<std::io::Error>) -> PublishError 
 /// # Errors
 ///
 /// [`PublishError::Stale`] when the target's bytes changed, up to the commit (the names are
-/// then swapped back); [`PublishError::Failed`] when
+/// then swapped back), or the file opened as the target was renamed over or removed right
+/// after the open (no link left); [`PublishError::Failed`] when
 /// the path is not a safe worktree-relative path, a segment is a symlink or not a
 /// directory, the target is not a single-link regular file, or any read, write, sync or
 /// rename before the commit point fails (a file-size limit included). The target is then
@@ -163,12 +164,7 @@ fn write_and_commit(
     match committed {
         commit::Committed::Published => {
             temp.disarm();
-            if let Err(e) = rustix::fs::fsync(dir) {
-                let _ = writeln!(
-                    std::io::stderr(),
-                    "satyrn-host: `{path}` was published, but syncing its directory failed: {e}"
-                );
-            }
+            sync_committed(dir, path, "published");
             Ok(())
         }
         commit::Committed::Undone(e) => Err(temp.remove_after(e)),
@@ -176,6 +172,17 @@ fn write_and_commit(
             temp.disarm();
             Err(e)
         }
+    }
+}
+
+/// Syncs `dir` after a commit point; a failure is reported on stderr, not returned: the
+/// file is already `done` ("published", "created", "deleted").
+fn sync_committed(dir: &OwnedFd, path: &str, done: &str) {
+    if let Err(e) = rustix::fs::fsync(dir) {
+        let _ = writeln!(
+            std::io::stderr(),
+            "satyrn-host: `{path}` was {done}, but syncing its directory failed: {e}"
+        );
     }
 }
 
@@ -266,6 +273,12 @@ fn check_target(
     if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile {
         return Err(PublishError::Failed(format!(
             "`{path}` is not a regular file"
+        )));
+    }
+    if stat.st_nlink == 0 {
+        // Opened, then renamed over or removed by a writer that does not take the lock.
+        return Err(PublishError::Stale(format!(
+            "`{path}` was replaced or removed meanwhile (by a writer that does not take satyrn's lock); read it again"
         )));
     }
     if stat.st_nlink != 1 {

@@ -350,6 +350,85 @@ fn a_parent_swapped_for_an_outside_symlink_never_lets_a_create_escape() {
     );
 }
 
+/// `SIGTERM` sent to a child at moments spread over a 16 MiB create, 16 times: the child
+/// ends by the signal, and the file is either absent (the signal came before the hold) or
+/// complete with mode 0o644 (the signal was held until the create was done: the child then
+/// died before it could report), never partial, and no temporary is ever left.
+#[test]
+fn sigterm_during_a_create_leaves_the_file_absent_or_complete_and_no_temporary() {
+    const SIZE: usize = 16 << 20;
+    const ROUNDS_SIGNALLED: u32 = 16;
+    let expected = big_content(SIZE);
+    let spawn = |tree: &Tree| {
+        let mut child = SelfChild::spawn(
+            CHILD,
+            &[
+                ("SATYRN_TEST_CREATE_ROOT", tree.at("").display().to_string()),
+                ("SATYRN_TEST_CREATE_BIG", SIZE.to_string()),
+            ],
+        );
+        assert_eq!(child.report(), "ready");
+        child
+    };
+    // How long one create takes here, unsignalled: the signals are spread over it.
+    let timed = Tree::new();
+    let mut child = spawn(&timed);
+    let started = Instant::now();
+    assert_eq!(child.report(), "ok");
+    let duration = started.elapsed();
+    child.finish();
+    let (mut absent, mut held, mut after) = (0u32, 0u32, 0u32);
+    for round in 0..ROUNDS_SIGNALLED {
+        let tree = Tree::new();
+        let mut child = spawn(&tree);
+        std::thread::sleep(duration * round / ROUNDS_SIGNALLED);
+        child.signal(rustix::process::Signal::TERM);
+        let reported = child.try_report();
+        let status = child.wait();
+        // The signal may even come before the directories are made.
+        let dir = if tree.at("new/dir").exists() {
+            names(&tree.at("new/dir"))
+        } else {
+            Vec::new()
+        };
+        match std::fs::read(tree.at(CHILD_PATH)) {
+            Ok(bytes) => {
+                assert!(bytes == expected, "round {round}: a partial file");
+                assert_eq!(mode_of(&tree.at(CHILD_PATH)), 0o644);
+                if reported.is_some() {
+                    after += 1;
+                } else {
+                    held += 1;
+                }
+            }
+            Err(e) => {
+                assert_eq!(e.kind(), std::io::ErrorKind::NotFound, "round {round}");
+                assert_eq!(reported, None, "round {round}");
+                absent += 1;
+            }
+        }
+        assert!(
+            dir.is_empty() || dir == ["file.txt"],
+            "round {round}: {dir:?}"
+        );
+        assert!(
+            std::os::unix::process::ExitStatusExt::signal(&status).is_some() || status.success(),
+            "round {round}: {status}"
+        );
+    }
+    eprintln!(
+        "SIGTERM during create: {absent} absent, {held} held until complete, {after} after (a create took {duration:?})"
+    );
+    assert!(
+        held > 0,
+        "no signal landed in a create: {absent} absent, {after} after"
+    );
+}
+
+fn big_content(size: usize) -> Vec<u8> {
+    b"satyrn\n".repeat(size / 7 + 1)[..size].to_vec()
+}
+
 /// The path every one-shot child creates.
 const CHILD_PATH: &str = "new/dir/file.txt";
 
@@ -366,7 +445,8 @@ fn run_child_once(tree: &Tree, envs: &[(&str, String)]) -> String {
 /// The child side of the tests above, selected by `SATYRN_TEST_CREATE_ROOT`: with
 /// `SATYRN_TEST_CREATE_ROUNDS`, races (one create per go-ahead on stdin, reporting each
 /// outcome); else sets the file-size limit `SATYRN_TEST_CREATE_FSIZE` and the umask
-/// `SATYRN_TEST_CREATE_UMASK` if given, creates [`CHILD_PATH`] once and reports. Run directly (no variable), it creates [`CHILD_PATH`] in a fresh tree and
+/// `SATYRN_TEST_CREATE_UMASK` if given, creates [`CHILD_PATH`] once and reports; with
+/// `SATYRN_TEST_CREATE_BIG`, reports `ready` first and creates that many bytes. Run directly (no variable), it creates [`CHILD_PATH`] in a fresh tree and
 /// checks it.
 #[test]
 fn child_process_entry() {
@@ -405,6 +485,12 @@ fn child_process_entry() {
             },
         )
         .expect("setrlimit");
+    }
+    if let Some(size) = env_number("SATYRN_TEST_CREATE_BIG", 10) {
+        let content = big_content(size);
+        report("ready");
+        report(outcome_word(&create(&fd, CHILD_PATH, &content)));
+        return;
     }
     if let Some(umask) = env_number("SATYRN_TEST_CREATE_UMASK", 8) {
         let umask = u32::try_from(umask).expect("umask");

@@ -157,15 +157,39 @@ impl SelfChild {
 
     /// The child's next report line (without the prefix); panics when it ended instead.
     pub(super) fn report(&mut self) -> String {
+        self.try_report()
+            .expect("the child ended without reporting")
+    }
+
+    /// The child's next report line, or `None` when it ended first.
+    pub(super) fn try_report(&mut self) -> Option<String> {
         let mut line = String::new();
         loop {
             line.clear();
-            let n = self.stdout.read_line(&mut line).expect("read child");
-            assert!(n > 0, "the child ended without reporting");
+            if self.stdout.read_line(&mut line).expect("read child") == 0 {
+                return None;
+            }
             if let Some(report) = line.strip_prefix(REPORT) {
-                return report.trim_end().to_owned();
+                return Some(report.trim_end().to_owned());
             }
         }
+    }
+
+    /// Sends `signal` to the child.
+    pub(super) fn signal(&self, signal: rustix::process::Signal) {
+        let pid = rustix::process::Pid::from_raw(
+            i32::try_from(self.child.id()).expect("pid fits a pid_t"),
+        )
+        .expect("a child's pid is positive");
+        rustix::process::kill_process(pid, signal).expect("kill");
+    }
+
+    /// Waits for the child, whatever its end.
+    pub(super) fn wait(mut self) -> std::process::ExitStatus {
+        drop(self.stdin.take());
+        let mut rest = String::new();
+        while self.stdout.read_line(&mut rest).expect("read child") > 0 {}
+        self.child.wait().expect("wait")
     }
 
     /// Waits for the child; panics unless its test passed.
