@@ -36,9 +36,8 @@ use super::{
 ///
 /// Process-global effects, from the rename aside until the directory is synced (or the
 /// file put back): the termination signals are held and `SIGXFSZ` ignored, as in
-/// [`super::publish`]. A
-/// `SIGKILL` in that instant leaves the file under its hidden name, which the next publish,
-/// create or delete in that directory removes (the stale sweep).
+/// [`super::publish`]. A `SIGKILL` in that instant leaves the file under its hidden name,
+/// which the next publish, create or delete in that directory removes (the stale sweep).
 ///
 /// # Errors
 ///
