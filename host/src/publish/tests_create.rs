@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use rustix::fs::RenameFlags;
 
 use super::tests_support::{
-    SelfChild, Tree, mode_of, names, open_dir, outcome_word, report, wait_for_go,
+    SelfChild, Tree, mode_of, names, open_dir, outcome_word, plant_temporaries, report, wait_for_go,
 };
 use super::{PublishError, create};
 
@@ -97,6 +97,20 @@ fn a_failed_write_leaves_no_file_and_no_temporary() {
         );
         assert_eq!(names(&tree.outside()), ["kept.txt"]);
     }
+}
+
+/// A create first removes, in its directory, the temporaries of killed publishes (a dead
+/// pid), and keeps a live process's.
+#[test]
+fn a_create_sweeps_the_temporaries_of_gone_processes_in_its_directory() {
+    let tree = Tree::new();
+    std::fs::create_dir(tree.at("d")).expect("mkdir");
+    let (stale, live) = plant_temporaries(&tree.at("d"));
+    let mut planted = vec![stale, live.clone()];
+    planted.sort();
+    assert_eq!(names(&tree.at("d")), planted);
+    create(&tree.fd, "d/new.txt", b"new\n").expect("create");
+    assert_eq!(names(&tree.at("d")), [live, "new.txt".to_string()]);
 }
 
 #[test]

@@ -9,7 +9,9 @@ use std::time::{Duration, Instant};
 
 use satyrn_mutator_core::revision::Revision;
 
-use super::tests_support::{SelfChild, Tree, names, open_dir, outcome_word, report};
+use super::tests_support::{
+    SelfChild, Tree, names, open_dir, outcome_word, plant_temporaries, report,
+};
 use super::{PublishError, delete};
 
 const CHILD: &str = "publish::tests_delete::child_process_entry";
@@ -25,6 +27,20 @@ fn deletes_the_file_it_was_shown_and_leaves_no_temporary() {
     assert_eq!(names(&tree.at("")), ["a"]);
     assert_eq!(names(&tree.at("a/b")), ["keep.txt"]);
     assert_eq!(names(&tree.outside()), ["kept.txt"]);
+}
+
+/// A delete first removes, in its directory, the temporaries of killed publishes (a dead
+/// pid), and keeps a live process's.
+#[test]
+fn a_delete_sweeps_the_temporaries_of_gone_processes_in_its_directory() {
+    let tree = Tree::new();
+    tree.write("d/old.txt", b"old\n");
+    let (stale, live) = plant_temporaries(&tree.at("d"));
+    let mut planted = vec![stale, live.clone(), "old.txt".to_string()];
+    planted.sort();
+    assert_eq!(names(&tree.at("d")), planted);
+    delete(&tree.fd, "d/old.txt", &Revision::of(b"old\n")).expect("delete");
+    assert_eq!(names(&tree.at("d")), [live]);
 }
 
 #[test]

@@ -109,6 +109,20 @@ pub(super) fn mode_of(path: &Path) -> u32 {
     std::fs::symlink_metadata(path).expect("lstat").mode() & 0o7777
 }
 
+/// Plants, in `dir`, a publish temporary of a process that is gone and one of a live
+/// process (pid 1); returns their names.
+pub(super) fn plant_temporaries(dir: &Path) -> (String, String) {
+    let mut gone = Command::new("true").spawn().expect("spawn true");
+    let gone_pid = gone.id();
+    gone.wait().expect("wait");
+    let stale = format!(".old.txt.satyrn-{gone_pid}-00000000ab.tmp");
+    let live = ".old.txt.satyrn-1-00000000cd.tmp".to_string();
+    for name in [&stale, &live] {
+        std::fs::write(dir.join(name), b"left by a killed publish\n").expect("plant");
+    }
+    (stale, live)
+}
+
 /// The one word a child prints per outcome.
 pub(super) fn outcome_word(outcome: &Result<(), PublishError>) -> &'static str {
     match outcome {
