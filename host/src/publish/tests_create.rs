@@ -35,6 +35,24 @@ fn creates_the_file_and_its_parents_with_mode_0644_and_no_temporary() {
     assert_eq!(names(&tree.outside()), ["kept.txt"]);
 }
 
+/// A name of `NAME_MAX` (255) bytes is created; one byte more is refused, nothing made.
+#[test]
+fn creates_a_name_of_255_bytes_and_refuses_256() {
+    let tree = Tree::new();
+    let longest = "é".repeat(127) + "x";
+    assert_eq!(longest.len(), 255);
+    create(&tree.fd, &format!("d/{longest}"), b"long\n").expect("255 bytes");
+    assert_eq!(
+        std::fs::read(tree.at(&format!("d/{longest}"))).expect("read"),
+        b"long\n"
+    );
+    let before = tree.snapshot();
+    let err = create(&tree.fd, &format!("d/{longest}y"), b"long\n").expect_err("256 bytes");
+    assert!(matches!(err, PublishError::Failed(_)), "{err:?}");
+    assert_eq!(tree.snapshot(), before);
+    assert_eq!(names(&tree.at("d")), [longest]);
+}
+
 /// The file is 0o644 whatever the umask (0 and 077, set in a child process: the umask is
 /// process-wide); the directories are 0o755 less the umask, as `mkdir` makes them.
 #[test]
@@ -76,6 +94,17 @@ fn the_named_temporary_fallbacks_create_once_and_leave_nothing() {
         );
         assert_eq!(tree.snapshot(), before, "fallback {level}");
         assert_eq!(names(&tree.at("new/dir")), ["file.txt"], "fallback {level}");
+        // A 255-byte name: the named temporary uses only a prefix of it.
+        let longest = "é".repeat(127) + "x";
+        let long = [
+            fallback[0].clone(),
+            ("SATYRN_TEST_CREATE_PATH", format!("new/dir/{longest}")),
+        ];
+        assert_eq!(run_child_once(&tree, &long), "ok", "fallback {level}");
+        assert_eq!(
+            names(&tree.at("new/dir")),
+            ["file.txt".to_string(), longest]
+        );
     }
 }
 
@@ -458,10 +487,11 @@ fn run_child_once(tree: &Tree, envs: &[(&str, String)]) -> String {
 
 /// The child side of the tests above, selected by `SATYRN_TEST_CREATE_ROOT`: with
 /// `SATYRN_TEST_CREATE_ROUNDS`, races (one create per go-ahead on stdin, reporting each
-/// outcome); else sets the file-size limit `SATYRN_TEST_CREATE_FSIZE` and the umask
-/// `SATYRN_TEST_CREATE_UMASK` if given, creates [`CHILD_PATH`] once and reports; with
-/// `SATYRN_TEST_CREATE_BIG`, reports `ready` first and creates that many bytes. Run directly (no variable), it creates [`CHILD_PATH`] in a fresh tree and
-/// checks it.
+/// outcome); else sets the file-size limit `SATYRN_TEST_CREATE_FSIZE` if given; with
+/// `SATYRN_TEST_CREATE_BIG`, reports `ready` and creates that many bytes; else sets the
+/// umask `SATYRN_TEST_CREATE_UMASK` if given and creates `SATYRN_TEST_CREATE_PATH` (by
+/// default [`CHILD_PATH`]); then reports the outcome. Run directly (no variable), it
+/// creates [`CHILD_PATH`] in a fresh tree and checks it.
 #[test]
 fn child_process_entry() {
     let Some(root) = std::env::var_os("SATYRN_TEST_CREATE_ROOT") else {
@@ -510,5 +540,6 @@ fn child_process_entry() {
         let umask = u32::try_from(umask).expect("umask");
         rustix::process::umask(rustix::fs::Mode::from_raw_mode(umask));
     }
-    report(outcome_word(&create(&fd, CHILD_PATH, b"child\n")));
+    let path = std::env::var("SATYRN_TEST_CREATE_PATH").unwrap_or_else(|_| CHILD_PATH.into());
+    report(outcome_word(&create(&fd, &path, b"child\n")));
 }
