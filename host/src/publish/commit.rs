@@ -120,7 +120,7 @@ pub(super) fn still_the_target(
         Ok(())
     } else {
         Err(PublishError::Stale(format!(
-            "`{path}` was replaced by another file while it was being published (by a writer that does not take satyrn's lock); read it again"
+            "`{path}` was replaced by another file meanwhile (by a writer that does not take satyrn's lock); read it again"
         )))
     }
 }
@@ -133,7 +133,7 @@ pub(super) fn unchanged(path: &str, base: &Revision, target: &Target) -> Result<
         Ok(())
     } else {
         Err(PublishError::Stale(format!(
-            "`{path}` changed while it was being published (by a writer that does not take satyrn's lock): expected revision {base}, it is now {current}; read it again"
+            "`{path}` changed meanwhile (by a writer that does not take satyrn's lock): expected revision {base}, it is now {current}; read it again"
         )))
     }
 }

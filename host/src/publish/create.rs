@@ -9,7 +9,6 @@
 //! `renameat2(RENAME_NOREPLACE)`): of two creators of one path exactly one wins, the other
 //! gets [`PublishError::Exists`], and the winner's bytes are never overwritten.
 
-use std::io::Write;
 use std::os::fd::OwnedFd;
 
 use rustix::fs::{AtFlags, Mode};
@@ -17,7 +16,9 @@ use rustix::io::Errno;
 
 use super::signals::HeldSignals;
 use super::temporary::{self, Temporary};
-use super::{PublishError, checked_segments, dup_root, failed, open_segment, write_all};
+use super::{
+    PublishError, checked_segments, dup_root, failed, open_segment, sync_committed, write_all,
+};
 
 /// The permission bits of every created file: never executable, never set-id.
 const FILE_MODE: u32 = 0o644;
@@ -38,8 +39,9 @@ const DIR_MODE: u32 = 0o755;
 /// `RENAME_NOREPLACE`, or link then unlink without it); then the directory is fsynced. A
 /// failure of that last fsync is reported on stderr: the file is created.
 ///
-/// Process-global effects, while the temporary exists: the termination signals are held
-/// and `SIGXFSZ` is ignored, exactly as in [`super::publish`]. The stale temporaries of
+/// Process-global effects, from the temporary's creation until the directory is synced:
+/// the termination signals are held and `SIGXFSZ` is ignored, exactly as in
+/// [`super::publish`]. The stale temporaries of
 /// killed publishes in the target's directory are removed first (reported on stderr).
 ///
 /// # Errors
@@ -65,15 +67,11 @@ pub fn create(root: &OwnedFd, path: &str, content: &[u8]) -> Result<(), PublishE
     }
     let held = HeldSignals::hold();
     let outcome = write_and_link(&dir, leaf, path, content);
-    drop(held);
-    outcome?;
-    if let Err(e) = rustix::fs::fsync(&dir) {
-        let _ = writeln!(
-            std::io::stderr(),
-            "satyrn-host: `{path}` was created, but syncing its directory failed: {e}"
-        );
+    if outcome.is_ok() {
+        sync_committed(&dir, path, "created");
     }
-    Ok(())
+    drop(held);
+    outcome
 }
 
 fn exists(path: &str) -> PublishError {

@@ -9,7 +9,6 @@
 //! then seen: its file is put back under the target's name (`RENAME_NOREPLACE`) and the
 //! delete is `REVISION_STALE`.
 
-use std::io::Write;
 use std::os::fd::OwnedFd;
 
 use rustix::fs::{AtFlags, RenameFlags};
@@ -19,7 +18,9 @@ use satyrn_mutator_core::revision::Revision;
 use super::commit::{still_the_target, unchanged};
 use super::signals::HeldSignals;
 use super::temporary;
-use super::{PublishError, Target, check_target, checked_segments, failed, open_parent};
+use super::{
+    PublishError, Target, check_target, checked_segments, failed, open_parent, sync_committed,
+};
 
 /// Removes the file at `path` (worktree-relative, `/`-separated) beneath `root` iff it is a
 /// single-link regular file whose bytes hash to `base`. The caller holds the worktree lock
@@ -30,13 +31,13 @@ use super::{PublishError, Target, check_target, checked_segments, failed, open_p
 /// `.<name>.satyrn-<pid>-<nonce>.tmp`, re-checked there (same inode, same bytes), then
 /// unlinked, and the directory fsynced; a failure of that fsync is reported on stderr, the
 /// file is deleted. Where the file system has no `RENAME_NOREPLACE` (and in debug builds
-/// with `SATYRN_TEST_PUBLISH_FALLBACK=1`), the target is re-checked under its own name right
+/// with `SATYRN_TEST_PUBLISH_FALLBACK=2`), the target is re-checked under its own name right
 /// before the `unlinkat` instead.
 ///
-/// Process-global effects, from the rename aside until the unlink or the way back: the
-/// termination signals are held and `SIGXFSZ` ignored, as in [`super::publish`]. A
-/// `SIGKILL` in that instant leaves the file under its hidden name, which the next publish,
-/// create or delete in that directory removes (the stale sweep).
+/// Process-global effects, from the rename aside until the directory is synced (or the
+/// file put back): the termination signals are held and `SIGXFSZ` ignored, as in
+/// [`super::publish`]. A `SIGKILL` in that instant leaves the file under its hidden name,
+/// which the next publish, create or delete in that directory removes (the stale sweep).
 ///
 /// # Errors
 ///
@@ -55,7 +56,7 @@ pub fn delete(root: &OwnedFd, path: &str, base: &Revision) -> Result<(), Publish
     temporary::sweep_stale(&dir, &dirs.join("/"));
     let target = check_target(&dir, leaf, base, path)?;
     let held = HeldSignals::hold();
-    let outcome = if temporary::forced_fallback() {
+    let outcome = if temporary::forced_no_noreplace() {
         remove_in_place(&dir, leaf, path, base, &target)
     } else {
         match rename_aside(&dir, leaf, path)? {
@@ -63,15 +64,11 @@ pub fn delete(root: &OwnedFd, path: &str, base: &Revision) -> Result<(), Publish
             None => remove_in_place(&dir, leaf, path, base, &target),
         }
     };
-    drop(held);
-    outcome?;
-    if let Err(e) = rustix::fs::fsync(&dir) {
-        let _ = writeln!(
-            std::io::stderr(),
-            "satyrn-host: `{path}` was deleted, but syncing its directory failed: {e}"
-        );
+    if outcome.is_ok() {
+        sync_committed(&dir, path, "deleted");
     }
-    Ok(())
+    drop(held);
+    outcome
 }
 
 /// Renames `leaf` to a fresh hidden temporary name; `None` when the file system has no

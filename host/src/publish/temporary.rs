@@ -62,16 +62,33 @@ pub(super) fn truncate_at_char_boundary(s: &str, max: usize) -> &str {
 }
 
 /// Whether this build was told to behave as on a file system without `O_TMPFILE` and
-/// `RENAME_EXCHANGE` (the fallbacks otherwise cannot be exercised on this machine's file
-/// systems, which all have both). Debug builds only; a release build never reads it.
+/// `RENAME_EXCHANGE` (`SATYRN_TEST_PUBLISH_FALLBACK=1`, or `2`, which also takes away
+/// `RENAME_NOREPLACE`: see [`forced_no_noreplace`]). The fallbacks otherwise cannot be
+/// exercised on this machine's file systems, which all have both. Debug builds only; a
+/// release build never reads it.
 pub(super) fn forced_fallback() -> bool {
+    forced_level() >= 1
+}
+
+/// Whether this build was told to behave as on a file system without `RENAME_NOREPLACE`
+/// either (`SATYRN_TEST_PUBLISH_FALLBACK=2`): a create then links and unlinks its named
+/// temporary, a delete re-checks the target in place. Debug builds only.
+pub(super) fn forced_no_noreplace() -> bool {
+    forced_level() >= 2
+}
+
+fn forced_level() -> u8 {
     #[cfg(debug_assertions)]
     {
-        std::env::var_os("SATYRN_TEST_PUBLISH_FALLBACK").is_some_and(|v| v == "1")
+        match std::env::var_os("SATYRN_TEST_PUBLISH_FALLBACK") {
+            Some(v) if v == "1" => 1,
+            Some(v) if v == "2" => 2,
+            _ => 0,
+        }
     }
     #[cfg(not(debug_assertions))]
     {
-        false
+        0
     }
 }
 
@@ -163,15 +180,18 @@ impl<'a> Temporary<'a> {
         let Some(name) = self.name.clone() else {
             return link(&self.file, self.dir, leaf, path);
         };
-        match rustix::fs::renameat_with(self.dir, &name, self.dir, leaf, RenameFlags::NOREPLACE) {
-            Ok(()) => {
-                self.name = None;
-                return Ok(true);
+        if !forced_no_noreplace() {
+            match rustix::fs::renameat_with(self.dir, &name, self.dir, leaf, RenameFlags::NOREPLACE)
+            {
+                Ok(()) => {
+                    self.name = None;
+                    return Ok(true);
+                }
+                Err(Errno::EXIST) => return Ok(false),
+                // No RENAME_NOREPLACE on this file system or kernel: link, then unlink.
+                Err(Errno::INVAL | Errno::NOSYS | Errno::OPNOTSUPP) => {}
+                Err(e) => return Err(failed(path, "renaming the temporary to the new file", e)),
             }
-            Err(Errno::EXIST) => return Ok(false),
-            // No RENAME_NOREPLACE on this file system or kernel: link, then unlink.
-            Err(Errno::INVAL | Errno::NOSYS | Errno::OPNOTSUPP) => {}
-            Err(e) => return Err(failed(path, "renaming the temporary to the new file", e)),
         }
         match rustix::fs::linkat(self.dir, &name, self.dir, leaf, AtFlags::empty()) {
             Ok(()) => {}
@@ -220,9 +240,7 @@ impl Drop for Temporary<'_> {
 }
 
 fn no_free_name(path: &str) -> PublishError {
-    PublishError::Failed(format!(
-        "publishing `{path}` failed: no free temporary name"
-    ))
+    PublishError::Failed(format!("`{path}`: no free temporary name in its directory"))
 }
 
 /// Calls `take` with up to 64 fresh temporary names until it returns `Ok(true)`; returns

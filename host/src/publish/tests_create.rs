@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use rustix::fs::RenameFlags;
 
 use super::tests_support::{
-    SelfChild, Tree, mode_of, names, open_dir, outcome_word, report, wait_for_go,
+    SelfChild, Tree, mode_of, names, open_dir, outcome_word, plant_temporaries, report, wait_for_go,
 };
 use super::{PublishError, create};
 
@@ -35,6 +35,24 @@ fn creates_the_file_and_its_parents_with_mode_0644_and_no_temporary() {
     assert_eq!(names(&tree.outside()), ["kept.txt"]);
 }
 
+/// A name of `NAME_MAX` (255) bytes is created; one byte more is refused, nothing made.
+#[test]
+fn creates_a_name_of_255_bytes_and_refuses_256() {
+    let tree = Tree::new();
+    let longest = "é".repeat(127) + "x";
+    assert_eq!(longest.len(), 255);
+    create(&tree.fd, &format!("d/{longest}"), b"long\n").expect("255 bytes");
+    assert_eq!(
+        std::fs::read(tree.at(&format!("d/{longest}"))).expect("read"),
+        b"long\n"
+    );
+    let before = tree.snapshot();
+    let err = create(&tree.fd, &format!("d/{longest}y"), b"long\n").expect_err("256 bytes");
+    assert!(matches!(err, PublishError::Failed(_)), "{err:?}");
+    assert_eq!(tree.snapshot(), before);
+    assert_eq!(names(&tree.at("d")), [longest]);
+}
+
 /// The file is 0o644 whatever the umask (0 and 077, set in a child process: the umask is
 /// process-wide); the directories are 0o755 less the umask, as `mkdir` makes them.
 #[test]
@@ -53,22 +71,75 @@ fn the_file_mode_is_0644_under_any_umask() {
     }
 }
 
-/// Without `O_TMPFILE` (forced in a child): a named temporary, renamed without replacing;
-/// a second create of the same path is `Exists` and keeps the first one's bytes; no
-/// temporary is left either way.
+/// Without `O_TMPFILE` (forced in a child): a named temporary, renamed without replacing
+/// (`=1`) or, without `RENAME_NOREPLACE` either (`=2`), linked then unlinked; a second
+/// create of the same path is `Exists` and keeps the first one's bytes; no temporary is
+/// left either way.
 #[test]
-fn the_named_temporary_fallback_creates_once_and_leaves_nothing() {
+fn the_named_temporary_fallbacks_create_once_and_leave_nothing() {
+    for level in ["1", "2"] {
+        let tree = Tree::new();
+        let fallback = [("SATYRN_TEST_PUBLISH_FALLBACK", level.to_string())];
+        assert_eq!(run_child_once(&tree, &fallback), "ok", "fallback {level}");
+        assert_eq!(
+            std::fs::read(tree.at(CHILD_PATH)).expect("read"),
+            b"child\n"
+        );
+        assert_eq!(mode_of(&tree.at(CHILD_PATH)), 0o644);
+        let before = tree.snapshot();
+        assert_eq!(
+            run_child_once(&tree, &fallback),
+            "exists",
+            "fallback {level}"
+        );
+        assert_eq!(tree.snapshot(), before, "fallback {level}");
+        assert_eq!(names(&tree.at("new/dir")), ["file.txt"], "fallback {level}");
+        // A 255-byte name: the named temporary uses only a prefix of it.
+        let longest = "é".repeat(127) + "x";
+        let long = [
+            fallback[0].clone(),
+            ("SATYRN_TEST_CREATE_PATH", format!("new/dir/{longest}")),
+        ];
+        assert_eq!(run_child_once(&tree, &long), "ok", "fallback {level}");
+        assert_eq!(
+            names(&tree.at("new/dir")),
+            ["file.txt".to_string(), longest]
+        );
+    }
+}
+
+/// A write that fails for real (a file-size limit, `EFBIG`, set in a child) leaves no file
+/// and no temporary, anonymous or named; the directories made on the way stay.
+#[test]
+fn a_failed_write_leaves_no_file_and_no_temporary() {
+    for level in ["0", "1"] {
+        let tree = Tree::new();
+        let envs = [
+            ("SATYRN_TEST_CREATE_FSIZE", "3".to_string()),
+            ("SATYRN_TEST_PUBLISH_FALLBACK", level.to_string()),
+        ];
+        assert_eq!(run_child_once(&tree, &envs), "failed", "fallback {level}");
+        assert_eq!(
+            names(&tree.at("new/dir")),
+            Vec::<String>::new(),
+            "fallback {level}"
+        );
+        assert_eq!(names(&tree.outside()), ["kept.txt"]);
+    }
+}
+
+/// A create first removes, in its directory, the temporaries of killed publishes (a dead
+/// pid), and keeps a live process's.
+#[test]
+fn a_create_sweeps_the_temporaries_of_gone_processes_in_its_directory() {
     let tree = Tree::new();
-    let fallback = [("SATYRN_TEST_PUBLISH_FALLBACK", "1".to_string())];
-    assert_eq!(run_child_once(&tree, &fallback), "ok");
-    assert_eq!(
-        std::fs::read(tree.at(CHILD_PATH)).expect("read"),
-        b"child\n"
-    );
-    let before = tree.snapshot();
-    assert_eq!(run_child_once(&tree, &fallback), "exists");
-    assert_eq!(tree.snapshot(), before);
-    assert_eq!(names(&tree.at("new/dir")), ["file.txt"]);
+    std::fs::create_dir(tree.at("d")).expect("mkdir");
+    let (stale, live) = plant_temporaries(&tree.at("d"));
+    let mut planted = vec![stale, live.clone()];
+    planted.sort();
+    assert_eq!(names(&tree.at("d")), planted);
+    create(&tree.fd, "d/new.txt", b"new\n").expect("create");
+    assert_eq!(names(&tree.at("d")), [live, "new.txt".to_string()]);
 }
 
 #[test]
@@ -322,6 +393,85 @@ fn a_parent_swapped_for_an_outside_symlink_never_lets_a_create_escape() {
     );
 }
 
+/// `SIGTERM` sent to a child at moments spread over a 16 MiB create, 16 times: the child
+/// ends by the signal, and the file is either absent (the signal came before the hold) or
+/// complete with mode 0o644 (the signal was held until the create was done: the child then
+/// died before it could report), never partial, and no temporary is ever left.
+#[test]
+fn sigterm_during_a_create_leaves_the_file_absent_or_complete_and_no_temporary() {
+    const SIZE: usize = 16 << 20;
+    const ROUNDS_SIGNALLED: u32 = 16;
+    let expected = big_content(SIZE);
+    let spawn = |tree: &Tree| {
+        let mut child = SelfChild::spawn(
+            CHILD,
+            &[
+                ("SATYRN_TEST_CREATE_ROOT", tree.at("").display().to_string()),
+                ("SATYRN_TEST_CREATE_BIG", SIZE.to_string()),
+            ],
+        );
+        assert_eq!(child.report(), "ready");
+        child
+    };
+    // How long one create takes here, unsignalled: the signals are spread over it.
+    let timed = Tree::new();
+    let mut child = spawn(&timed);
+    let started = Instant::now();
+    assert_eq!(child.report(), "ok");
+    let duration = started.elapsed();
+    child.finish();
+    let (mut absent, mut held, mut after) = (0u32, 0u32, 0u32);
+    for round in 0..ROUNDS_SIGNALLED {
+        let tree = Tree::new();
+        let mut child = spawn(&tree);
+        std::thread::sleep(duration * round / ROUNDS_SIGNALLED);
+        child.signal(rustix::process::Signal::TERM);
+        let reported = child.try_report();
+        let status = child.wait();
+        // The signal may even come before the directories are made.
+        let dir = if tree.at("new/dir").exists() {
+            names(&tree.at("new/dir"))
+        } else {
+            Vec::new()
+        };
+        match std::fs::read(tree.at(CHILD_PATH)) {
+            Ok(bytes) => {
+                assert!(bytes == expected, "round {round}: a partial file");
+                assert_eq!(mode_of(&tree.at(CHILD_PATH)), 0o644);
+                if reported.is_some() {
+                    after += 1;
+                } else {
+                    held += 1;
+                }
+            }
+            Err(e) => {
+                assert_eq!(e.kind(), std::io::ErrorKind::NotFound, "round {round}");
+                assert_eq!(reported, None, "round {round}");
+                absent += 1;
+            }
+        }
+        assert!(
+            dir.is_empty() || dir == ["file.txt"],
+            "round {round}: {dir:?}"
+        );
+        assert!(
+            std::os::unix::process::ExitStatusExt::signal(&status).is_some() || status.success(),
+            "round {round}: {status}"
+        );
+    }
+    eprintln!(
+        "SIGTERM during create: {absent} absent, {held} held until complete, {after} after (a create took {duration:?})"
+    );
+    assert!(
+        held > 0,
+        "no signal landed in a create: {absent} absent, {after} after"
+    );
+}
+
+fn big_content(size: usize) -> Vec<u8> {
+    b"satyrn\n".repeat(size / 7 + 1)[..size].to_vec()
+}
+
 /// The path every one-shot child creates.
 const CHILD_PATH: &str = "new/dir/file.txt";
 
@@ -337,9 +487,11 @@ fn run_child_once(tree: &Tree, envs: &[(&str, String)]) -> String {
 
 /// The child side of the tests above, selected by `SATYRN_TEST_CREATE_ROOT`: with
 /// `SATYRN_TEST_CREATE_ROUNDS`, races (one create per go-ahead on stdin, reporting each
-/// outcome); else sets `SATYRN_TEST_CREATE_UMASK` if given, creates [`CHILD_PATH`] once and
-/// reports. Run directly (no variable), it creates [`CHILD_PATH`] in a fresh tree and
-/// checks it.
+/// outcome); else sets the file-size limit `SATYRN_TEST_CREATE_FSIZE` if given; with
+/// `SATYRN_TEST_CREATE_BIG`, reports `ready` and creates that many bytes; else sets the
+/// umask `SATYRN_TEST_CREATE_UMASK` if given and creates `SATYRN_TEST_CREATE_PATH` (by
+/// default [`CHILD_PATH`]); then reports the outcome. Run directly (no variable), it
+/// creates [`CHILD_PATH`] in a fresh tree and checks it.
 #[test]
 fn child_process_entry() {
     let Some(root) = std::env::var_os("SATYRN_TEST_CREATE_ROOT") else {
@@ -367,9 +519,27 @@ fn child_process_entry() {
         }
         return;
     }
+    if let Some(limit) = env_number("SATYRN_TEST_CREATE_FSIZE", 10) {
+        let limit = u64::try_from(limit).expect("limit");
+        rustix::process::setrlimit(
+            rustix::process::Resource::Fsize,
+            rustix::process::Rlimit {
+                current: Some(limit),
+                maximum: Some(limit),
+            },
+        )
+        .expect("setrlimit");
+    }
+    if let Some(size) = env_number("SATYRN_TEST_CREATE_BIG", 10) {
+        let content = big_content(size);
+        report("ready");
+        report(outcome_word(&create(&fd, CHILD_PATH, &content)));
+        return;
+    }
     if let Some(umask) = env_number("SATYRN_TEST_CREATE_UMASK", 8) {
         let umask = u32::try_from(umask).expect("umask");
         rustix::process::umask(rustix::fs::Mode::from_raw_mode(umask));
     }
-    report(outcome_word(&create(&fd, CHILD_PATH, b"child\n")));
+    let path = std::env::var("SATYRN_TEST_CREATE_PATH").unwrap_or_else(|_| CHILD_PATH.into());
+    report(outcome_word(&create(&fd, &path, b"child\n")));
 }

@@ -9,7 +9,9 @@ use std::time::{Duration, Instant};
 
 use satyrn_mutator_core::revision::Revision;
 
-use super::tests_support::{SelfChild, Tree, names, open_dir, outcome_word, report};
+use super::tests_support::{
+    SelfChild, Tree, names, open_dir, outcome_word, plant_temporaries, report,
+};
 use super::{PublishError, delete};
 
 const CHILD: &str = "publish::tests_delete::child_process_entry";
@@ -25,6 +27,20 @@ fn deletes_the_file_it_was_shown_and_leaves_no_temporary() {
     assert_eq!(names(&tree.at("")), ["a"]);
     assert_eq!(names(&tree.at("a/b")), ["keep.txt"]);
     assert_eq!(names(&tree.outside()), ["kept.txt"]);
+}
+
+/// A delete first removes, in its directory, the temporaries of killed publishes (a dead
+/// pid), and keeps a live process's.
+#[test]
+fn a_delete_sweeps_the_temporaries_of_gone_processes_in_its_directory() {
+    let tree = Tree::new();
+    tree.write("d/old.txt", b"old\n");
+    let (stale, live) = plant_temporaries(&tree.at("d"));
+    let mut planted = vec![stale, live.clone(), "old.txt".to_string()];
+    planted.sort();
+    assert_eq!(names(&tree.at("d")), planted);
+    delete(&tree.fd, "d/old.txt", &Revision::of(b"old\n")).expect("delete");
+    assert_eq!(names(&tree.at("d")), [live]);
 }
 
 #[test]
@@ -88,28 +104,35 @@ fn refuses_what_is_not_a_plain_file_and_changes_nothing() {
     );
 }
 
-/// Without `RENAME_NOREPLACE` (forced in a child): re-checked in place, then unlinked; a
-/// stale delete still keeps the file.
+/// In a child, as on file systems without `O_TMPFILE` (`=1`: the rename aside still
+/// happens) and without `RENAME_NOREPLACE` either (`=2`: re-checked in place, then
+/// unlinked): deletes the same, and a stale delete still keeps the file.
 #[test]
-fn the_fallback_without_rename_aside_deletes_and_refuses_the_same() {
-    let tree = Tree::new();
-    tree.write("d/victim.txt", b"not what was seen\n");
-    let envs = [
-        ("SATYRN_TEST_DELETE_ROOT", tree.at("").display().to_string()),
-        ("SATYRN_TEST_PUBLISH_FALLBACK", "1".to_string()),
-    ];
-    let before = tree.snapshot();
-    let run = || {
-        let mut child = SelfChild::spawn(CHILD, &envs);
-        let outcome = child.report();
-        child.finish();
-        outcome
-    };
-    assert_eq!(run(), "stale");
-    assert_eq!(tree.snapshot(), before);
-    tree.write("d/victim.txt", CHILD_BYTES);
-    assert_eq!(run(), "ok");
-    assert_eq!(names(&tree.at("d")), Vec::<String>::new());
+fn the_fallbacks_delete_and_refuse_the_same() {
+    for level in ["1", "2"] {
+        let tree = Tree::new();
+        tree.write("d/victim.txt", b"not what was seen\n");
+        let envs = [
+            ("SATYRN_TEST_DELETE_ROOT", tree.at("").display().to_string()),
+            ("SATYRN_TEST_PUBLISH_FALLBACK", level.to_string()),
+        ];
+        let run = || {
+            let mut child = SelfChild::spawn(CHILD, &envs);
+            let outcome = child.report();
+            child.finish();
+            outcome
+        };
+        let before = tree.snapshot();
+        assert_eq!(run(), "stale", "fallback {level}");
+        assert_eq!(tree.snapshot(), before, "fallback {level}");
+        tree.write("d/victim.txt", CHILD_BYTES);
+        assert_eq!(run(), "ok", "fallback {level}");
+        assert_eq!(
+            names(&tree.at("d")),
+            Vec::<String>::new(),
+            "fallback {level}"
+        );
+    }
 }
 
 /// What a racing writer does to `f.txt` once per round, at a random moment.
@@ -141,12 +164,13 @@ struct Shared {
     barrier: Barrier,
     stop: AtomicBool,
     wrote: AtomicBool,
-    /// How long recent deletes took (nanoseconds, a moving average): the writer's jitter
-    /// spans twice that, so its write lands before, during and after the delete.
+    /// How long recent deletes took (nanoseconds, a moving average): the writer's
+    /// [`jitter`] spans up to twice that, so its write lands before, during and after the
+    /// delete.
     delete_nanos: AtomicU64,
 }
 
-/// Races one delete per round against `writer` for two seconds; checks every round.
+/// Races one delete per round against `writer` for three seconds; checks every round.
 fn race(writer: Writer) -> Tally {
     let tree = Arc::new(Tree::new());
     let shared = Arc::new(Shared {
@@ -161,7 +185,7 @@ fn race(writer: Writer) -> Tally {
     };
     let mut tally = Tally::default();
     let base = Revision::of(BASE);
-    let deadline = Instant::now() + Duration::from_secs(2);
+    let deadline = Instant::now() + Duration::from_secs(3);
     for round in 1u64.. {
         let _ = std::fs::remove_file(tree.at("f.txt"));
         tree.write("f.txt", BASE);
@@ -187,8 +211,7 @@ fn race(writer: Writer) -> Tally {
     tally
 }
 
-/// The writer's part of [`race`]: per round, waits for the start, jitters up to twice a
-/// delete's duration,
+/// The writer's part of [`race`]: per round, waits for the start, [`jitter`]s,
 /// writes once, records whether it found the file, and waits for the end.
 fn write_rounds(tree: &Tree, shared: &Shared, writer: Writer) {
     let mut seed = 0x9e37_79b9_7f4a_7c15u64 ^ u64::from(std::process::id());
@@ -202,14 +225,7 @@ fn write_rounds(tree: &Tree, shared: &Shared, writer: Writer) {
         if shared.stop.load(Ordering::SeqCst) {
             return;
         }
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        let span = 2 * shared.delete_nanos.load(Ordering::SeqCst) + 1;
-        let until = Instant::now() + Duration::from_nanos(seed % span);
-        while Instant::now() < until {
-            std::hint::spin_loop();
-        }
+        jitter(&mut seed, shared.delete_nanos.load(Ordering::SeqCst));
         let wrote = match writer {
             Writer::InPlace => {
                 match std::fs::OpenOptions::new()
@@ -231,6 +247,31 @@ fn write_rounds(tree: &Tree, shared: &Shared, writer: Writer) {
         };
         shared.wrote.store(wrote, Ordering::SeqCst);
         shared.barrier.wait();
+    }
+}
+
+/// Waits a random time between 1 µs and twice `delete_nanos`, log-uniformly (each decade
+/// as likely: the rename aside and re-check take microseconds, the directory fsync after
+/// them milliseconds); spins below 100 µs, sleeps above, so the deleting thread keeps a
+/// core on a loaded machine.
+fn jitter(seed: &mut u64, delete_nanos: u64) {
+    *seed ^= *seed << 13;
+    *seed ^= *seed >> 7;
+    *seed ^= *seed << 17;
+    #[allow(clippy::cast_precision_loss)]
+    let unit = (*seed >> 11) as f64 / (1u64 << 53) as f64;
+    #[allow(clippy::cast_precision_loss)]
+    let top = (2 * delete_nanos).max(2_000) as f64;
+    let nanos = (1_000f64.ln() + unit * (top.ln() - 1_000f64.ln())).exp();
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    let wait = Duration::from_nanos(nanos as u64);
+    if wait > Duration::from_micros(100) {
+        std::thread::sleep(wait);
+    } else {
+        let until = Instant::now() + wait;
+        while Instant::now() < until {
+            std::hint::spin_loop();
+        }
     }
 }
 

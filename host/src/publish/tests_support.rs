@@ -109,6 +109,20 @@ pub(super) fn mode_of(path: &Path) -> u32 {
     std::fs::symlink_metadata(path).expect("lstat").mode() & 0o7777
 }
 
+/// Plants, in `dir`, a publish temporary of a process that is gone and one of a live
+/// process (pid 1); returns their names.
+pub(super) fn plant_temporaries(dir: &Path) -> (String, String) {
+    let mut gone = Command::new("true").spawn().expect("spawn true");
+    let gone_pid = gone.id();
+    gone.wait().expect("wait");
+    let stale = format!(".old.txt.satyrn-{gone_pid}-00000000ab.tmp");
+    let live = ".old.txt.satyrn-1-00000000cd.tmp".to_string();
+    for name in [&stale, &live] {
+        std::fs::write(dir.join(name), b"left by a killed publish\n").expect("plant");
+    }
+    (stale, live)
+}
+
 /// The one word a child prints per outcome.
 pub(super) fn outcome_word(outcome: &Result<(), PublishError>) -> &'static str {
     match outcome {
@@ -157,15 +171,39 @@ impl SelfChild {
 
     /// The child's next report line (without the prefix); panics when it ended instead.
     pub(super) fn report(&mut self) -> String {
+        self.try_report()
+            .expect("the child ended without reporting")
+    }
+
+    /// The child's next report line, or `None` when it ended first.
+    pub(super) fn try_report(&mut self) -> Option<String> {
         let mut line = String::new();
         loop {
             line.clear();
-            let n = self.stdout.read_line(&mut line).expect("read child");
-            assert!(n > 0, "the child ended without reporting");
+            if self.stdout.read_line(&mut line).expect("read child") == 0 {
+                return None;
+            }
             if let Some(report) = line.strip_prefix(REPORT) {
-                return report.trim_end().to_owned();
+                return Some(report.trim_end().to_owned());
             }
         }
+    }
+
+    /// Sends `signal` to the child.
+    pub(super) fn signal(&self, signal: rustix::process::Signal) {
+        let pid = rustix::process::Pid::from_raw(
+            i32::try_from(self.child.id()).expect("pid fits a pid_t"),
+        )
+        .expect("a child's pid is positive");
+        rustix::process::kill_process(pid, signal).expect("kill");
+    }
+
+    /// Waits for the child, whatever its end.
+    pub(super) fn wait(mut self) -> std::process::ExitStatus {
+        drop(self.stdin.take());
+        let mut rest = String::new();
+        while self.stdout.read_line(&mut rest).expect("read child") > 0 {}
+        self.child.wait().expect("wait")
     }
 
     /// Waits for the child; panics unless its test passed.
