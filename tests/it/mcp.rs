@@ -70,7 +70,7 @@ async fn call(
 /// A successful call's structured content.
 async fn ok(client: &Client, tool: &str, arguments: Value) -> Value {
     let result = call(client, tool, arguments).await.expect("call");
-    assert_eq!(result.is_error, Some(false), "{result:?}");
+    assert_eq!(result.is_error, Some(false), "{tool}: {result:?}");
     result.structured_content.expect("structured content")
 }
 
@@ -99,7 +99,12 @@ fn tools_are_listed_with_portable_schemas_and_annotations() {
         let tools = client.list_all_tools().await.expect("tools/list");
         let mut names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
         names.sort_unstable();
-        assert_eq!(names, ["boundary", "edit", "read"]);
+        assert_eq!(
+            names,
+            [
+                "boundary", "delete", "edit", "list", "read", "search", "write"
+            ]
+        );
         for tool in &tools {
             let text = serde_json::to_string(tool).expect("json");
             assert!(
@@ -115,7 +120,7 @@ fn tools_are_listed_with_portable_schemas_and_annotations() {
             );
             let annotations = tool.annotations.as_ref().expect("annotations");
             assert_eq!(annotations.open_world_hint, Some(false), "{}", tool.name);
-            let writes = tool.name == "edit";
+            let writes = ["edit", "write", "delete"].contains(&tool.name.as_ref());
             assert_eq!(annotations.read_only_hint, Some(!writes), "{}", tool.name);
             if writes {
                 assert_eq!(annotations.destructive_hint, Some(true));
@@ -124,6 +129,13 @@ fn tools_are_listed_with_portable_schemas_and_annotations() {
         }
         let boundary = ok(&client, "boundary", json!({})).await;
         assert_eq!(boundary["writable_paths"], json!(["src/*.txt"]));
+        assert!(
+            boundary["private_paths"]
+                .as_array()
+                .expect("private paths")
+                .contains(&json!(".env")),
+            "the default private paths: {boundary}"
+        );
         assert_eq!(boundary["task"], "edit the files");
         let head = crate::support::git_ok(fx.repo.path(), &["rev-parse", "HEAD"]);
         assert_eq!(boundary["head"].as_str(), Some(head.trim()));
@@ -465,7 +477,7 @@ fn an_unknown_tool_is_a_protocol_error() {
     let fx = Fixture::new(&["src/*.txt"]);
     runtime().block_on(async {
         let client = connect(&fx).await;
-        let error = call(&client, "write", json!({"path": "src/new.txt"}))
+        let error = call(&client, "rename", json!({"path": "src/new.txt"}))
             .await
             .expect_err("unknown tool");
         assert!(matches!(error, ServiceError::McpError(_)), "{error:?}");
@@ -521,6 +533,90 @@ fn many_concurrent_calls_from_one_client_are_all_answered() {
                 format!("edited {i}\n")
             );
         }
+        client.cancel().await.expect("close");
+    });
+}
+
+#[test]
+fn the_toolbox_finds_creates_edits_and_deletes_with_the_sessions_revisions() {
+    let fx = Fixture::new(&["src/*"]);
+    std::fs::write(fx.repo.file(".env"), "TOKEN=hello\n").expect("write");
+    runtime().block_on(async {
+        let client = connect(&fx).await;
+        let listed = ok(&client, "list", json!({"recursive": true})).await;
+        let paths: Vec<&str> = listed["entries"]
+            .as_array()
+            .expect("entries")
+            .iter()
+            .map(|e| e["path"].as_str().expect("path"))
+            .collect();
+        assert_eq!(paths, ["README.md", "src", "src/a.txt"]);
+        assert_eq!(listed["hidden"], 1);
+        assert!(
+            listed.get("next_cursor").is_none(),
+            "absent, not null: {listed}"
+        );
+        // A search records the revision of each matched file: an edit needs none.
+        let found = ok(&client, "search", json!({"query": "hello"})).await;
+        assert_eq!(found["files"][0]["path"], "src/a.txt");
+        ok(
+            &client,
+            "edit",
+            json!({"path": "src/a.txt", "edits": replace_edit("hello world", "hello satyrn")}),
+        )
+        .await;
+        assert!(
+            std::fs::read_to_string(fx.repo.file("src/a.txt"))
+                .expect("read")
+                .contains("hello satyrn")
+        );
+        // Create; a create over a file the session never saw is refused and changes nothing.
+        let created = ok(
+            &client,
+            "write",
+            json!({"path": "src/new/b.txt", "content": "b\n"}),
+        )
+        .await;
+        assert_eq!(created["created"], true);
+        std::fs::write(fx.repo.file("src/c.txt"), "c\n").expect("write");
+        let before = snapshot(&fx.repo.file("src/c.txt"));
+        let text = refused(
+            &client,
+            "write",
+            json!({"path": "src/c.txt", "content": "x\n"}),
+        )
+        .await;
+        assert!(text.starts_with("TARGET_EXISTS: "), "{text}");
+        assert_eq!(snapshot(&fx.repo.file("src/c.txt")), before);
+        // The session knows b.txt's revision from its create: an absent revision overwrites.
+        let overwritten = ok(
+            &client,
+            "write",
+            json!({"path": "src/new/b.txt", "content": "d\n"}),
+        )
+        .await;
+        assert_eq!(overwritten["created"], false);
+        assert_eq!(
+            std::fs::read(fx.repo.file("src/new/b.txt")).expect("read"),
+            b"d\n"
+        );
+        // Private and undeclared paths are refused by name, and nothing changes.
+        let secret = snapshot(&fx.repo.file(".env"));
+        let text = refused(&client, "read", json!({"path": ".env"})).await;
+        assert!(text.starts_with("PATH_PRIVATE: "), "{text}");
+        let text = refused(
+            &client,
+            "write",
+            json!({"path": "README.md", "content": "x"}),
+        )
+        .await;
+        assert!(text.starts_with("PATH_UNDECLARED: "), "{text}");
+        assert_eq!(snapshot(&fx.repo.file(".env")), secret);
+        // Delete with the recorded revision; the record is gone with the file.
+        ok(&client, "delete", json!({"path": "src/new/b.txt"})).await;
+        assert!(!fx.repo.file("src/new/b.txt").exists());
+        let text = refused(&client, "delete", json!({"path": "src/new/b.txt"})).await;
+        assert!(text.starts_with("REVISION_UNAVAILABLE: "), "{text}");
         client.cancel().await.expect("close");
     });
 }

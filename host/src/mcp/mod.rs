@@ -15,6 +15,7 @@
 
 pub mod args;
 pub mod output;
+mod render;
 pub mod server;
 
 use std::io::Write;

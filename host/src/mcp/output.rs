@@ -132,6 +132,8 @@ pub struct BoundaryOutput {
     pub task: String,
     /// The fnmatch patterns of the files that may be edited (`*` matches across `/`).
     pub writable_paths: Vec<String>,
+    /// The fnmatch patterns of the paths that are never read, listed, searched or changed.
+    pub private_paths: Vec<String>,
     /// The repository's current `HEAD` commit, when it has one.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(with = "String")]

@@ -1,4 +1,5 @@
-//! The MCP server: three tools over one frozen contract and one worktree.
+//! The MCP server: the tools (`read`, `edit`, `list`, `search`, `write`, `delete`,
+//! `boundary`) over one frozen contract and one worktree.
 //!
 //! Every call runs the operation layer ([`crate::operation`]) on a thread of its own (the
 //! engine keeps a small runtime of its own per call, which must not run inside the server's),
@@ -16,11 +17,13 @@ use rmcp::{ErrorData, ServerHandler, tool, tool_handler, tool_router};
 
 use super::args::{EditArgs, NoArgs, ReadArgs};
 use super::output::{BoundaryOutput, EditOutput, ReadOutput};
+use super::render;
 use crate::code::{Code, Failure};
 use crate::contract::Contract;
 use crate::engine::Loaded;
 use crate::git::Git;
 use crate::operation::{self, Scope};
+use crate::operation::{DeleteArgs, ListArgs, SearchArgs, WriteArgs};
 use crate::protocol::Payload;
 use crate::repo::RepoRoot;
 
@@ -80,6 +83,13 @@ impl Session {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .insert(path.to_string(), sha256.to_string());
+    }
+
+    fn forget(&self, path: &str) {
+        self.revisions
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(path);
     }
 }
 
@@ -213,7 +223,7 @@ impl Server {
     #[tool(
         name = "edit",
         description = "Edit a file you have read with exact-text edits, applied all together or not at all. The file \
-                       must be declared writable by the task contract; you cannot create files. Each entry of edits is \
+                       must be declared writable by the task contract (use write to create a file). Each entry of edits is \
                        {op: \"replace\", old_text, new_text} or {op: \"insert_after\", anchor_text, new_text}; text is \
                        matched byte for byte against the file as you read it. When the text occurs more than once, add \
                        occurrence (1 = the first). A refused batch changes nothing and lists every problem with line \
@@ -274,9 +284,126 @@ impl Server {
     }
 
     #[tool(
+        name = "list",
+        output_schema = schema_for_output::<operation::ListResult>(),
+        description = "List the files and directories under a directory of the repository (default: its root), \
+                       depth first with names sorted; recursive lists everything beneath it, pattern keeps the \
+                       paths matching an fnmatch pattern (`*` matches `/` too). At most 1000 entries per call: pass \
+                       the result's next_cursor as cursor to continue. .git, private files and the contents of \
+                       symbolic links are never shown.",
+        annotations(read_only_hint = true, open_world_hint = false)
+    )]
+    async fn list(
+        &self,
+        Parameters(args): Parameters<ListArgs>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let outcome = off_thread(&self.session, move |session| {
+            operation::list(session.scope(), &args)
+        })
+        .await?;
+        match outcome {
+            Ok(listed) => structured(&listed, render::list(&listed)),
+            Err(failure) => Ok(refused(&failure, None)),
+        }
+    }
+
+    #[tool(
+        name = "search",
+        output_schema = schema_for_output::<operation::SearchResult>(),
+        description = "Find lines in the repository's files: query is a literal (or a regular expression with \
+                       regex: true), under path (a directory or one file; default the root), optionally only files \
+                       matching glob (fnmatch, e.g. `*.py`), with context lines around each match. Each matched \
+                       file comes with its sha256, so you can edit it right away. Binary, non-UTF-8, over-16-MiB \
+                       files and symbolic links are skipped and named; private files are never searched. Pass \
+                       next_cursor as cursor to continue.",
+        annotations(read_only_hint = true, open_world_hint = false)
+    )]
+    async fn search(
+        &self,
+        Parameters(args): Parameters<SearchArgs>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let outcome = off_thread(&self.session, move |session| {
+            operation::search(session.scope(), &args).inspect(|found| {
+                for file in &found.files {
+                    session.record(&file.path, &file.sha256);
+                }
+            })
+        })
+        .await?;
+        match outcome {
+            Ok(found) => structured(&found, render::search(&found)),
+            Err(failure) => Ok(refused(&failure, None)),
+        }
+    }
+
+    #[tool(
+        name = "write",
+        output_schema = schema_for_output::<operation::WriteResult>(),
+        description = "Write a whole file: create a new file (missing parent directories are created), or replace \
+                       the content of a file you have read. The path must be declared writable by the task \
+                       contract. Creating refuses a path that exists (TARGET_EXISTS); to overwrite, read the file \
+                       first (its revision is then used) or pass expected_sha256. New files get mode 0644.",
+        annotations(
+            read_only_hint = false,
+            destructive_hint = true,
+            idempotent_hint = false,
+            open_world_hint = false
+        )
+    )]
+    async fn write(
+        &self,
+        Parameters(mut args): Parameters<WriteArgs>,
+    ) -> Result<CallToolResult, ErrorData> {
+        if args.expected_sha256.is_none() {
+            args.expected_sha256 = self.session.recorded(&args.path);
+        }
+        let outcome = off_thread(&self.session, move |session| {
+            operation::write(session.scope(), &args)
+                .inspect(|written| session.record(&written.path, &written.sha256))
+        })
+        .await?;
+        match outcome {
+            Ok(written) => structured(&written, render::write(&written)),
+            Err(failure) => Ok(refused(&failure, None)),
+        }
+    }
+
+    #[tool(
+        name = "delete",
+        output_schema = schema_for_output::<operation::DeleteResult>(),
+        description = "Delete one file you have read (never a directory or a symbolic link). The path must be \
+                       declared writable by the task contract; the revision of your last read is used unless \
+                       you pass expected_sha256, and a file changed since is refused (REVISION_STALE).",
+        annotations(
+            read_only_hint = false,
+            destructive_hint = true,
+            idempotent_hint = false,
+            open_world_hint = false
+        )
+    )]
+    async fn delete(
+        &self,
+        Parameters(mut args): Parameters<DeleteArgs>,
+    ) -> Result<CallToolResult, ErrorData> {
+        if args.expected_sha256.is_none() {
+            args.expected_sha256 = self.session.recorded(&args.path);
+        }
+        let outcome = off_thread(&self.session, move |session| {
+            operation::delete(session.scope(), &args)
+                .inspect(|deleted| session.forget(&deleted.path))
+        })
+        .await?;
+        match outcome {
+            Ok(deleted) => structured(&deleted, format!("Deleted {}.", deleted.path)),
+            Err(failure) => Ok(refused(&failure, None)),
+        }
+    }
+
+    #[tool(
         name = "boundary",
         description = "What this session may do: the task, the fnmatch patterns of the files you may edit \
-                       (`*` matches across `/`), and the repository's current HEAD.",
+                       (`*` matches across `/`) and of the private paths you may not see, and the repository's \
+                       current HEAD.",
         output_schema = schema_for_output::<BoundaryOutput>(),
         annotations(read_only_hint = true, open_world_hint = false)
     )]
@@ -295,6 +422,7 @@ impl Server {
             contract_id: contract.id.clone(),
             task: contract.task.clone(),
             writable_paths: contract.writable_paths.clone(),
+            private_paths: contract.private_paths.clone(),
             head,
             repository: self.session.root.path().display().to_string(),
         };
@@ -313,9 +441,9 @@ impl ServerHandler for Server {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
             .with_server_info(Implementation::new("satyrn", env!("CARGO_PKG_VERSION")))
             .with_instructions(
-                "satyrn bounds this session to one task contract and one repository: read files with `read`, \
-                 change the files the contract declares writable with `edit`, and see the task and the writable \
-                 patterns with `boundary`.",
+                "satyrn bounds this session to one task contract and one repository: find files with `list` \
+                 and `search`, read them with `read`, change the files the contract declares writable with \
+                 `edit`, `write` (also creates) and `delete`, and see the task and the patterns with `boundary`.",
             )
     }
 }

@@ -1,6 +1,7 @@
 //! `delete`: removes one regular file at the caller's revision — lock, decide in the
 //! component, and the publisher's checked unlink.
 
+use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::{Scope, internal, lock, refusal};
@@ -10,7 +11,8 @@ use crate::operation::DeleteArgs;
 use crate::publish;
 
 /// The result of a `delete`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+#[schemars(transform = super::schema::portable)]
 pub struct DeleteResult {
     /// The deleted path.
     pub path: String,

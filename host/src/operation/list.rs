@@ -1,6 +1,7 @@
 //! `list`: one page of the entries under a directory, decided (and walked) in the
 //! component through its read-only preopen. No lock: nothing is published.
 
+use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::{Scope, internal, read_failure};
@@ -9,7 +10,8 @@ use crate::engine;
 use crate::operation::ListArgs;
 
 /// One entry of a list page.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+#[schemars(transform = super::schema::portable)]
 pub struct ListedEntry {
     /// Worktree-relative path.
     pub path: String,
@@ -22,17 +24,22 @@ pub struct ListedEntry {
 }
 
 /// The result of a `list`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+#[schemars(transform = super::schema::portable)]
 pub struct ListResult {
     /// The entries, depth first, names sorted by bytes.
     pub entries: Vec<ListedEntry>,
-    /// Pass as `cursor` for the next page; `null` when complete.
+    /// Pass as `cursor` for the next page; absent when complete.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
     pub next_cursor: Option<String>,
     /// Private entries left out (never named).
     pub hidden: u32,
     /// Entries left out: non-UTF-8 names, unreadable directories.
     pub unreadable: u32,
     /// When more follows: why, and how to continue.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
     pub notice: Option<String>,
 }
 

@@ -1,6 +1,7 @@
 //! `search`: one page of the matching lines of the files under a directory, decided in
 //! the component (it reads only through its read-only preopen). No lock.
 
+use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::{Scope, internal, read_failure};
@@ -9,7 +10,8 @@ use crate::engine;
 use crate::operation::SearchArgs;
 
 /// One shown line.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+#[schemars(transform = super::schema::portable)]
 pub struct FoundLine {
     /// 1-indexed line number.
     pub line: u32,
@@ -20,7 +22,8 @@ pub struct FoundLine {
 }
 
 /// A matched file.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+#[schemars(transform = super::schema::portable)]
 pub struct FoundFile {
     /// Worktree-relative path.
     pub path: String,
@@ -37,7 +40,8 @@ pub struct FoundFile {
 }
 
 /// A file that was not searched.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+#[schemars(transform = super::schema::portable)]
 pub struct SkippedFile {
     /// Worktree-relative path.
     pub path: String,
@@ -46,7 +50,8 @@ pub struct SkippedFile {
 }
 
 /// The result of a `search`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+#[schemars(transform = super::schema::portable)]
 pub struct SearchResult {
     /// The matched files, in walk order.
     pub files: Vec<FoundFile>,
@@ -58,9 +63,13 @@ pub struct SearchResult {
     pub skipped_omitted: u32,
     /// Private entries left out (never read, never named).
     pub hidden: u32,
-    /// Pass as `cursor` for the next page; `null` when complete.
+    /// Pass as `cursor` for the next page; absent when complete.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
     pub next_cursor: Option<String>,
     /// When the page is not the end, or lines were left out.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
     pub notice: Option<String>,
 }
 

@@ -2,6 +2,7 @@
 //! overwrite at the caller's revision), publish (a no-replace create, or the atomic
 //! replace of `publish`).
 
+use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::{Scope, internal, lock, plan_base, refusal};
@@ -11,7 +12,8 @@ use crate::operation::WriteArgs;
 use crate::publish;
 
 /// The result of a `write`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+#[schemars(transform = super::schema::portable)]
 pub struct WriteResult {
     /// The written path.
     pub path: String,
