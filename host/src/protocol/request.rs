@@ -263,10 +263,8 @@ fn toolbox_args(
     } else if needs_revision {
         return Err("missing field `expected_sha256`".to_string());
     }
-    if let Some((_, value)) = fields.iter().find(|(k, _)| k == "path") {
-        if let Value::String(path) = value {
-            satyrn_mutator_core::path::segments(path).map_err(|e| format!("path: {e}"))?;
-        }
+    if let Some((_, Value::String(path))) = fields.iter().find(|(k, _)| k == "path") {
+        satyrn_mutator_core::path::segments(path).map_err(|e| format!("path: {e}"))?;
     }
     let object = Value::Object(fields.into_iter().collect());
     let invalid = |e: serde_json::Error| json_error(&e);
@@ -561,5 +559,41 @@ impl<'de> de::Deserialize<'de> for Strict {
             }
         }
         deserializer.deserialize_any(AnyVisitor)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{ToolboxArgs, toolbox_args, toolbox_fields};
+    use serde_json::{Value, json};
+
+    /// Each toolbox operation's list of known fields is exactly what its arguments
+    /// struct accepts: every listed field deserializes, together.
+    #[test]
+    fn every_known_toolbox_field_is_accepted() {
+        let sample = |key: &str| match key {
+            "recursive" | "regex" | "ignore_case" => json!(true),
+            "limit" | "context" | "max_matches" => json!(3),
+            "expected_sha256" => Value::Null,
+            _ => json!("src/a.rs"),
+        };
+        for operation in ["list", "search", "write", "delete"] {
+            let known = toolbox_fields(operation).expect("a toolbox operation");
+            let fields = known
+                .iter()
+                .map(|k| ((*k).to_string(), sample(k)))
+                .collect();
+            let args = toolbox_args(operation, known, fields)
+                .unwrap_or_else(|e| panic!("{operation}: {e}"));
+            let matches = matches!(
+                (operation, args),
+                ("list", ToolboxArgs::List(_))
+                    | ("search", ToolboxArgs::Search(_))
+                    | ("write", ToolboxArgs::Write(_))
+                    | ("delete", ToolboxArgs::Delete(_))
+            );
+            assert!(matches, "{operation}");
+        }
+        assert!(toolbox_fields("read").is_none());
     }
 }
