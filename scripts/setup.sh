@@ -16,6 +16,8 @@ if ! rustup target list --installed 2>/dev/null | grep -qx wasm32-wasip2; then
 fi
 command -v python3 >/dev/null || need_apt+=(python3)
 command -v git >/dev/null || need_apt+=(git)
+# The baseline of the toolbox bench (`cargo bench -p satyrn-host --bench toolbox`).
+command -v rg >/dev/null || need_apt+=(ripgrep)
 
 if [ ${#need_apt[@]} -gt 0 ]; then
   log "installing Debian packages: ${need_apt[*]}"
