@@ -16,7 +16,7 @@ export const tool = (name) => `mcp__${SERVER}__${name}`;
  * Built-ins that can write files or run commands. `EnterWorktree` is not permission-gated, so
  * it must be disallowed explicitly.
  */
-export const DISALLOWED = ["Edit", "Write", "NotebookEdit", "Bash", "EnterWorktree"];
+export const DISALLOWED = ["Edit", "Write", "NotebookEdit", "Bash", "EnterWorktree", "Read", "Glob", "Grep"];
 
 /**
  * Writes an `mcp.json` naming satyrn's MCP server; Claude Code starts it in its own working
@@ -35,7 +35,7 @@ export function claudeArgs(mcpConfig) {
     mcpConfig,
     "--strict-mcp-config",
     "--allowedTools",
-    [tool("read"), tool("edit"), tool("boundary")].join(","),
+    ["read", "edit", "list", "search", "write", "delete", "boundary"].map(tool).join(","),
     "--disallowedTools",
     DISALLOWED.join(","),
   ];

@@ -38,7 +38,7 @@ for (const builtin of CLAUDE_BUILTINS) {
       assert.ok(main.length >= 5, `expected the five story turns, got ${main.length}`);
       const offered = main[0].body.tools.map((t) => t.name);
       for (const name of DISALLOWED) assert.ok(!offered.includes(name), `claude offered ${name}: ${offered}`);
-      for (const name of ["read", "edit", "boundary"]) assert.ok(offered.includes(tool(name)), `${tool(name)} not offered: ${offered}`);
+      for (const name of ["read", "edit", "list", "search", "write", "delete", "boundary"]) assert.ok(offered.includes(tool(name)), `${tool(name)} not offered: ${offered}`);
 
       assertModelSaw(model.requests, client.refusal);
       assertRepoAfterStory(repo, readme);
