@@ -273,22 +273,30 @@ fn a_fifo_swapped_in_before_the_open_never_blocks_a_call() {
     let target = fx.file("t.txt");
     let stop = Arc::new(AtomicBool::new(false));
     let swaps = Arc::new(AtomicU64::new(0));
+    let fifo = fx.file(".fifo");
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        &fifo,
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o644),
+        0,
+    )
+    .expect("mkfifo");
+    // One `renameat2(RENAME_EXCHANGE)` per flip: the declared name is a regular file and a
+    // FIFO in turn, tens of thousands of times a second.
     let swapper = {
         let (stop, swaps) = (Arc::clone(&stop), Arc::clone(&swaps));
-        let (fifo, regular, target) = (fx.file(".fifo"), fx.file(".regular"), target.clone());
+        let (fifo, target) = (fifo.clone(), target.clone());
         std::thread::spawn(move || {
             while !stop.load(Ordering::Relaxed) {
-                rustix::fs::mknodat(
+                rustix::fs::renameat_with(
                     rustix::fs::CWD,
                     &fifo,
-                    rustix::fs::FileType::Fifo,
-                    rustix::fs::Mode::from_raw_mode(0o644),
-                    0,
+                    rustix::fs::CWD,
+                    &target,
+                    rustix::fs::RenameFlags::EXCHANGE,
                 )
-                .expect("mkfifo");
-                std::fs::rename(&fifo, &target).expect("swap the FIFO in");
-                std::fs::write(&regular, BASE).expect("write the regular file");
-                std::fs::rename(&regular, &target).expect("swap the file back");
+                .expect("exchange");
                 swaps.fetch_add(1, Ordering::Relaxed);
             }
         })
@@ -331,6 +339,7 @@ fn a_fifo_swapped_in_before_the_open_never_blocks_a_call() {
     assert!(codes.get("OK").copied().unwrap_or(0) > 0, "{codes:?}");
     assert!(refused > 0, "the race never hit: {codes:?}");
     // The lock is free and the file is still editable afterwards.
+    std::fs::remove_file(&target).expect("unlink whichever is there");
     std::fs::write(&target, BASE).expect("reset");
     assert_ok(
         &crate::support::protocol(&fx.request("t.txt", Some(&sha), "ANCHOR", "LAST")),
