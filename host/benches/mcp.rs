@@ -155,6 +155,7 @@ fn main() {
     }
     drop(session.stdin);
     let _ = session.child.wait();
+    let split = split(&repo);
     let row = |what: &str, samples: &[Duration]| {
         let (p50, p95) = common::percentiles(samples);
         format!("| {what} | {} | {} |", common::ms(p50), common::ms(p95))
@@ -177,4 +178,39 @@ fn main() {
         b50.as_secs_f64() / p50.as_secs_f64(),
         common::ms(e50)
     );
+    let _ = writeln!(
+        out,
+        "\nIn-process split of one `read` (p50): instantiate {}, call on a fresh instance {}, call on a reused instance {}",
+        common::ms(split[0]),
+        common::ms(split[1]),
+        common::ms(split[2])
+    );
+}
+
+/// In-process p50s of one `read`: instantiating the component, the call on that fresh
+/// instance, and the same call again on it.
+fn split(repo: &Path) -> [Duration; 3] {
+    let root = satyrn_host::repo::RepoRoot::open(repo).expect("repo");
+    let loaded = satyrn_host::engine::Loaded::new().expect("load");
+    let request = satyrn_host::engine::ReadRequest {
+        path: "bench.rs".into(),
+        writable_paths: vec!["*.rs".into()],
+        private_paths: Vec::new(),
+        offset: None,
+        limit: None,
+    };
+    let mut samples: [Vec<Duration>; 3] = Default::default();
+    for _ in 0..ROUNDS {
+        let t0 = Instant::now();
+        let mut mutator = loaded.instantiate(root.dir()).expect("instantiate");
+        let t1 = Instant::now();
+        mutator.read(&request).expect("no trap").expect("a page");
+        let t2 = Instant::now();
+        mutator.read(&request).expect("no trap").expect("a page");
+        let t3 = Instant::now();
+        for (slot, d) in samples.iter_mut().zip([t1 - t0, t2 - t1, t3 - t2]) {
+            slot.push(d);
+        }
+    }
+    samples.map(|s| common::percentiles(&s).0)
 }

@@ -10,11 +10,19 @@
 
 mod common;
 
+/// One line of the report on stdout (the workspace denies `println!`).
+macro_rules! say {
+    ($($arg:tt)*) => {
+        let _ = writeln!(std::io::stdout().lock(), $($arg)*);
+    };
+}
+
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use satyrn_host::engine::Loaded;
+use satyrn_host::engine::{Instances, Loaded};
 use satyrn_host::operation::{self, ListArgs, Scope, SearchArgs};
 
 const FILES: usize = 20_000;
@@ -65,7 +73,7 @@ fn native(program: &str, args: &[&str], dir: &Path) -> Option<Duration> {
         .stderr(Stdio::null())
         .status();
     if !probe.is_ok_and(|s| s.success()) {
-        println!("{program}: not installed (bash scripts/setup.sh installs it)");
+        say!("{program}: not installed (bash scripts/setup.sh installs it)");
         return None;
     }
     Some(time(|| {
@@ -88,21 +96,26 @@ fn main() {
     let repo = dir.path().join("repo");
     let started = Instant::now();
     build_tree(&repo);
-    println!(
+    say!(
         "tree: {FILES} files of {FILE_BYTES} bytes ({} MB) in {:.1} s",
         FILES * FILE_BYTES / 1_000_000,
         started.elapsed().as_secs_f64()
     );
     let contract = dir.path().join("contract.yaml");
-    std::fs::write(&contract, "id: bench\ntask: bench\nwritable_paths: ['src/*']\n")
-        .expect("contract");
+    std::fs::write(
+        &contract,
+        "id: bench\ntask: bench\nwritable_paths: ['src/*']\n",
+    )
+    .expect("contract");
     let (contract_doc, root) =
         satyrn_host::protocol::check(&repo, &contract).expect("contract and repository");
     let loaded = Loaded::new().expect("engine");
+    let instances = Instances::new(&loaded, root.dir()).expect("instances");
     let scope = Scope {
         root: &root,
         contract: &contract_doc,
         loaded: &loaded,
+        instances: &instances,
     };
 
     let search_args = SearchArgs {
@@ -124,12 +137,12 @@ fn main() {
     });
     let git_grep = native("git", &["grep", "-F", "-n", NEEDLE], &repo);
     let rg = native("rg", &["-F", "-n", NEEDLE], &repo);
-    println!("\nsearch for a literal (median of {ROUNDS}):");
-    println!("  satyrn in-process   {:>8.1} ms", ms(in_process));
-    println!("  satyrn protocol     {:>8.1} ms", ms(by_protocol));
+    say!("\nsearch for a literal (median of {ROUNDS}):");
+    say!("  satyrn in-process   {:>8.1} ms", ms(in_process));
+    say!("  satyrn protocol     {:>8.1} ms", ms(by_protocol));
     for (name, baseline) in [("git grep -F", git_grep), ("rg -F", rg)] {
         if let Some(b) = baseline {
-            println!(
+            say!(
                 "  {name:<19} {:>8.1} ms   satyrn in-process {:.2}x, protocol {:.2}x",
                 ms(b),
                 ratio(in_process, b),
@@ -158,17 +171,21 @@ fn main() {
             }
         }
     };
-    assert_eq!(list_all(), FILES + 40 + 40 * 25 + 1, "files and directories");
+    assert_eq!(
+        list_all(),
+        FILES + 40 + 40 * 25 + 1,
+        "files and directories"
+    );
     let listing = time(|| {
         list_all();
     });
     let ls_files = native("git", &["ls-files"], &repo);
     let find = native("find", &["src"], &repo);
-    println!("\nlist the whole tree, 1000 entries per page (median of {ROUNDS}):");
-    println!("  satyrn in-process   {:>8.1} ms", ms(listing));
+    say!("\nlist the whole tree, 1000 entries per page (median of {ROUNDS}):");
+    say!("  satyrn in-process   {:>8.1} ms", ms(listing));
     for (name, baseline) in [("git ls-files", ls_files), ("find", find)] {
         if let Some(b) = baseline {
-            println!(
+            say!(
                 "  {name:<19} {:>8.1} ms   satyrn {:.2}x",
                 ms(b),
                 ratio(listing, b)

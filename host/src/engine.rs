@@ -9,10 +9,15 @@
 use std::os::fd::{AsRawFd, OwnedFd};
 
 use wasmtime::component::{Component, HasData, Linker, ResourceTable};
-use wasmtime::{Engine, Store};
+use wasmtime::{Engine, ResourceLimiter, Store};
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
 include!("engine_config.rs");
+
+mod instances;
+mod open_at;
+
+pub use instances::{Instances, Lent, REUSE_MAX_MEMORY};
 
 mod bindings {
     wasmtime::component::bindgen!({
@@ -80,12 +85,15 @@ fn engine_error(context: &str) -> impl FnOnce(wasmtime::Error) -> EngineError + 
     move |e| EngineError(format!("{context}: {e:#}"))
 }
 
-/// The engine and the deserialized component: what every [`Mutator`] is made from.
+/// The engine and the deserialized component, linked once: what every [`Mutator`] is
+/// made from.
 #[derive(Clone)]
 pub struct Loaded {
     engine: Engine,
     component: Component,
-    linker: Linker<State>,
+    /// The component with its imports resolved and type-checked, so that each
+    /// instantiation only allocates and initializes.
+    pre: bindings::MutatorComponentPre<State>,
 }
 
 impl std::fmt::Debug for Loaded {
@@ -109,10 +117,14 @@ impl Loaded {
             .map_err(engine_error("loading the precompiled component"))?;
         let mut linker = Linker::new(&engine);
         add_filesystem_to_linker(&mut linker).map_err(engine_error("linking wasi:filesystem"))?;
+        let pre = linker
+            .instantiate_pre(&component)
+            .and_then(bindings::MutatorComponentPre::new)
+            .map_err(engine_error("linking the component"))?;
         Ok(Self {
             engine,
             component,
-            linker,
+            pre,
         })
     }
 
@@ -162,12 +174,15 @@ impl Loaded {
         let state = State {
             ctx: wasi.build(),
             table: ResourceTable::new(),
+            memory: MemoryWatermark::default(),
         };
         let mut store = Store::new(&self.engine, state);
         store.set_hostcall_fuel(HOSTCALL_FUEL);
-        let instance =
-            bindings::MutatorComponent::instantiate(&mut store, &self.component, &self.linker)
-                .map_err(engine_error("instantiating the component"))?;
+        store.limiter(|state| &mut state.memory);
+        let instance = self
+            .pre
+            .instantiate(&mut store)
+            .map_err(engine_error("instantiating the component"))?;
         drop(entered);
         Ok(Mutator {
             store,
@@ -226,6 +241,11 @@ impl std::fmt::Debug for Mutator {
 }
 
 impl Mutator {
+    /// The largest size the instance's linear memory has had, in bytes.
+    fn peak_memory(&self) -> usize {
+        self.store.data().memory.peak_bytes
+    }
+
     /// Asks the component to decide one replacement (see the WIT `replace`).
     ///
     /// # Errors
@@ -373,6 +393,36 @@ impl Mutator {
 struct State {
     ctx: WasiCtx,
     table: ResourceTable,
+    memory: MemoryWatermark,
+}
+
+/// Records the largest size the instance's memories and tables asked for, and limits
+/// nothing: [`Instances`] reads it to decide whether an instance is small enough to keep.
+#[derive(Debug, Default)]
+struct MemoryWatermark {
+    /// The largest `desired` size of a linear memory, in bytes.
+    peak_bytes: usize,
+}
+
+impl ResourceLimiter for MemoryWatermark {
+    fn memory_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        self.peak_bytes = self.peak_bytes.max(desired);
+        Ok(true)
+    }
+
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        _desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        Ok(true)
+    }
 }
 
 impl WasiView for State {
@@ -391,13 +441,15 @@ impl HasData for HasIo {
 }
 
 /// `wasi:filesystem/{types,preopens}` and the `wasi:io` interfaces they refer to: the
-/// whole of what the component may import.
+/// whole of what the component may import. `open-at` is the host's own ([`open_at`]):
+/// it never blocks and never follows a symbolic link.
 fn add_filesystem_to_linker(linker: &mut Linker<State>) -> wasmtime::Result<()> {
     use wasmtime_wasi::filesystem::WasiFilesystem;
     use wasmtime_wasi::p2::bindings::sync;
     sync::filesystem::types::add_to_linker::<State, WasiFilesystem>(linker, |s| {
         wasmtime_wasi::filesystem::WasiFilesystemView::filesystem(s)
     })?;
+    open_at::add_to_linker(linker)?;
     wasmtime_wasi::p2::bindings::filesystem::preopens::add_to_linker::<State, WasiFilesystem>(
         linker,
         <State as wasmtime_wasi::filesystem::WasiFilesystemView>::filesystem,

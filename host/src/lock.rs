@@ -4,6 +4,10 @@
 //! component's read to the publish's rename. It creates nothing inside the worktree, and the
 //! kernel releases it when the process exits, however it exits.
 //!
+//! Waiting is bounded ([`LOCK_WAIT`]): a holder that never lets go (a call stuck in the
+//! kernel, a process stopped by a debugger) turns into a named failure of the next caller
+//! instead of a hang.
+//!
 //! Every acquisition opens the directory afresh (`openat(root, ".")`): an `flock` belongs to
 //! an open file description, so locking the one descriptor a process shares between its
 //! threads would let every thread "hold" it at once. A fresh description excludes threads
@@ -11,6 +15,7 @@
 
 use std::marker::PhantomData;
 use std::os::fd::{AsFd, OwnedFd};
+use std::time::{Duration, Instant};
 
 use rustix::fs::{FlockOperation, Mode, OFlags, flock};
 
@@ -21,26 +26,60 @@ pub struct WorktreeLock<'a> {
     root: PhantomData<&'a ()>,
 }
 
+/// The longest a caller waits for the worktree lock: 60 s (far longer than any bounded
+/// operation holds it: the publish of the largest file takes seconds).
+pub const LOCK_WAIT: Duration = Duration::from_secs(60);
+
 impl<'a> WorktreeLock<'a> {
-    /// Blocks until the exclusive lock on the worktree root `dir` is held.
+    /// Waits up to [`LOCK_WAIT`] for the exclusive lock on the worktree root `dir`.
     ///
     /// # Errors
     ///
-    /// The `openat` or `flock` error (for example on a file system that does not support it).
+    /// As [`WorktreeLock::acquire_within`].
     pub fn acquire(dir: &'a impl AsFd) -> std::io::Result<Self> {
-        Self::lock(dir, FlockOperation::LockExclusive).map(|held| held.expect("a blocking lock"))
+        Self::acquire_within(dir, LOCK_WAIT)
+    }
+
+    /// Waits up to `wait` for the exclusive lock, retrying a non-blocking `flock` with a
+    /// growing pause (from 1 ms up to 10 ms).
+    ///
+    /// # Errors
+    ///
+    /// [`std::io::ErrorKind::TimedOut`] when someone still holds the lock after `wait`;
+    /// otherwise the `openat` or `flock` error (for example on a file system that does not
+    /// support it).
+    pub fn acquire_within(dir: &'a impl AsFd, wait: Duration) -> std::io::Result<Self> {
+        let deadline = Instant::now() + wait;
+        let mut pause = Duration::from_millis(1);
+        loop {
+            if let Some(held) = Self::try_acquire(dir)? {
+                return Ok(held);
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    format!(
+                        "another satyrn call has held the worktree lock for more than {} s",
+                        wait.as_secs_f64()
+                    ),
+                ));
+            }
+            std::thread::sleep(pause.min(deadline - now));
+            pause = (pause * 2).min(Duration::from_millis(10));
+        }
     }
 
     /// Takes the lock if no one holds it; `None` when someone does.
     ///
     /// # Errors
     ///
-    /// As [`WorktreeLock::acquire`].
+    /// The `openat` or `flock` error.
     pub fn try_acquire(dir: &'a impl AsFd) -> std::io::Result<Option<Self>> {
-        Self::lock(dir, FlockOperation::NonBlockingLockExclusive)
+        Self::lock(dir)
     }
 
-    fn lock(dir: &'a impl AsFd, operation: FlockOperation) -> std::io::Result<Option<Self>> {
+    fn lock(dir: &'a impl AsFd) -> std::io::Result<Option<Self>> {
         let own = rustix::fs::openat(
             dir,
             ".",
@@ -48,7 +87,7 @@ impl<'a> WorktreeLock<'a> {
             Mode::empty(),
         )?;
         loop {
-            match flock(&own, operation) {
+            match flock(&own, FlockOperation::NonBlockingLockExclusive) {
                 Ok(()) => {
                     return Ok(Some(Self {
                         dir: own,
@@ -87,5 +126,31 @@ mod tests {
         });
         drop(held);
         assert!(WorktreeLock::try_acquire(&root).expect("try").is_some());
+    }
+
+    #[test]
+    fn waiting_for_a_held_lock_ends_at_the_deadline() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = std::fs::File::open(dir.path()).expect("open root");
+        let held = WorktreeLock::acquire(&root).expect("lock");
+        let wait = std::time::Duration::from_millis(200);
+        let refused = std::thread::scope(|scope| {
+            scope
+                .spawn(|| WorktreeLock::acquire_within(&root, wait).map(drop))
+                .join()
+                .expect("thread")
+        });
+        let e = refused.expect_err("the lock is held");
+        assert_eq!(e.kind(), std::io::ErrorKind::TimedOut);
+        assert!(e.to_string().contains("held the worktree lock"), "{e}");
+        // Released in time, the same wait succeeds.
+        std::thread::scope(|scope| {
+            let waiter = scope.spawn(|| WorktreeLock::acquire_within(&root, wait * 50).map(drop));
+            drop(held);
+            waiter
+                .join()
+                .expect("thread")
+                .expect("acquired after the release");
+        });
     }
 }

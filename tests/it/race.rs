@@ -254,3 +254,96 @@ fn publishes_racing_an_in_place_writer_rarely_overwrite_its_writes() {
     );
     assert_eq!(dir_entries(fx.repo.path()), [".git", "raced.txt"]);
 }
+
+/// A FIFO swapped in for a declared file, over and over, by a racing thread: between the
+/// component's type check and its open, the name is sometimes a FIFO. Every `read` and
+/// `replace` (real `satyrn-host protocol` processes) must end within its deadline (a
+/// blocking open of a FIFO with no writer never ends: `protocol_timeout` kills the process
+/// and fails the test) with `OK` or a named refusal, and the lock is never left held.
+#[test]
+fn a_fifo_swapped_in_before_the_open_never_blocks_a_call() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    use std::time::{Duration, Instant};
+
+    use crate::protocol_common::protocol_timeout;
+
+    const BASE: &[u8] = b"value = ANCHOR;\n";
+    let fx = Fixture::new(&[("t.txt", BASE)], &["t.txt"]);
+    let target = fx.file("t.txt");
+    let stop = Arc::new(AtomicBool::new(false));
+    let swaps = Arc::new(AtomicU64::new(0));
+    let fifo = fx.file(".fifo");
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        &fifo,
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o644),
+        0,
+    )
+    .expect("mkfifo");
+    // One `renameat2(RENAME_EXCHANGE)` per flip: the declared name is a regular file and a
+    // FIFO in turn, tens of thousands of times a second.
+    let swapper = {
+        let (stop, swaps) = (Arc::clone(&stop), Arc::clone(&swaps));
+        let (fifo, target) = (fifo.clone(), target.clone());
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                rustix::fs::renameat_with(
+                    rustix::fs::CWD,
+                    &fifo,
+                    rustix::fs::CWD,
+                    &target,
+                    rustix::fs::RenameFlags::EXCHANGE,
+                )
+                .expect("exchange");
+                swaps.fetch_add(1, Ordering::Relaxed);
+            }
+        })
+    };
+    let sha = sha256_hex(BASE);
+    let read = serde_json::json!({
+        "version": 1, "operation": "read", "repo": fx.repo.path(),
+        "contract": fx.contract.path, "path": "t.txt",
+    })
+    .to_string();
+    let replace = fx
+        .request("t.txt", Some(&sha), "ANCHOR", "OTHER")
+        .to_string();
+    let mut codes = std::collections::BTreeMap::<String, usize>::new();
+    let deadline = Instant::now() + Duration::from_secs(3);
+    let mut rounds = 0usize;
+    while Instant::now() < deadline || rounds < 20 {
+        let request = if rounds.is_multiple_of(2) {
+            &read
+        } else {
+            &replace
+        };
+        let run = protocol_timeout(request.as_bytes(), Duration::from_secs(10), |_| {});
+        let code = run.response["code"].as_str().expect("a code").to_string();
+        assert_ne!(code, "INTERNAL_ERROR", "{run:?}");
+        *codes.entry(code).or_default() += 1;
+        rounds += 1;
+    }
+    stop.store(true, Ordering::Relaxed);
+    swapper.join().expect("swapper");
+    let refused: usize = codes
+        .iter()
+        .filter(|(c, _)| *c != "OK")
+        .map(|(_, n)| n)
+        .sum();
+    eprintln!(
+        "{rounds} calls against {} swaps: {codes:?}",
+        swaps.load(Ordering::Relaxed)
+    );
+    assert!(codes.get("OK").copied().unwrap_or(0) > 0, "{codes:?}");
+    assert!(refused > 0, "the race never hit: {codes:?}");
+    // The lock is free and the file is still editable afterwards.
+    std::fs::remove_file(&target).expect("unlink whichever is there");
+    std::fs::write(&target, BASE).expect("reset");
+    assert_ok(
+        &crate::support::protocol(&fx.request("t.txt", Some(&sha), "ANCHOR", "LAST")),
+        "t.txt",
+        b"value = LAST;\n",
+    );
+}

@@ -17,6 +17,7 @@ pub mod args;
 pub mod output;
 mod render;
 pub mod server;
+pub mod workers;
 
 use std::io::Write;
 use std::path::Path;
@@ -42,8 +43,10 @@ pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(60);
 pub fn open(repo: &Path, contract_path: &Path) -> Result<Session, Failure> {
     let contract = contract::load(contract_path)?;
     let root = RepoRoot::open(repo)?;
-    let loaded = Loaded::new().map_err(|e| Failure::new(Code::InternalError, e.to_string()))?;
-    Ok(Session::new(root, contract, loaded))
+    let engine_failure =
+        |e: crate::engine::EngineError| Failure::new(Code::InternalError, e.to_string());
+    let loaded = Loaded::new().map_err(engine_failure)?;
+    Session::new(root, contract, loaded).map_err(engine_failure)
 }
 
 /// Serves `session` on stdin/stdout until EOF or a termination signal; returns the exit

@@ -1,10 +1,12 @@
 //! The MCP server: the tools (`read`, `edit`, `list`, `search`, `write`, `delete`,
 //! `boundary`) over one frozen contract and one worktree.
 //!
-//! Every call runs the operation layer ([`crate::operation`]) on a thread of its own (the
-//! engine keeps a small runtime of its own per call, which must not run inside the server's),
-//! with the engine loaded once for the session. Writes are serialized by the worktree lock
-//! that `satyrn-host protocol` takes too.
+//! Every call runs the operation layer ([`crate::operation`]) on a worker thread (the
+//! engine enters a small runtime of its own per call, which must not run inside the
+//! server's; [`super::workers`] keeps the threads between calls), with the engine loaded
+//! once for the session and component instances kept between calls
+//! ([`crate::engine::Instances`]). Writes are serialized by the worktree lock that
+//! `satyrn-host protocol` takes too.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -18,9 +20,10 @@ use rmcp::{ErrorData, ServerHandler, tool, tool_handler, tool_router};
 use super::args::{EditArgs, NoArgs, ReadArgs};
 use super::output::{BoundaryOutput, EditOutput, ReadOutput};
 use super::render;
+use super::workers::Workers;
 use crate::code::{Code, Failure};
 use crate::contract::Contract;
-use crate::engine::Loaded;
+use crate::engine::{EngineError, Instances, Loaded};
 use crate::git::Git;
 use crate::operation::{self, Scope};
 use crate::operation::{DeleteArgs, ListArgs, SearchArgs, WriteArgs};
@@ -36,23 +39,33 @@ pub struct Session {
     pub contract: Contract,
     /// The engine, loaded once.
     pub loaded: Loaded,
+    /// The component instances over `root`, kept between calls.
+    instances: Instances,
     /// The revision each path had when this session last read or edited it.
     revisions: Mutex<HashMap<String, String>>,
     /// Slots for calls running at once ([`MAX_CONCURRENT_CALLS`]).
     slots: Arc<tokio::sync::Semaphore>,
+    /// The threads that run the calls.
+    workers: Workers,
 }
 
 impl Session {
     /// A session over `root` and `contract`.
-    #[must_use]
-    pub fn new(root: RepoRoot, contract: Contract, loaded: Loaded) -> Self {
-        Self {
+    ///
+    /// # Errors
+    ///
+    /// [`EngineError`] when the worktree descriptor cannot be duplicated for the instances.
+    pub fn new(root: RepoRoot, contract: Contract, loaded: Loaded) -> Result<Self, EngineError> {
+        let instances = Instances::new(&loaded, root.dir())?;
+        Ok(Self {
             root,
             contract,
             loaded,
+            instances,
             revisions: Mutex::new(HashMap::new()),
             slots: Arc::new(tokio::sync::Semaphore::new(MAX_CONCURRENT_CALLS)),
-        }
+            workers: Workers::default(),
+        })
     }
 
     /// How many calls are running (each holds one of the [`MAX_CONCURRENT_CALLS`] slots
@@ -67,6 +80,7 @@ impl Session {
             root: &self.root,
             contract: &self.contract,
             loaded: &self.loaded,
+            instances: &self.instances,
         }
     }
 
@@ -100,8 +114,8 @@ pub struct Server {
     tool_router: ToolRouter<Self>,
 }
 
-/// Runs `work` on a thread of its own and awaits it. At most [`MAX_CONCURRENT_CALLS`] run
-/// at once; later calls wait for a slot, so a client cannot make the server start
+/// Runs `work` on a worker thread ([`Workers`]) and awaits it. At most
+/// [`MAX_CONCURRENT_CALLS`] run at once; later calls wait for a slot, so a client cannot make the server start
 /// unboundedly many component instances.
 async fn off_thread<T: Send + 'static>(
     session: &Arc<Session>,
@@ -113,14 +127,12 @@ async fn off_thread<T: Send + 'static>(
         .map_err(|_| ErrorData::internal_error("the server is shutting down", None))?;
     let (tx, rx) = tokio::sync::oneshot::channel();
     let worker = Arc::clone(session);
-    let spawned = std::thread::Builder::new()
-        .name("satyrn-mcp-call".into())
-        .spawn(move || {
-            let result = work(&worker);
-            drop(permit);
-            let _ = tx.send(result);
-        });
-    if let Err(e) = spawned {
+    let started = session.workers.run(move || {
+        let result = work(&worker);
+        drop(permit);
+        let _ = tx.send(result);
+    });
+    if let Err(e) = started {
         return Err(ErrorData::internal_error(
             format!("cannot start a thread for the call: {e}"),
             None,

@@ -25,17 +25,15 @@ pub struct DeleteResult {
 /// The first refusal, as a [`Failure`] with its code.
 pub fn delete(scope: Scope<'_>, args: &DeleteArgs) -> Result<DeleteResult, Failure> {
     let _lock = lock(scope.root)?;
-    let mut mutator = scope
-        .loaded
-        .instantiate(scope.root.dir())
-        .map_err(internal)?;
+    let mut mutator = scope.mutator()?;
+    let request = engine::DeleteRequest {
+        path: args.path.clone(),
+        writable_paths: scope.contract.writable_paths.clone(),
+        private_paths: scope.contract.private_paths.clone(),
+        expected_sha256: args.expected_sha256.clone(),
+    };
     let plan = mutator
-        .delete_file(&engine::DeleteRequest {
-            path: args.path.clone(),
-            writable_paths: scope.contract.writable_paths.clone(),
-            private_paths: scope.contract.private_paths.clone(),
-            expected_sha256: args.expected_sha256.clone(),
-        })
+        .call(|m| m.delete_file(&request))
         .map_err(internal)?
         .map_err(refusal)?;
     if plan.path != args.path || Some(plan.base_sha256.as_str()) != args.expected_sha256.as_deref()

@@ -57,19 +57,16 @@ pub fn problem_spelling(code: engine::ProblemCode) -> &'static str {
 pub fn edit(scope: Scope<'_>, args: EditArgs<'_>) -> Result<EditResult, EditRefusal> {
     let plain = |f: Failure| (f, None);
     let _lock = lock(scope.root).map_err(plain)?;
-    let mut mutator = scope
-        .loaded
-        .instantiate(scope.root.dir())
-        .map_err(internal)
-        .map_err(plain)?;
+    let mut mutator = scope.mutator().map_err(plain)?;
+    let request = engine::EditRequest {
+        path: args.path.to_string(),
+        writable_paths: scope.contract.writable_paths.clone(),
+        private_paths: scope.contract.private_paths.clone(),
+        expected_sha256: args.expected_sha256.map(str::to_string),
+        edits: args.edits.to_vec(),
+    };
     let decision = mutator
-        .edit(&engine::EditRequest {
-            path: args.path.to_string(),
-            writable_paths: scope.contract.writable_paths.clone(),
-            private_paths: scope.contract.private_paths.clone(),
-            expected_sha256: args.expected_sha256.map(str::to_string),
-            edits: args.edits.to_vec(),
-        })
+        .call(|m| m.edit(&request))
         .map_err(internal)
         .map_err(plain)?;
     let decided = decision.map_err(edit_refusal)?;

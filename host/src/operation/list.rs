@@ -60,20 +60,18 @@ pub fn kind_name(kind: engine::EntryKind) -> &'static str {
 ///
 /// The refusal, as a [`Failure`] with its code.
 pub fn list(scope: Scope<'_>, args: &ListArgs) -> Result<ListResult, Failure> {
-    let mut mutator = scope
-        .loaded
-        .instantiate(scope.root.dir())
-        .map_err(internal)?;
+    let mut mutator = scope.mutator()?;
+    let request = engine::ListRequest {
+        path: args.path.clone(),
+        pattern: args.pattern.clone(),
+        recursive: args.recursive,
+        cursor: args.cursor.clone(),
+        limit: args.limit,
+        writable_paths: scope.contract.writable_paths.clone(),
+        private_paths: scope.contract.private_paths.clone(),
+    };
     let page = mutator
-        .list(&engine::ListRequest {
-            path: args.path.clone(),
-            pattern: args.pattern.clone(),
-            recursive: args.recursive,
-            cursor: args.cursor.clone(),
-            limit: args.limit,
-            writable_paths: scope.contract.writable_paths.clone(),
-            private_paths: scope.contract.private_paths.clone(),
-        })
+        .call(|m| m.list(&request))
         .map_err(internal)?
         .map_err(read_failure)?;
     Ok(ListResult {

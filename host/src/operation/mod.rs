@@ -38,7 +38,7 @@ pub use write::{WriteResult, write};
 
 /// What an operation acts within: the opened worktree root, the contract whose
 /// `writable_paths` decide what may change, and the loaded engine (loaded once per process
-/// or session; every call still gets a fresh component instance).
+/// or session) with the component instances lent to each call.
 #[derive(Debug, Clone, Copy)]
 pub struct Scope<'a> {
     /// The worktree root, opened once (every later step uses this descriptor).
@@ -47,6 +47,20 @@ pub struct Scope<'a> {
     pub contract: &'a Contract,
     /// The engine and the deserialized component.
     pub loaded: &'a engine::Loaded,
+    /// The instances over `root`, made from `loaded`: each call borrows one and gives it
+    /// back ([`engine::Instances`] says when one is kept and when discarded).
+    pub instances: &'a engine::Instances,
+}
+
+impl Scope<'_> {
+    /// A component instance over the worktree for one operation.
+    ///
+    /// # Errors
+    ///
+    /// `INTERNAL_ERROR` when no instance can be made.
+    fn mutator(&self) -> Result<engine::Lent<'_>, Failure> {
+        self.instances.lend().map_err(internal)
+    }
 }
 
 /// Takes the worktree lock for a writing operation.

@@ -35,18 +35,16 @@ impl From<engine::ReadCode> for Code {
 ///
 /// The refusal, as a [`Failure`] with its code.
 pub fn read(scope: Scope<'_>, args: ReadArgs<'_>) -> Result<ReadResult, Failure> {
-    let mut mutator = scope
-        .loaded
-        .instantiate(scope.root.dir())
-        .map_err(internal)?;
+    let mut mutator = scope.mutator()?;
+    let request = engine::ReadRequest {
+        path: args.path.to_string(),
+        writable_paths: scope.contract.writable_paths.clone(),
+        private_paths: scope.contract.private_paths.clone(),
+        offset: args.offset,
+        limit: args.limit,
+    };
     let page = mutator
-        .read(&engine::ReadRequest {
-            path: args.path.to_string(),
-            writable_paths: scope.contract.writable_paths.clone(),
-            private_paths: scope.contract.private_paths.clone(),
-            offset: args.offset,
-            limit: args.limit,
-        })
+        .call(|m| m.read(&request))
         .map_err(internal)?
         .map_err(read_failure)?;
     Ok(ReadResult {

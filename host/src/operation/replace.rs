@@ -26,20 +26,16 @@ pub struct ReplaceArgs<'a> {
 /// The first refusal, as a [`Failure`] with its code.
 pub fn replace(scope: Scope<'_>, args: ReplaceArgs<'_>) -> Result<ReplaceResult, Failure> {
     let _lock = lock(scope.root)?;
-    let mut mutator = scope
-        .loaded
-        .instantiate(scope.root.dir())
-        .map_err(internal)?;
-    let decision = mutator
-        .replace(&engine::ReplaceRequest {
-            path: args.path.to_string(),
-            writable_paths: scope.contract.writable_paths.clone(),
-            private_paths: scope.contract.private_paths.clone(),
-            expected_sha256: args.expected_sha256.map(str::to_string),
-            old_text: args.old_text.to_string(),
-            new_text: args.new_text.to_string(),
-        })
-        .map_err(internal)?;
+    let mut mutator = scope.mutator()?;
+    let request = engine::ReplaceRequest {
+        path: args.path.to_string(),
+        writable_paths: scope.contract.writable_paths.clone(),
+        private_paths: scope.contract.private_paths.clone(),
+        expected_sha256: args.expected_sha256.map(str::to_string),
+        old_text: args.old_text.to_string(),
+        new_text: args.new_text.to_string(),
+    };
+    let decision = mutator.call(|m| m.replace(&request)).map_err(internal)?;
     let plan = decision.map_err(refusal)?;
     let base = plan_base(&plan, args.path, args.expected_sha256)?;
     publish::publish(scope.root.dir(), &plan.path, &base, &plan.new_content)?;

@@ -89,23 +89,21 @@ fn reason_name(reason: engine::SkipReason) -> &'static str {
 ///
 /// The refusal, as a [`Failure`] with its code.
 pub fn search(scope: Scope<'_>, args: &SearchArgs) -> Result<SearchResult, Failure> {
-    let mut mutator = scope
-        .loaded
-        .instantiate(scope.root.dir())
-        .map_err(internal)?;
+    let mut mutator = scope.mutator()?;
+    let request = engine::SearchRequest {
+        path: args.path.clone(),
+        query: args.query.clone(),
+        regex: args.regex,
+        ignore_case: args.ignore_case,
+        glob: args.glob.clone(),
+        context: args.context,
+        max_matches: args.max_matches,
+        cursor: args.cursor.clone(),
+        writable_paths: scope.contract.writable_paths.clone(),
+        private_paths: scope.contract.private_paths.clone(),
+    };
     let page = mutator
-        .search(&engine::SearchRequest {
-            path: args.path.clone(),
-            query: args.query.clone(),
-            regex: args.regex,
-            ignore_case: args.ignore_case,
-            glob: args.glob.clone(),
-            context: args.context,
-            max_matches: args.max_matches,
-            cursor: args.cursor.clone(),
-            writable_paths: scope.contract.writable_paths.clone(),
-            private_paths: scope.contract.private_paths.clone(),
-        })
+        .call(|m| m.search(&request))
         .map_err(internal)?
         .map_err(read_failure)?;
     Ok(SearchResult {

@@ -31,18 +31,16 @@ pub struct WriteResult {
 /// the path taken, by the decision or by a concurrent creator at the commit).
 pub fn write(scope: Scope<'_>, args: &WriteArgs) -> Result<WriteResult, Failure> {
     let _lock = lock(scope.root)?;
-    let mut mutator = scope
-        .loaded
-        .instantiate(scope.root.dir())
-        .map_err(internal)?;
+    let mut mutator = scope.mutator()?;
+    let request = engine::WriteRequest {
+        path: args.path.clone(),
+        writable_paths: scope.contract.writable_paths.clone(),
+        private_paths: scope.contract.private_paths.clone(),
+        expected_sha256: args.expected_sha256.clone(),
+        content: args.content.clone(),
+    };
     let plan = mutator
-        .write(&engine::WriteRequest {
-            path: args.path.clone(),
-            writable_paths: scope.contract.writable_paths.clone(),
-            private_paths: scope.contract.private_paths.clone(),
-            expected_sha256: args.expected_sha256.clone(),
-            content: args.content.clone(),
-        })
+        .call(|m| m.write(&request))
         .map_err(internal)?
         .map_err(refusal)?;
     match plan {

@@ -32,7 +32,7 @@ use std::path::Path;
 
 use crate::code::{Code, Failure};
 use crate::contract::{self, Contract};
-use crate::engine::Loaded;
+use crate::engine::{Instances, Loaded};
 use crate::operation::{self, EditArgs, ReadArgs, ReplaceArgs, Scope};
 use crate::repo::RepoRoot;
 
@@ -199,11 +199,14 @@ fn scoped<T, E>(
     op: impl FnOnce(Scope<'_>) -> Result<T, E>,
 ) -> Result<T, E> {
     let (contract, root) = check(repo, contract).map_err(&lift)?;
-    let loaded =
-        Loaded::new().map_err(|e| lift(Failure::new(Code::InternalError, e.to_string())))?;
+    let engine_failure =
+        |e: crate::engine::EngineError| lift(Failure::new(Code::InternalError, e.to_string()));
+    let loaded = Loaded::new().map_err(engine_failure)?;
+    let instances = Instances::new(&loaded, root.dir()).map_err(engine_failure)?;
     op(Scope {
         root: &root,
         contract: &contract,
         loaded: &loaded,
+        instances: &instances,
     })
 }
