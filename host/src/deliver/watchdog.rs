@@ -109,8 +109,8 @@ impl Watchdog {
     }
 }
 
-/// The watchdog process itself (`satyrn-host __deliver-watchdog DELIVER_PID`); returns its
-/// exit status: `OK`'s (0), or the usage status (2) without a valid `DELIVER_PID`.
+/// The watchdog process itself (`satyrn-host __deliver-watchdog DELIVER_PID`, the command
+/// line checking that `DELIVER_PID` is greater than 1); returns its exit status, `OK`'s (0).
 ///
 /// `arm <pid>` is honoured only for a session leader other than init that is a child of
 /// `DELIVER_PID` while that process is still our parent — or, once it is not (`deliver`
@@ -119,14 +119,7 @@ impl Watchdog {
 ///
 /// Process-global: ignores `SIGINT`, `SIGTERM`, `SIGHUP` and `SIGQUIT`.
 #[must_use]
-pub fn main(args: &[std::ffi::OsString]) -> u8 {
-    let deliver = match args {
-        [pid] => pid.to_str().and_then(|p| p.parse::<i32>().ok()),
-        _ => None,
-    };
-    let Some(deliver) = deliver.filter(|p| *p > 1) else {
-        return crate::code::USAGE_EXIT;
-    };
+pub fn main(deliver: i32) -> u8 {
     for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
         // SAFETY: SIG_IGN installs no handler; nothing runs on the signal's arrival.
         unsafe {
