@@ -73,7 +73,7 @@ fn parse_timeout(text: &str) -> Result<Duration, String> {
 #[must_use]
 pub fn run(args: Args) -> u8 {
     let request = Request::from(args);
-    let receipt = match deliver::signals::install() {
+    let receipt = match crate::os::signals::install() {
         Ok(()) => super::panic::catch(|| {
             super::panic::trigger("deliver");
             deliver::deliver(&request)

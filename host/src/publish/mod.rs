@@ -26,10 +26,9 @@ use satyrn_mutator_core::revision::Revision;
 use crate::code::{Code, Failure};
 
 mod commit;
-mod signals;
 mod temporary;
 
-use signals::HeldSignals;
+use crate::os::signals::HeldSignals;
 use temporary::Temporary;
 pub use temporary::is_temporary_name;
 
