@@ -8,6 +8,7 @@ mod component;
 mod deliver;
 mod deliver_output;
 mod deliver_signals;
+mod deliver_support;
 mod deliver_warnings;
 mod edit_component;
 mod fnmatch_differential;
