@@ -242,3 +242,42 @@ fn restore(saved: &Saved) {
         libc::sigaction(saved.signal, &raw const saved.action, std::ptr::null_mut());
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, Instant};
+
+    /// Polls `cond` up to 10 s.
+    fn eventually(cond: impl Fn() -> bool) -> bool {
+        let end = Instant::now() + Duration::from_secs(10);
+        while !cond() {
+            if Instant::now() >= end {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        true
+    }
+
+    #[test]
+    fn a_signal_held_during_a_hold_is_recorded_then_sent_again_after_it() {
+        // Process-global for this test binary: SIGHUP is recorded instead of fatal.
+        install().expect("install");
+        let me = rustix::process::getpid();
+        let bit = 1u64 << libc::SIGHUP;
+        {
+            let _held = HeldSignals::hold();
+            rustix::process::kill_process(me, Signal::HUP).expect("kill");
+            assert!(eventually(|| ARRIVED.load(Ordering::SeqCst) & bit != 0));
+            assert_ne!(received(), Some(libc::SIGHUP), "held, not yet handled");
+        }
+        assert!(
+            eventually(|| received() == Some(libc::SIGHUP)),
+            "sent again to the restored handler after the hold"
+        );
+        assert_eq!(name(libc::SIGHUP), "SIGHUP");
+        assert!(wake_fd().is_some());
+        drain();
+    }
+}
