@@ -11,7 +11,7 @@
 //! Handlers are reset to the default by `exec`, so children never inherit them (an
 //! *ignored* disposition does survive `exec`: see [`HeldSignals`] and [`ignore`]).
 //! rustix has no safe `sigaction`; the two `unsafe` blocks of this module are the only
-//! calls of it ([`replace`] and [`restore`]).
+//! calls of it (`replace` and `restore`).
 
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
