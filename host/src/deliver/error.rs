@@ -168,6 +168,62 @@ impl std::error::Error for IdError {
     }
 }
 
+/// Why a delivery is refused before anything is created.
+#[derive(Debug)]
+pub enum PreflightError {
+    /// The worktree has tracked changes, deletions or untracked files (the first five).
+    Dirty {
+        /// The first entries of `git status`, as git spells them.
+        shown: Vec<String>,
+    },
+    /// The contract id cannot name a candidate ref.
+    Id(IdError),
+    /// The candidate ref already exists.
+    Exists {
+        /// The ref.
+        name: String,
+    },
+    /// git itself could not be run.
+    Git(GitError),
+}
+
+impl PreflightError {
+    /// `REPO_DIRTY`, the id's code, `CANDIDATE_EXISTS`, or `GIT_FAILED`.
+    #[must_use]
+    pub fn code(&self) -> Code {
+        match self {
+            Self::Dirty { .. } => Code::RepoDirty,
+            Self::Id(e) => e.code(),
+            Self::Exists { .. } => Code::CandidateExists,
+            Self::Git(_) => Code::GitFailed,
+        }
+    }
+}
+
+impl fmt::Display for PreflightError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Dirty { shown } => write!(
+                f,
+                "the worktree has uncommitted changes or untracked files: {shown:?}"
+            ),
+            Self::Id(e) => e.fmt(f),
+            Self::Exists { name } => write!(f, "candidate ref {name} already exists"),
+            Self::Git(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for PreflightError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Id(e) => Some(e),
+            Self::Git(e) => Some(e),
+            Self::Dirty { .. } | Self::Exists { .. } => None,
+        }
+    }
+}
+
 /// Why the command could not be run to an end.
 #[derive(Debug)]
 pub enum CommandError {

@@ -38,7 +38,7 @@ use crate::git::{self, Git, GitError};
 use crate::os::signals;
 use candidate::{Change, Published};
 use command::CommandError;
-use error::{IdError, RootError};
+use error::{PreflightError, RootError};
 use receipt::{Outcome, Receipt};
 use worktree::{Attempt, WorktreeError};
 
@@ -167,10 +167,8 @@ pub fn deliver(request: &Request) -> Receipt {
         Ok(git) => git,
         Err(e) => return progress.finish(e.code(), e.to_string()),
     };
-    match preflight(&repo, &contract.id) {
-        Ok(None) => {}
-        Ok(Some((code, message))) => return progress.finish(code, message),
-        Err(e) => return progress.finish(Code::GitFailed, e.to_string()),
+    if let Err(e) = preflight(&repo, &contract.id) {
+        return progress.finish(e.code(), e.to_string());
     }
     if let Some(s) = signals::received() {
         return progress.finish(Code::Interrupted, interrupted_message(s));
@@ -420,14 +418,20 @@ fn resolve_root(path: &Path) -> Result<Git, RootError> {
 }
 
 /// The refusals that need nothing created: dirty tree, invalid id, existing candidate.
-fn preflight(repo: &Git, id: &str) -> Result<Option<(Code, String)>, GitError> {
-    let status = repo.run(&[
-        "status",
-        "--porcelain=v1",
-        "-z",
-        "--untracked-files=all",
-        "--ignore-submodules=none",
-    ])?;
+///
+/// # Errors
+///
+/// [`PreflightError`]: the refusal, or `GIT_FAILED` when git cannot be run.
+fn preflight(repo: &Git, id: &str) -> Result<(), PreflightError> {
+    let status = repo
+        .run(&[
+            "status",
+            "--porcelain=v1",
+            "-z",
+            "--untracked-files=all",
+            "--ignore-submodules=none",
+        ])
+        .map_err(PreflightError::Git)?;
     let entries = git::split_z(&status);
     if !entries.is_empty() {
         let shown: Vec<String> = entries
@@ -436,24 +440,14 @@ fn preflight(repo: &Git, id: &str) -> Result<Option<(Code, String)>, GitError> {
             .take(5)
             .map(|e| String::from_utf8_lossy(e).into_owned())
             .collect();
-        return Ok(Some((
-            Code::RepoDirty,
-            format!("the worktree has uncommitted changes or untracked files: {shown:?}"),
-        )));
+        return Err(PreflightError::Dirty { shown });
     }
-    match candidate::check_id(repo, id) {
-        Ok(()) => {}
-        Err(IdError::Git(e)) => return Err(e),
-        Err(e) => return Ok(Some((e.code(), e.to_string()))),
-    }
+    candidate::check_id(repo, id).map_err(PreflightError::Id)?;
     let name = candidate::ref_name(id);
-    if candidate::ref_exists(repo, &name)? {
-        return Ok(Some((
-            Code::CandidateExists,
-            format!("candidate ref {name} already exists"),
-        )));
+    if candidate::ref_exists(repo, &name).map_err(PreflightError::Git)? {
+        return Err(PreflightError::Exists { name });
     }
-    Ok(None)
+    Ok(())
 }
 
 #[cfg(test)]
