@@ -207,6 +207,7 @@ impl Fixture {
                 .replace(&ReplaceRequest {
                     path: "data.txt".into(),
                     writable_paths: writable.clone(),
+                    private_paths: Vec::new(),
                     expected_sha256: Some(expected),
                     old_text: old.into(),
                     new_text: new.into(),

@@ -13,9 +13,10 @@
 //! | 6 | `REPO_UNAVAILABLE` |
 //! | 7 | `INVALID_REQUEST` |
 //! | 8 | `NO_CANDIDATE`: every other handled delivery result |
-//! | 9 | `MUTATION_REFUSED`: the five policy refusals, `MUTATION_FAILED` and the batch refusals of `edit` |
+//! | 9 | `MUTATION_REFUSED`: the policy refusals (`TARGET_EXISTS` included), `MUTATION_FAILED` and the batch refusals of `edit` |
 //! | 10 | `ATTEMPT_FAILED` |
 //! | 11 | `READ_REFUSED`: the four refusals of `read` |
+//! | 12 | `PATH_PRIVATE`: the path is private, whatever the operation |
 
 use std::fmt;
 
@@ -98,6 +99,11 @@ pub enum Code {
     ReadTooLarge,
     /// Read: `offset` is past the last line.
     ReadOutOfRange,
+    /// Write: the file to create already exists (`expected_sha256: null` means create).
+    TargetExists,
+    /// The path is private under the contract's `private_paths` (or their default): it is
+    /// never read, listed, searched, written or deleted, even when it is also writable.
+    PathPrivate,
 }
 
 impl Code {
@@ -153,6 +159,8 @@ impl Code {
             Self::ReadNotText => ("READ_NOT_TEXT", 11),
             Self::ReadTooLarge => ("READ_TOO_LARGE", 11),
             Self::ReadOutOfRange => ("READ_OUT_OF_RANGE", 11),
+            Self::TargetExists => ("TARGET_EXISTS", 9),
+            Self::PathPrivate => ("PATH_PRIVATE", 12),
         }
     }
 }

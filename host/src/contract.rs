@@ -7,11 +7,15 @@
 //! writable_paths:             # optional; absent means nothing is writable
 //!   - src/greeting.txt
 //!   - "docs/*.md"
+//! private_paths:              # optional; absent means the default list (secrets)
+//!   - "config/secrets/*"
 //! ```
 //!
 //! Decisions (see `docs/contract.md`): the document is one mapping; `id` and `task` are
-//! required non-empty strings; `writable_paths`, when present, is a list of non-empty
-//! strings. Unknown keys, duplicate keys, anchors, aliases and explicit tags are refused
+//! required non-empty strings; `writable_paths` and `private_paths`, when present, are
+//! lists of non-empty strings. An absent `private_paths` is
+//! [`DEFAULT_PRIVATE_PATHS`](satyrn_mutator_core::gates::DEFAULT_PRIVATE_PATHS); a present
+//! one replaces that default (`[]` makes nothing private). Unknown keys, duplicate keys, anchors, aliases and explicit tags are refused
 //! (`CONTRACT_INVALID`), so a typo never silently narrows or widens a contract and no
 //! alias can expand. Scalars are never normalized: `id: 007` is refused as a number,
 //! `id: "007"` is the string `007`.
@@ -39,6 +43,9 @@ pub struct Contract {
     pub task: String,
     /// Python `fnmatch` patterns of the paths the agent may edit; empty when absent.
     pub writable_paths: Vec<String>,
+    /// `fnmatch` patterns of the paths the agent may never read, list, search or change
+    /// (private wins over writable); the default list when absent.
+    pub private_paths: Vec<String>,
 }
 
 /// Why a contract was refused.
@@ -144,7 +151,7 @@ fn read_bounded(path: &Path) -> std::io::Result<Option<Vec<u8>>> {
 /// `contract/lexical.rs`), YAML syntax errors, a document that is not one mapping, unknown
 /// or duplicate keys, anchors, aliases and tags;
 /// [`ContractError::MissingField`] when `id` or `task` is missing, empty or not a string, or
-/// `writable_paths` is present but not a list of non-empty strings.
+/// `writable_paths` or `private_paths` is present but not a list of non-empty strings.
 pub fn parse(bytes: &[u8]) -> Result<Contract, ContractError> {
     let text = std::str::from_utf8(bytes)
         .map_err(|_| ContractError::Invalid("the contract is not UTF-8 text".to_string()))?;
@@ -153,14 +160,16 @@ pub fn parse(bytes: &[u8]) -> Result<Contract, ContractError> {
     let mut id = None;
     let mut task = None;
     let mut writable_paths = None;
+    let mut private_paths = None;
     for (key, value) in fields {
         let slot = match key.as_str() {
             "id" => &mut id,
             "task" => &mut task,
             "writable_paths" => &mut writable_paths,
+            "private_paths" => &mut private_paths,
             other => {
                 return Err(ContractError::Invalid(format!(
-                    "unknown contract key `{other}` (known keys: id, task, writable_paths)"
+                    "unknown contract key `{other}` (known keys: id, task, writable_paths, private_paths)"
                 )));
             }
         };
@@ -173,28 +182,37 @@ pub fn parse(bytes: &[u8]) -> Result<Contract, ContractError> {
     }
     let id = required_string("id", id)?;
     let task = required_string("task", task)?;
-    let writable_paths = match writable_paths {
-        None => Vec::new(),
-        Some(Value::List(items)) => items
-            .into_iter()
-            .map(|item| match item {
-                Scalar::Str(s) if !s.is_empty() => Ok(s),
-                _ => Err(ContractError::MissingField(
-                    "`writable_paths` must be a list of non-empty strings".to_string(),
-                )),
-            })
-            .collect::<Result<_, _>>()?,
-        Some(_) => {
-            return Err(ContractError::MissingField(
-                "`writable_paths` must be a list of non-empty strings".to_string(),
-            ));
-        }
-    };
+    let writable_paths = pattern_list("writable_paths", writable_paths)?.unwrap_or_default();
+    let private_paths = pattern_list("private_paths", private_paths)?.unwrap_or_else(|| {
+        satyrn_mutator_core::gates::DEFAULT_PRIVATE_PATHS
+            .iter()
+            .map(|p| (*p).to_string())
+            .collect()
+    });
     Ok(Contract {
         id,
         task,
         writable_paths,
+        private_paths,
     })
+}
+
+/// A field that, when present, is a list of non-empty strings.
+fn pattern_list(name: &str, value: Option<Value>) -> Result<Option<Vec<String>>, ContractError> {
+    let wrong =
+        || ContractError::MissingField(format!("`{name}` must be a list of non-empty strings"));
+    match value {
+        None => Ok(None),
+        Some(Value::List(items)) => items
+            .into_iter()
+            .map(|item| match item {
+                Scalar::Str(s) if !s.is_empty() => Ok(s),
+                _ => Err(wrong()),
+            })
+            .collect::<Result<_, _>>()
+            .map(Some),
+        Some(_) => Err(wrong()),
+    }
 }
 
 fn required_string(name: &str, value: Option<Value>) -> Result<String, ContractError> {

@@ -34,6 +34,13 @@ pub use bindings::satyrn::mutator::types::{
     ReadCode, ReadError, ReadPage, ReadRequest, ReplaceEdit,
 };
 
+// The toolbox operations' types: `list`, `search`, `write`, `delete-file`.
+pub use bindings::satyrn::mutator::types::{
+    CreatedFile, DeletePlan, DeleteRequest, EntryKind, ListEntry, ListPage, ListRequest,
+    SearchFile, SearchLine, SearchPage, SearchRequest, SkipReason, SkippedFile, WritePlan,
+    WriteRequest,
+};
+
 /// The most bytes one call of the component may hand back to the host (wasmtime's
 /// per-store "hostcall fuel", 128 MiB by default, which a plan for a file near the
 /// documented 256 MiB limit exceeds). Derived from the documented limits, not unlimited:
@@ -244,11 +251,12 @@ impl Mutator {
         &mut self,
         path: &str,
         writable_paths: &[String],
+        private_paths: &[String],
     ) -> Result<Result<String, RevisionError>, EngineError> {
         let _entered = self.runtime.enter();
         self.instance
             .satyrn_mutator_mutator()
-            .call_revision(&mut self.store, path, writable_paths)
+            .call_revision(&mut self.store, path, writable_paths, private_paths)
             .map_err(engine_error("the component trapped in revision"))
     }
 
@@ -295,6 +303,70 @@ impl Mutator {
             .satyrn_mutator_mutator()
             .call_edit(&mut self.store, request)
             .map_err(engine_error("the component trapped in edit"))
+    }
+
+    /// Asks the component for one page of a directory's entries (see the WIT `list`).
+    ///
+    /// # Errors
+    ///
+    /// [`EngineError`] on a trap; decisions are in the inner `Result`.
+    pub fn list(
+        &mut self,
+        request: &ListRequest,
+    ) -> Result<Result<ListPage, ReadError>, EngineError> {
+        let _entered = self.runtime.enter();
+        self.instance
+            .satyrn_mutator_mutator()
+            .call_list(&mut self.store, request)
+            .map_err(engine_error("the component trapped in list"))
+    }
+
+    /// Asks the component for one page of a search (see the WIT `search`).
+    ///
+    /// # Errors
+    ///
+    /// [`EngineError`] on a trap; decisions are in the inner `Result`.
+    pub fn search(
+        &mut self,
+        request: &SearchRequest,
+    ) -> Result<Result<SearchPage, ReadError>, EngineError> {
+        let _entered = self.runtime.enter();
+        self.instance
+            .satyrn_mutator_mutator()
+            .call_search(&mut self.store, request)
+            .map_err(engine_error("the component trapped in search"))
+    }
+
+    /// Asks the component to decide a whole-file write (see the WIT `write`).
+    ///
+    /// # Errors
+    ///
+    /// [`EngineError`] on a trap; decisions are in the inner `Result`.
+    pub fn write(
+        &mut self,
+        request: &WriteRequest,
+    ) -> Result<Result<WritePlan, ReplaceError>, EngineError> {
+        let _entered = self.runtime.enter();
+        self.instance
+            .satyrn_mutator_mutator()
+            .call_write(&mut self.store, request)
+            .map_err(engine_error("the component trapped in write"))
+    }
+
+    /// Asks the component to decide the removal of a file (see the WIT `delete-file`).
+    ///
+    /// # Errors
+    ///
+    /// [`EngineError`] on a trap; decisions are in the inner `Result`.
+    pub fn delete_file(
+        &mut self,
+        request: &DeleteRequest,
+    ) -> Result<Result<DeletePlan, ReplaceError>, EngineError> {
+        let _entered = self.runtime.enter();
+        self.instance
+            .satyrn_mutator_mutator()
+            .call_delete_file(&mut self.store, request)
+            .map_err(engine_error("the component trapped in delete-file"))
     }
 }
 

@@ -58,14 +58,14 @@ fn imports_and_exports() -> (Vec<Item>, Vec<Item>) {
     (imports, exports)
 }
 
-/// `PACKAGE/INTERFACE@0.2.x` (or `@0.1.0` for satyrn's own), with `PACKAGE/INTERFACE`
+/// `PACKAGE/INTERFACE@0.2.x` (or `@0.2.0` for satyrn's own), with `PACKAGE/INTERFACE`
 /// one of `allowed`.
 fn is_allowed(name: &str, allowed: &[&str]) -> bool {
     let Some((interface, version)) = name.split_once('@') else {
         return false;
     };
     if interface.starts_with("satyrn:") {
-        return allowed.contains(&interface) && version == "0.1.0";
+        return allowed.contains(&interface) && version == "0.2.0";
     }
     let Some(patch) = version.strip_prefix("0.2.") else {
         return false;
@@ -161,7 +161,7 @@ fn the_allow_list_check_can_fail() {
 fn exports_exactly_the_mutator_interface() {
     let (_, exports) = imports_and_exports();
     let names: BTreeSet<&str> = exports.iter().map(|e| e.name.as_str()).collect();
-    assert_eq!(names, BTreeSet::from(["satyrn:mutator/mutator@0.1.0"]));
+    assert_eq!(names, BTreeSet::from(["satyrn:mutator/mutator@0.2.0"]));
     let functions: BTreeSet<&str> = exports[0]
         .capabilities
         .as_ref()
@@ -171,7 +171,17 @@ fn exports_exactly_the_mutator_interface() {
         .collect();
     assert_eq!(
         functions,
-        BTreeSet::from(["edit", "matches", "read", "replace", "revision"])
+        BTreeSet::from([
+            "delete-file",
+            "edit",
+            "list",
+            "matches",
+            "read",
+            "replace",
+            "revision",
+            "search",
+            "write"
+        ])
     );
 }
 
@@ -252,26 +262,33 @@ fn revision_export_hashes_declared_regular_files_only() {
     let mut mutator = loaded.instantiate(&dir).expect("instantiate");
     let all = strings(&["*.txt", "src/*", "alias/*"]);
     assert_eq!(
-        mutator.revision("a.txt", &all).expect("no trap").ok(),
+        mutator.revision("a.txt", &all, &[]).expect("no trap").ok(),
         Some(sha256_hex(b"hello\n"))
     );
     assert_eq!(
-        mutator.revision("src/b.txt", &all).expect("no trap").ok(),
+        mutator
+            .revision("src/b.txt", &all, &[])
+            .expect("no trap")
+            .ok(),
         Some(sha256_hex(b""))
     );
     let got = mutator
-        .revision("a.txt", &strings(&["src/*"]))
+        .revision("a.txt", &strings(&["src/*"]), &[])
         .expect("no trap");
     assert!(matches!(got, Err(RevisionError::Undeclared)), "{got:?}");
     for path in ["link.txt", "alias/b.txt", "missing.txt", "src"] {
-        let got = mutator.revision(path, &strings(&["*"])).expect("no trap");
+        let got = mutator
+            .revision(path, &strings(&["*"]), &[])
+            .expect("no trap");
         assert!(
             matches!(got, Err(RevisionError::NotEditable(_))),
             "{path}: {got:?}"
         );
     }
     for path in ["../a.txt", "/a.txt", "a//b", ""] {
-        let got = mutator.revision(path, &strings(&["*"])).expect("no trap");
+        let got = mutator
+            .revision(path, &strings(&["*"]), &[])
+            .expect("no trap");
         assert!(
             matches!(got, Err(RevisionError::InvalidRequest(_))),
             "{path}: {got:?}"
@@ -282,7 +299,7 @@ fn revision_export_hashes_declared_regular_files_only() {
     let other_dir = open_dir(other.path());
     let mut second = loaded.instantiate(&other_dir).expect("instantiate");
     assert_eq!(
-        second.revision("a.txt", &all).expect("no trap").ok(),
+        second.revision("a.txt", &all, &[]).expect("no trap").ok(),
         Some(sha256_hex(b"other\n"))
     );
 }
@@ -300,6 +317,7 @@ fn replace_export_decides_but_never_writes() {
     let request = |path: &str, expected: Option<String>| ReplaceRequest {
         path: path.to_string(),
         writable_paths: strings(&["*.txt"]),
+        private_paths: Vec::new(),
         expected_sha256: expected,
         old_text: "world".to_string(),
         new_text: "there".to_string(),

@@ -56,6 +56,7 @@ fn check(w: &Worktree, text: &str, edits: &[E]) -> Result<(), TestCaseError> {
         .edit(&EditRequest {
             path: "f.txt".to_string(),
             writable_paths: vec!["*.txt".to_string()],
+            private_paths: Vec::new(),
             expected_sha256: Some(sha),
             edits: edits.iter().map(wit_op).collect(),
         })

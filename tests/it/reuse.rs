@@ -97,6 +97,7 @@ fn call(mutator: &mut Mutator, c: &Value) -> Value {
             let request = ReplaceRequest {
                 path: str_of(c, "path").to_string(),
                 writable_paths: strings(&c["writable_paths"]),
+                private_paths: strings(&c["private_paths"]),
                 expected_sha256: c["expected_sha256"].as_str().map(str::to_string),
                 old_text: str_of(c, "old_text").to_string(),
                 new_text: str_of(c, "new_text").to_string(),
@@ -116,11 +117,16 @@ fn call(mutator: &mut Mutator, c: &Value) -> Value {
         }
         "revision" => {
             let got = mutator
-                .revision(str_of(c, "path"), &strings(&c["writable_paths"]))
+                .revision(
+                    str_of(c, "path"),
+                    &strings(&c["writable_paths"]),
+                    &strings(&c["private_paths"]),
+                )
                 .expect("no trap");
             match got {
                 Ok(sha) => json!({"ok": sha}),
                 Err(RevisionError::Undeclared) => json!({"undeclared": null}),
+                Err(RevisionError::Private) => json!({"private": null}),
                 Err(RevisionError::NotEditable(m)) => json!({"not_editable": m}),
                 Err(RevisionError::InvalidRequest(m)) => json!({"invalid_request": m}),
             }
@@ -135,7 +141,9 @@ fn call(mutator: &mut Mutator, c: &Value) -> Value {
 /// The WIT spelling of a refusal code (exhaustive: a new code must be named here).
 fn wit_code(code: RefusalCode) -> &'static str {
     match code {
+        RefusalCode::PathPrivate => "path-private",
         RefusalCode::PathUndeclared => "path-undeclared",
+        RefusalCode::TargetExists => "target-exists",
         RefusalCode::RevisionUnavailable => "revision-unavailable",
         RefusalCode::RevisionStale => "revision-stale",
         RefusalCode::AnchorMissing => "anchor-missing",
@@ -229,6 +237,7 @@ fn the_shared_fixtures_cover_every_gate_and_each_refusal_has_a_success_sibling()
     assert_eq!(
         codes,
         BTreeSet::from([
+            "path-private",
             "path-undeclared",
             "revision-unavailable",
             "revision-stale",

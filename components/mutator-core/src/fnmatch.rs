@@ -196,6 +196,30 @@ pub fn matches_any<S: AsRef<str>>(name: &str, patterns: &[S]) -> bool {
     patterns.iter().any(|p| fnmatch(name, p.as_ref()))
 }
 
+/// A list of patterns translated once, for matching many names (a walk of the worktree).
+#[derive(Debug, Clone)]
+pub struct PatternSet(Vec<Pattern>);
+
+impl PatternSet {
+    /// Translates every pattern.
+    #[must_use]
+    pub fn new<S: AsRef<str>>(patterns: &[S]) -> Self {
+        Self(patterns.iter().map(|p| Pattern::new(p.as_ref())).collect())
+    }
+
+    /// Whether `name` matches at least one pattern (as [`matches_any`]).
+    #[must_use]
+    pub fn matches(&self, name: &str) -> bool {
+        self.0.iter().any(|p| p.matches(name))
+    }
+
+    /// Whether the set has no pattern.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
 fn translate(pattern: &str) -> Vec<Token> {
     let pat: Vec<char> = pattern.chars().collect();
     let n = pat.len();

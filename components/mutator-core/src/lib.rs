@@ -12,11 +12,18 @@
 extern crate alloc;
 
 pub mod anchor;
+pub mod delete;
 pub mod edit;
 pub mod fnmatch;
+pub mod gates;
 pub mod lines;
+pub mod list;
 pub mod path;
 pub mod read;
 pub mod replace;
 pub mod revision;
+pub mod search;
+pub mod tree;
+pub(crate) mod walk;
 pub mod worktree;
+pub mod write;

@@ -17,7 +17,7 @@ use crate::revision::Revision;
 use crate::worktree::Worktree;
 
 /// The largest file that can be read: 16 MiB (the same as for edits).
-pub const MAX_READ_FILE_BYTES: u64 = crate::edit::MAX_EDIT_FILE_BYTES;
+pub const MAX_READ_FILE_BYTES: u64 = crate::gates::MAX_TEXT_FILE_BYTES;
 /// The most lines one page holds (and the default `limit`).
 pub const MAX_READ_LINES: u32 = 2000;
 /// The most bytes of text one page holds: 50 KiB.
@@ -30,6 +30,8 @@ pub struct ReadRequest<'a> {
     pub path: &'a str,
     /// The contract's `writable_paths`, only to report whether the path is writable.
     pub writable_paths: &'a [String],
+    /// The contract's `private_paths`: a private path is never read.
+    pub private_paths: &'a [String],
     /// The first line to return, 1-indexed; `None` is 1.
     pub offset: Option<u32>,
     /// The most lines to return; `None` (or more than [`MAX_READ_LINES`]) is [`MAX_READ_LINES`].
@@ -73,6 +75,8 @@ pub enum ReadCode {
     TooLarge,
     /// `offset` is past the last line.
     OutOfRange,
+    /// The path is private under the contract's `private_paths` (`PATH_PRIVATE`).
+    Private,
 }
 
 impl ReadCode {
@@ -84,6 +88,7 @@ impl ReadCode {
             Self::NotText => "READ_NOT_TEXT",
             Self::TooLarge => "READ_TOO_LARGE",
             Self::OutOfRange => "READ_OUT_OF_RANGE",
+            Self::Private => "PATH_PRIVATE",
         }
     }
 }
@@ -137,6 +142,12 @@ pub fn read<W: Worktree + ?Sized>(
         return Err(refuse(
             ReadCode::Unavailable,
             format!("`{path}` is inside git's administrative files (`.git`), which are never read"),
+        ));
+    }
+    if crate::gates::is_private(path, request.private_paths) {
+        return Err(refuse(
+            ReadCode::Private,
+            crate::gates::private_message(path),
         ));
     }
     let bytes = worktree

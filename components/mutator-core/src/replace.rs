@@ -2,12 +2,12 @@
 
 use alloc::format;
 use alloc::string::{String, ToString};
-use alloc::vec::Vec;
 use core::fmt;
 
 use crate::anchor::{self, Occurrences};
-use crate::fnmatch;
-use crate::path::{self, is_git_admin};
+use crate::gates::policy_gates;
+pub use crate::gates::{Plan, Refusal, RefusalCode};
+use crate::path;
 use crate::revision::{Hasher, Revision};
 use crate::worktree::Worktree;
 
@@ -22,66 +22,14 @@ pub struct ReplaceRequest<'a> {
     pub path: &'a str,
     /// The contract's `writable_paths` patterns.
     pub writable_paths: &'a [String],
+    /// The contract's `private_paths` patterns (private wins over writable).
+    pub private_paths: &'a [String],
     /// The revision the caller saw, or `None` when it never read the file.
     pub expected_sha256: Option<&'a str>,
     /// The anchor; must be non-empty and occur exactly once.
     pub old_text: &'a str,
     /// The replacement, inserted literally.
     pub new_text: &'a str,
-}
-
-/// What the host must publish.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Plan {
-    /// The request's path.
-    pub path: String,
-    /// The revision the decision was made on; the publisher re-checks it.
-    pub base: Revision,
-    /// The complete new content.
-    pub new_content: Vec<u8>,
-    /// The revision of `new_content`.
-    pub next: Revision,
-}
-
-/// The policy refusals, in gate order.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RefusalCode {
-    /// The path matches no `writable_paths` pattern.
-    PathUndeclared,
-    /// The path is declared, but no revision was given.
-    RevisionUnavailable,
-    /// The file's bytes are not the ones the caller saw.
-    RevisionStale,
-    /// The anchor does not occur.
-    AnchorMissing,
-    /// The anchor occurs more than once.
-    AnchorAmbiguous,
-    /// The target cannot be edited (see [`Worktree::read_regular`]) or is not UTF-8.
-    MutationFailed,
-}
-
-impl RefusalCode {
-    /// The protocol's spelling, e.g. `PATH_UNDECLARED`.
-    #[must_use]
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::PathUndeclared => "PATH_UNDECLARED",
-            Self::RevisionUnavailable => "REVISION_UNAVAILABLE",
-            Self::RevisionStale => "REVISION_STALE",
-            Self::AnchorMissing => "ANCHOR_MISSING",
-            Self::AnchorAmbiguous => "ANCHOR_AMBIGUOUS",
-            Self::MutationFailed => "MUTATION_FAILED",
-        }
-    }
-}
-
-/// A refusal with its human-readable message.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Refusal {
-    /// Which gate refused.
-    pub code: RefusalCode,
-    /// Why, naming the path.
-    pub message: String,
 }
 
 /// Why no plan was produced.
@@ -106,50 +54,13 @@ fn refuse(code: RefusalCode, message: String) -> ReplaceError {
     ReplaceError::Refused(Refusal { code, message })
 }
 
-/// The policy gates shared by `replace` and `edit`, in their order, after the request's
-/// shape was checked: the path is not inside `.git` and matches a `writable_paths` pattern
-/// (before any file-system access), a revision was given, and the target is a single-link
-/// regular file of at most `max_len` bytes reached without any symlink. Returns the
-/// expected revision and the file's bytes; the caller compares the revision next.
-pub(crate) fn policy_gates<W: Worktree + ?Sized>(
-    worktree: &W,
-    path: &str,
-    segments: &[&str],
-    writable_paths: &[String],
-    expected: Option<Revision>,
-    max_len: u64,
-) -> Result<(Revision, Vec<u8>), Refusal> {
-    let refusal = |code, message| Refusal { code, message };
-    if is_git_admin(segments) {
-        return Err(refusal(
-            RefusalCode::PathUndeclared,
-            git_admin_message(path),
-        ));
-    }
-    if !fnmatch::matches_any(path, writable_paths) {
-        return Err(refusal(
-            RefusalCode::PathUndeclared,
-            format!("`{path}` is not declared writable by the contract"),
-        ));
-    }
-    let Some(expected) = expected else {
-        return Err(refusal(
-            RefusalCode::RevisionUnavailable,
-            format!("no revision is known for `{path}`: read the file before editing it"),
-        ));
-    };
-    let bytes = worktree
-        .read_regular(segments, max_len)
-        .map_err(|e| refusal(RefusalCode::MutationFailed, e.0))?;
-    Ok((expected, bytes))
-}
-
 /// Decides one replacement. The gates run in this order, and the first that fails
 /// decides the result:
 ///
 /// 1. request shape: path ([`path::segments`]), revision spelling, non-empty anchor —
 ///    [`ReplaceError::InvalidRequest`];
-/// 2. the path matches a `writable_paths` pattern, before any file-system access —
+/// 2. the path is not inside `.git` and not private ([`RefusalCode::PathPrivate`]), and
+///    matches a `writable_paths` pattern, before any file-system access —
 ///    [`RefusalCode::PathUndeclared`];
 /// 3. a revision was given — [`RefusalCode::RevisionUnavailable`];
 /// 4. the target is a single-link regular file reached without symlinks, at most
@@ -183,7 +94,7 @@ pub fn decide<W: Worktree + ?Sized>(
         worktree,
         path,
         &segments,
-        request.writable_paths,
+        (request.writable_paths, request.private_paths),
         expected,
         MAX_FILE_BYTES,
     )
@@ -204,9 +115,7 @@ pub fn decide<W: Worktree + ?Sized>(
     if base != expected {
         return Err(refuse(
             RefusalCode::RevisionStale,
-            format!(
-                "`{path}` changed since it was read: expected revision {expected}, it is now {base}; read it again"
-            ),
+            crate::gates::stale_message(path, &expected, &base),
         ));
     }
     if core::str::from_utf8(&bytes).is_err() {
@@ -250,15 +159,17 @@ pub fn decide<W: Worktree + ?Sized>(
 pub enum RevisionError {
     /// The path is malformed.
     InvalidRequest(String),
-    /// The path matches no `writable_paths` pattern.
+    /// The path matches no `writable_paths` pattern (or is inside `.git`).
     Undeclared,
+    /// The path is private.
+    Private,
     /// The path is declared but is not an editable file; the reason.
     NotEditable(String),
 }
 
 /// The revision of a declared, editable file, under the same path, pattern and no-follow
 /// rules as [`decide`], and the size limit of `edit` and `read`
-/// ([`crate::edit::MAX_EDIT_FILE_BYTES`]): a file an agent could neither read nor edit
+/// ([`crate::gates::MAX_TEXT_FILE_BYTES`]): a file an agent could neither read nor edit
 /// gets no revision.
 ///
 /// # Errors
@@ -268,18 +179,19 @@ pub fn revision<W: Worktree + ?Sized>(
     worktree: &W,
     path: &str,
     writable_paths: &[String],
+    private_paths: &[String],
 ) -> Result<Revision, RevisionError> {
     let segments =
         path::segments(path).map_err(|e| RevisionError::InvalidRequest(format!("path: {e}")))?;
-    if is_git_admin(&segments) || !fnmatch::matches_any(path, writable_paths) {
-        return Err(RevisionError::Undeclared);
-    }
+    crate::gates::declared_gates(path, &segments, writable_paths, private_paths).map_err(|r| {
+        if r.code == RefusalCode::PathPrivate {
+            RevisionError::Private
+        } else {
+            RevisionError::Undeclared
+        }
+    })?;
     let bytes = worktree
-        .read_regular(&segments, crate::edit::MAX_EDIT_FILE_BYTES)
+        .read_regular(&segments, crate::gates::MAX_TEXT_FILE_BYTES)
         .map_err(|e| RevisionError::NotEditable(e.0))?;
     Ok(Revision::of(&bytes))
-}
-
-pub(crate) fn git_admin_message(path: &str) -> String {
-    format!("`{path}` is inside git's administrative files (`.git`), which are never writable")
 }

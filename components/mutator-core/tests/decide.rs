@@ -112,6 +112,7 @@ proptest! {
         let request = ReplaceRequest {
             path,
             writable_paths: &writable,
+            private_paths: &[],
             expected_sha256: expected.as_deref(),
             old_text: &old,
             new_text: &new,
@@ -143,6 +144,7 @@ fn replacement_is_literal_and_keeps_crlf() {
         &ReplaceRequest {
             path: "f.txt",
             writable_paths: &writable,
+            private_paths: &[],
             expected_sha256: Some(&expected),
             old_text: "$x",
             new_text: "$1\\0&",

@@ -71,6 +71,7 @@ fn check(text: &str, edits: &[E]) -> Result<(), TestCaseError> {
         &EditRequest {
             path: "f.txt",
             writable_paths: &writable,
+            private_paths: &[],
             expected_sha256: Some(&sha),
             edits: &ops,
         },
@@ -144,6 +145,7 @@ fn the_gates_come_first_in_replace_order() {
             &EditRequest {
                 path,
                 writable_paths: &writable,
+                private_paths: &[],
                 expected_sha256: expected,
                 edits: ops,
             },

@@ -36,6 +36,7 @@ fn decide(path: &str, expected: Option<&str>, edits: &[EditOp<'_>]) -> Result<Ve
         &EditRequest {
             path,
             writable_paths: &writable,
+            private_paths: &[],
             expected_sha256: expected,
             edits,
         },
@@ -141,6 +142,7 @@ fn edit_paths_must_be_declared_by_the_contract() {
         &EditRequest {
             path: "src/a.txt",
             writable_paths: &narrow,
+            private_paths: &[],
             expected_sha256: Some(&good),
             edits: REPLACE,
         },
@@ -159,22 +161,22 @@ fn revision_is_given_only_for_declared_editable_files() {
     let wt = worktree();
     let star = vec!["*".to_string()];
     assert_eq!(
-        replace::revision(&wt, "src/a.txt", &star),
+        replace::revision(&wt, "src/a.txt", &star, &[]),
         Ok(Revision::of(b"hello world\n"))
     );
     assert_eq!(
-        replace::revision(&wt, ".git/config", &star),
+        replace::revision(&wt, ".git/config", &star, &[]),
         Err(RevisionError::Undeclared)
     );
     assert_eq!(
-        replace::revision(&wt, "src/a.txt", &["docs/*".to_string()]),
+        replace::revision(&wt, "src/a.txt", &["docs/*".to_string()], &[]),
         Err(RevisionError::Undeclared)
     );
     assert!(
-        matches!(replace::revision(&wt, "src/link.txt", &star), Err(RevisionError::NotEditable(m)) if m.contains("symbolic link"))
+        matches!(replace::revision(&wt, "src/link.txt", &star, &[]), Err(RevisionError::NotEditable(m)) if m.contains("symbolic link"))
     );
     assert!(matches!(
-        replace::revision(&wt, "/abs", &star),
+        replace::revision(&wt, "/abs", &star, &[]),
         Err(RevisionError::InvalidRequest(_))
     ));
 }

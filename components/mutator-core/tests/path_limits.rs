@@ -56,6 +56,7 @@ fn verdicts(path: &str) -> Result<(), Vec<String>> {
         &ReplaceRequest {
             path,
             writable_paths: &writable,
+            private_paths: &[],
             expected_sha256: Some(&sha),
             old_text: "world",
             new_text: "there",
@@ -75,6 +76,7 @@ fn verdicts(path: &str) -> Result<(), Vec<String>> {
         &EditRequest {
             path,
             writable_paths: &writable,
+            private_paths: &[],
             expected_sha256: Some(&sha),
             edits: &ops,
         },
@@ -88,6 +90,7 @@ fn verdicts(path: &str) -> Result<(), Vec<String>> {
         &ReadRequest {
             path,
             writable_paths: &writable,
+            private_paths: &[],
             offset: None,
             limit: None,
         },
@@ -96,7 +99,7 @@ fn verdicts(path: &str) -> Result<(), Vec<String>> {
         Err(ReadError::InvalidRequest(m)) => messages.push(m),
         Err(other) => panic!("read: {other:?}"),
     }
-    match replace::revision(&worktree, path, &writable) {
+    match replace::revision(&worktree, path, &writable, &[]) {
         Ok(revision) => assert_eq!(revision.to_hex(), sha),
         Err(RevisionError::InvalidRequest(m)) => messages.push(m),
         Err(other) => panic!("revision: {other:?}"),

@@ -22,6 +22,7 @@ fn request<'a>(
     ReadRequest {
         path,
         writable_paths: writable,
+        private_paths: &[],
         offset,
         limit,
     }

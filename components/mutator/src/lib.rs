@@ -14,7 +14,7 @@ mod runtime;
 use alloc::string::String;
 use alloc::vec::Vec;
 
-use satyrn_mutator_core::{edit, fnmatch, read, replace};
+use satyrn_mutator_core::{delete, edit, fnmatch, list, read, replace, search, tree, write};
 
 wit_bindgen::generate!({
     world: "mutator-component",
@@ -36,50 +36,34 @@ struct Component;
 
 impl Guest for Component {
     fn replace(request: wit::ReplaceRequest) -> Result<wit::Plan, wit::ReplaceError> {
-        let worktree = match preopen::Preopen::single() {
-            Ok(w) => w,
-            Err(e) => {
-                return Err(wit::ReplaceError::Refused(wit::Refusal {
-                    code: wit::RefusalCode::MutationFailed,
-                    message: e.0,
-                }));
-            }
-        };
+        let worktree = preopen::Preopen::single().map_err(mutation_failed)?;
         let core_request = replace::ReplaceRequest {
             path: &request.path,
             writable_paths: &request.writable_paths,
+            private_paths: &request.private_paths,
             expected_sha256: request.expected_sha256.as_deref(),
             old_text: &request.old_text,
             new_text: &request.new_text,
         };
-        match replace::decide(&worktree, &core_request) {
-            Ok(plan) => Ok(wit::Plan {
-                path: plan.path,
-                base_sha256: plan.base.to_hex(),
-                new_content: plan.new_content,
-                next_sha256: plan.next.to_hex(),
-            }),
-            Err(replace::ReplaceError::InvalidRequest(m)) => {
-                Err(wit::ReplaceError::InvalidRequest(m))
-            }
-            Err(replace::ReplaceError::Refused(r)) => {
-                Err(wit::ReplaceError::Refused(wit::Refusal {
-                    code: refusal_code(r.code),
-                    message: r.message,
-                }))
-            }
-        }
+        replace::decide(&worktree, &core_request)
+            .map(Into::into)
+            .map_err(Into::into)
     }
 
-    fn revision(path: String, writable_paths: Vec<String>) -> Result<String, wit::RevisionError> {
+    fn revision(
+        path: String,
+        writable_paths: Vec<String>,
+        private_paths: Vec<String>,
+    ) -> Result<String, wit::RevisionError> {
         let worktree =
             preopen::Preopen::single().map_err(|e| wit::RevisionError::NotEditable(e.0))?;
-        match replace::revision(&worktree, &path, &writable_paths) {
+        match replace::revision(&worktree, &path, &writable_paths, &private_paths) {
             Ok(r) => Ok(r.to_hex()),
             Err(replace::RevisionError::InvalidRequest(m)) => {
                 Err(wit::RevisionError::InvalidRequest(m))
             }
             Err(replace::RevisionError::Undeclared) => Err(wit::RevisionError::Undeclared),
+            Err(replace::RevisionError::Private) => Err(wit::RevisionError::Private),
             Err(replace::RevisionError::NotEditable(m)) => Err(wit::RevisionError::NotEditable(m)),
         }
     }
@@ -98,6 +82,7 @@ impl Guest for Component {
         let core_request = read::ReadRequest {
             path: &request.path,
             writable_paths: &request.writable_paths,
+            private_paths: &request.private_paths,
             offset: request.offset,
             limit: request.limit,
         };
@@ -114,18 +99,7 @@ impl Guest for Component {
                 next_offset: p.next_offset,
                 notice: p.notice,
             }),
-            Err(read::ReadError::InvalidRequest(m)) => Err(wit::ReadError::InvalidRequest(m)),
-            Err(read::ReadError::Refused { code, message }) => {
-                Err(wit::ReadError::Refused(wit::ReadRefusal {
-                    code: match code {
-                        read::ReadCode::Unavailable => wit::ReadCode::Unavailable,
-                        read::ReadCode::NotText => wit::ReadCode::NotText,
-                        read::ReadCode::TooLarge => wit::ReadCode::TooLarge,
-                        read::ReadCode::OutOfRange => wit::ReadCode::OutOfRange,
-                    },
-                    message,
-                }))
-            }
+            Err(e) => Err(e.into()),
         }
     }
 
@@ -155,17 +129,13 @@ impl Guest for Component {
         let core_request = edit::EditRequest {
             path: &request.path,
             writable_paths: &request.writable_paths,
+            private_paths: &request.private_paths,
             expected_sha256: request.expected_sha256.as_deref(),
             edits: &edits,
         };
         match edit::decide(&worktree, &core_request) {
             Ok(p) => Ok(wit::EditPlan {
-                plan: wit::Plan {
-                    path: p.plan.path,
-                    base_sha256: p.plan.base.to_hex(),
-                    new_content: p.plan.new_content,
-                    next_sha256: p.plan.next.to_hex(),
-                },
+                plan: p.plan.into(),
                 changed: p
                     .changed
                     .into_iter()
@@ -202,6 +172,135 @@ impl Guest for Component {
                 omitted: r.omitted,
             })),
         }
+    }
+
+    fn list(request: wit::ListRequest) -> Result<wit::ListPage, wit::ReadError> {
+        let worktree = preopen::Preopen::single().map_err(unavailable)?;
+        let page = list::list(
+            &worktree,
+            &list::ListRequest {
+                path: request.path.as_deref(),
+                pattern: request.pattern.as_deref(),
+                recursive: request.recursive,
+                cursor: request.cursor.as_deref(),
+                limit: request.limit,
+                writable_paths: &request.writable_paths,
+                private_paths: &request.private_paths,
+            },
+        )?;
+        Ok(wit::ListPage {
+            entries: page
+                .entries
+                .into_iter()
+                .map(|e| wit::ListEntry {
+                    path: e.path,
+                    kind: e.kind.into(),
+                    size: e.size,
+                    writable: e.writable,
+                })
+                .collect(),
+            next_cursor: page.next_cursor,
+            hidden: page.hidden,
+            unreadable: page.unreadable,
+            notice: page.notice,
+        })
+    }
+
+    fn search(request: wit::SearchRequest) -> Result<wit::SearchPage, wit::ReadError> {
+        let worktree = preopen::Preopen::single().map_err(unavailable)?;
+        let page = search::search(
+            &worktree,
+            &search::SearchRequest {
+                path: request.path.as_deref(),
+                query: &request.query,
+                regex: request.regex,
+                ignore_case: request.ignore_case,
+                glob: request.glob.as_deref(),
+                context: request.context,
+                max_matches: request.max_matches,
+                cursor: request.cursor.as_deref(),
+                writable_paths: &request.writable_paths,
+                private_paths: &request.private_paths,
+            },
+        )?;
+        Ok(wit::SearchPage {
+            files: page
+                .files
+                .into_iter()
+                .map(|f| wit::SearchFile {
+                    path: f.path,
+                    sha256: f.revision.to_hex(),
+                    writable: f.writable,
+                    matches: f.matches,
+                    lines: f
+                        .lines
+                        .into_iter()
+                        .map(|l| wit::SearchLine {
+                            line: l.line,
+                            text: l.text,
+                            matched: l.matched,
+                        })
+                        .collect(),
+                    omitted: f.omitted,
+                })
+                .collect(),
+            files_searched: page.files_searched,
+            skipped: page
+                .skipped
+                .into_iter()
+                .map(|s| wit::SkippedFile {
+                    path: s.path,
+                    reason: s.reason.into(),
+                })
+                .collect(),
+            skipped_omitted: page.skipped_omitted,
+            hidden: page.hidden,
+            next_cursor: page.next_cursor,
+            notice: page.notice,
+        })
+    }
+
+    fn write(request: wit::WriteRequest) -> Result<wit::WritePlan, wit::ReplaceError> {
+        let worktree = preopen::Preopen::single().map_err(mutation_failed)?;
+        let plan = write::decide(
+            &worktree,
+            &write::WriteRequest {
+                path: &request.path,
+                writable_paths: &request.writable_paths,
+                private_paths: &request.private_paths,
+                expected_sha256: request.expected_sha256.as_deref(),
+                content: &request.content,
+            },
+        )?;
+        Ok(match plan {
+            write::WritePlan::Create {
+                path,
+                content,
+                next,
+            } => wit::WritePlan::Create(wit::CreatedFile {
+                path,
+                content,
+                next_sha256: next.to_hex(),
+            }),
+            write::WritePlan::Overwrite(plan) => wit::WritePlan::Overwrite(plan.into()),
+        })
+    }
+
+    fn delete_file(request: wit::DeleteRequest) -> Result<wit::DeletePlan, wit::ReplaceError> {
+        let worktree = preopen::Preopen::single().map_err(mutation_failed)?;
+        let plan = delete::decide(
+            &worktree,
+            &delete::DeleteRequest {
+                path: &request.path,
+                writable_paths: &request.writable_paths,
+                private_paths: &request.private_paths,
+                expected_sha256: request.expected_sha256.as_deref(),
+            },
+        )?;
+        Ok(wit::DeletePlan {
+            path: plan.path,
+            base_sha256: plan.base.to_hex(),
+        })
     }
 }
 
@@ -264,8 +363,88 @@ fn problem(p: edit::Problem) -> wit::Problem {
     }
 }
 
+fn unavailable(e: satyrn_mutator_core::worktree::NotEditable) -> wit::ReadError {
+    wit::ReadError::Refused(wit::ReadRefusal {
+        code: wit::ReadCode::Unavailable,
+        message: e.0,
+    })
+}
+
+fn mutation_failed(e: satyrn_mutator_core::worktree::NotEditable) -> wit::ReplaceError {
+    wit::ReplaceError::Refused(wit::Refusal {
+        code: wit::RefusalCode::MutationFailed,
+        message: e.0,
+    })
+}
+
+impl From<read::ReadError> for wit::ReadError {
+    fn from(e: read::ReadError) -> Self {
+        match e {
+            read::ReadError::InvalidRequest(m) => Self::InvalidRequest(m),
+            read::ReadError::Refused { code, message } => Self::Refused(wit::ReadRefusal {
+                code: match code {
+                    read::ReadCode::Unavailable => wit::ReadCode::Unavailable,
+                    read::ReadCode::NotText => wit::ReadCode::NotText,
+                    read::ReadCode::TooLarge => wit::ReadCode::TooLarge,
+                    read::ReadCode::OutOfRange => wit::ReadCode::OutOfRange,
+                    read::ReadCode::Private => wit::ReadCode::Private,
+                },
+                message,
+            }),
+        }
+    }
+}
+
+impl From<replace::ReplaceError> for wit::ReplaceError {
+    fn from(e: replace::ReplaceError) -> Self {
+        match e {
+            replace::ReplaceError::InvalidRequest(m) => Self::InvalidRequest(m),
+            replace::ReplaceError::Refused(r) => Self::Refused(wit::Refusal {
+                code: refusal_code(r.code),
+                message: r.message,
+            }),
+        }
+    }
+}
+
+impl From<replace::Plan> for wit::Plan {
+    fn from(plan: replace::Plan) -> Self {
+        Self {
+            path: plan.path,
+            base_sha256: plan.base.to_hex(),
+            new_content: plan.new_content,
+            next_sha256: plan.next.to_hex(),
+        }
+    }
+}
+
+impl From<tree::EntryKind> for wit::EntryKind {
+    fn from(kind: tree::EntryKind) -> Self {
+        match kind {
+            tree::EntryKind::File => Self::File,
+            tree::EntryKind::Directory => Self::Directory,
+            tree::EntryKind::Symlink => Self::Symlink,
+            tree::EntryKind::Other => Self::Other,
+        }
+    }
+}
+
+impl From<search::SkipReason> for wit::SkipReason {
+    fn from(reason: search::SkipReason) -> Self {
+        match reason {
+            search::SkipReason::Symlink => Self::Symlink,
+            search::SkipReason::TooLarge => Self::TooLarge,
+            search::SkipReason::Binary => Self::Binary,
+            search::SkipReason::NotText => Self::NotText,
+            search::SkipReason::Unavailable => Self::Unavailable,
+        }
+    }
+}
+
 fn refusal_code(code: replace::RefusalCode) -> wit::RefusalCode {
     match code {
+        replace::RefusalCode::PathPrivate => wit::RefusalCode::PathPrivate,
+        replace::RefusalCode::TargetExists => wit::RefusalCode::TargetExists,
         replace::RefusalCode::PathUndeclared => wit::RefusalCode::PathUndeclared,
         replace::RefusalCode::RevisionUnavailable => wit::RefusalCode::RevisionUnavailable,
         replace::RefusalCode::RevisionStale => wit::RefusalCode::RevisionStale,

@@ -9,6 +9,7 @@ use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
 
+use satyrn_mutator_core::tree::{DirEntry, Entries, EntryKind, Tree};
 use satyrn_mutator_core::worktree::{NotEditable, Worktree};
 use wasip2::filesystem::preopens::get_directories;
 use wasip2::filesystem::types::{
@@ -72,30 +73,152 @@ impl Worktree for Preopen {
             current = Some(dir);
         }
         let parent = current.as_ref().unwrap_or(&self.root);
-        let shown = segments.join("/");
-        let stat = lstat(parent, leaf, &shown)?;
-        check_regular(&stat, &shown, max_len)?;
-        let before = parent
-            .metadata_hash_at(PathFlags::empty(), leaf)
-            .map_err(|e| io_error(&shown, e))?;
-        let file = parent
+        read_leaf(parent, leaf, &segments.join("/"), max_len)
+    }
+}
+
+/// A directory of the walk: the root preopen, or one opened beneath it.
+pub enum Dir {
+    /// The preopened worktree root.
+    Root,
+    /// A directory opened (no-follow) beneath it.
+    Sub(Descriptor),
+}
+
+impl Preopen {
+    fn descriptor<'a>(&'a self, dir: &'a Dir) -> &'a Descriptor {
+        match dir {
+            Dir::Root => &self.root,
+            Dir::Sub(d) => d,
+        }
+    }
+}
+
+impl Tree for Preopen {
+    type Dir = Dir;
+
+    fn root(&self) -> Result<Dir, NotEditable> {
+        Ok(Dir::Root)
+    }
+
+    fn open_dir(&self, dir: &Dir, name: &str, shown: &str) -> Result<Dir, NotEditable> {
+        let parent = self.descriptor(dir);
+        let stat = lstat(parent, name, shown)?;
+        match stat.type_ {
+            DescriptorType::Directory => {}
+            DescriptorType::SymbolicLink => return Err(symlink(shown)),
+            _ => return Err(NotEditable(format!("`{shown}` is not a directory"))),
+        }
+        parent
             .open_at(
                 PathFlags::empty(),
-                leaf,
-                OpenFlags::empty(),
+                name,
+                OpenFlags::DIRECTORY,
                 DescriptorFlags::READ,
             )
-            .map_err(|e| io_error(&shown, e))?;
-        let opened = file.stat().map_err(|e| io_error(&shown, e))?;
-        let after = file.metadata_hash().map_err(|e| io_error(&shown, e))?;
-        if (before.lower, before.upper) != (after.lower, after.upper) {
-            return Err(NotEditable(format!(
-                "`{shown}` was replaced while it was being opened"
-            )));
-        }
-        check_regular(&opened, &shown, max_len)?;
-        read_all(&file, opened.size, max_len, &shown)
+            .map(Dir::Sub)
+            .map_err(|e| io_error(shown, e))
     }
+
+    fn entries(&self, dir: &Dir, shown: &str) -> Result<Entries, NotEditable> {
+        let parent = self.descriptor(dir);
+        let stream = parent
+            .read_directory()
+            .map_err(|e| io_error(shown_or_root(shown), e))?;
+        let mut out = Entries::default();
+        loop {
+            match stream.read_directory_entry() {
+                Ok(Some(entry)) => {
+                    let kind = kind_of(entry.type_);
+                    // Sizes only for regular files: one more call per file, none per directory.
+                    let size = if kind == EntryKind::File {
+                        parent
+                            .stat_at(PathFlags::empty(), &entry.name)
+                            .map_or(0, |s| s.size)
+                    } else {
+                        0
+                    };
+                    out.entries.push(DirEntry {
+                        name: entry.name,
+                        kind,
+                        size,
+                    });
+                }
+                Ok(None) => return Ok(out),
+                Err(ErrorCode::IllegalByteSequence) => out.unnamed = out.unnamed.saturating_add(1),
+                Err(e) => return Err(io_error(shown_or_root(shown), e)),
+            }
+        }
+    }
+
+    fn stat(
+        &self,
+        dir: &Dir,
+        name: &str,
+        shown: &str,
+    ) -> Result<Option<(EntryKind, u64)>, NotEditable> {
+        match self.descriptor(dir).stat_at(PathFlags::empty(), name) {
+            Ok(stat) => Ok(Some((kind_of(stat.type_), stat.size))),
+            Err(ErrorCode::NoEntry) => Ok(None),
+            Err(e) => Err(io_error(shown, e)),
+        }
+    }
+
+    fn read_file(
+        &self,
+        dir: &Dir,
+        name: &str,
+        shown: &str,
+        max_len: u64,
+    ) -> Result<Vec<u8>, NotEditable> {
+        read_leaf(self.descriptor(dir), name, shown, max_len)
+    }
+}
+
+fn shown_or_root(shown: &str) -> &str {
+    if shown.is_empty() { "." } else { shown }
+}
+
+fn kind_of(t: DescriptorType) -> EntryKind {
+    match t {
+        DescriptorType::RegularFile => EntryKind::File,
+        DescriptorType::Directory => EntryKind::Directory,
+        DescriptorType::SymbolicLink => EntryKind::Symlink,
+        _ => EntryKind::Other,
+    }
+}
+
+/// Opens and reads the single-link regular file `leaf` in `parent` without following a
+/// symlink: `lstat` first (so a FIFO or device is never opened), then the open, then a
+/// check that the opened file is the one inspected.
+fn read_leaf(
+    parent: &Descriptor,
+    leaf: &str,
+    shown: &str,
+    max_len: u64,
+) -> Result<Vec<u8>, NotEditable> {
+    let stat = lstat(parent, leaf, shown)?;
+    check_regular(&stat, shown, max_len)?;
+    let before = parent
+        .metadata_hash_at(PathFlags::empty(), leaf)
+        .map_err(|e| io_error(shown, e))?;
+    let file = parent
+        .open_at(
+            PathFlags::empty(),
+            leaf,
+            OpenFlags::empty(),
+            DescriptorFlags::READ,
+        )
+        .map_err(|e| io_error(shown, e))?;
+    let opened = file.stat().map_err(|e| io_error(shown, e))?;
+    let after = file.metadata_hash().map_err(|e| io_error(shown, e))?;
+    if (before.lower, before.upper) != (after.lower, after.upper) {
+        return Err(NotEditable(format!(
+            "`{shown}` was replaced while it was being opened"
+        )));
+    }
+    check_regular(&opened, shown, max_len)?;
+    read_all(&file, opened.size, max_len, shown)
 }
 
 fn lstat(parent: &Descriptor, name: &str, shown: &str) -> Result<DescriptorStat, NotEditable> {

@@ -118,7 +118,8 @@ fn attempt(options: &Options, cleanup: &mut Cleanup) -> Result<(), Failure> {
         .and_then(|mut file| file.write_all(&contract_bytes))
         .map_err(|e| failed(format!("cannot freeze the contract: {e}")))?;
 
-    let revisions = revisions::map(&root, &contract.writable_paths).map_err(failed)?;
+    let revisions =
+        revisions::map(&root, &contract.writable_paths, &contract.private_paths).map_err(failed)?;
     if revisions.is_empty() {
         return Err(failed(revisions::describe_empty(&cwd)));
     }

@@ -16,7 +16,11 @@ use crate::repo::RepoRoot;
 /// # Errors
 ///
 /// A message when git or the component fails.
-pub fn map(root: &RepoRoot, writable: &[String]) -> Result<BTreeMap<String, String>, String> {
+pub fn map(
+    root: &RepoRoot,
+    writable: &[String],
+    private: &[String],
+) -> Result<BTreeMap<String, String>, String> {
     let tracked = Git::at(root.path())
         .run(&["ls-files", "-z", "--cached", "--full-name"])
         .map_err(|e| format!("listing tracked files failed: {e}"))?;
@@ -34,7 +38,7 @@ pub fn map(root: &RepoRoot, writable: &[String]) -> Result<BTreeMap<String, Stri
             continue;
         }
         match mutator
-            .revision(path, writable)
+            .revision(path, writable, private)
             .map_err(|e| e.to_string())?
         {
             Ok(sha) => {
@@ -42,6 +46,7 @@ pub fn map(root: &RepoRoot, writable: &[String]) -> Result<BTreeMap<String, Stri
             }
             Err(
                 RevisionError::Undeclared
+                | RevisionError::Private
                 | RevisionError::NotEditable(_)
                 | RevisionError::InvalidRequest(_),
             ) => {}

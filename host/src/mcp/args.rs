@@ -4,34 +4,7 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-/// Removes `"default": null` (which schemars writes for `#[serde(default)]` fields) and the
-/// non-standard `"format": "uint32"` at every depth: an optional field is simply not
-/// `required`, and a `null` default contradicts its declared type for strict clients.
-pub fn portable(schema: &mut schemars::Schema) {
-    fn strip(value: &mut serde_json::Value) {
-        match value {
-            serde_json::Value::Object(map) => {
-                if map.get("default").is_some_and(serde_json::Value::is_null) {
-                    map.remove("default");
-                }
-                // schemars' `"format": "uint32"` is no JSON Schema format: clients warn.
-                if map.get("format").and_then(serde_json::Value::as_str) == Some("uint32") {
-                    map.remove("format");
-                }
-                map.values_mut().for_each(strip);
-            }
-            serde_json::Value::Array(items) => items.iter_mut().for_each(strip),
-            _ => {}
-        }
-    }
-    if let Some(map) = schema.as_object_mut() {
-        map.remove("default");
-        if map.get("format").and_then(serde_json::Value::as_str) == Some("uint32") {
-            map.remove("format");
-        }
-        map.values_mut().for_each(strip);
-    }
-}
+pub use crate::operation::schema::portable;
 
 /// `read`'s arguments.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]

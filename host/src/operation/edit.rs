@@ -66,6 +66,7 @@ pub fn edit(scope: Scope<'_>, args: EditArgs<'_>) -> Result<EditResult, EditRefu
         .edit(&engine::EditRequest {
             path: args.path.to_string(),
             writable_paths: scope.contract.writable_paths.clone(),
+            private_paths: scope.contract.private_paths.clone(),
             expected_sha256: args.expected_sha256.map(str::to_string),
             edits: args.edits.to_vec(),
         })

@@ -7,7 +7,9 @@
 //! (a contract path read per request, or bytes frozen at start) and how results are
 //! rendered.
 //!
-//! One file per operation: [`replace`], [`read`], [`edit`].
+//! One file per operation: [`replace`], [`read`], [`edit`], [`list`], [`search`],
+//! [`write`], [`delete`]; the toolbox operations' arguments are one serde model
+//! ([`args`]) that every front end deserializes.
 
 use crate::code::{Code, Failure};
 use crate::contract::Contract;
@@ -15,13 +17,24 @@ use crate::engine;
 use crate::lock::WorktreeLock;
 use crate::repo::RepoRoot;
 
+mod args;
+mod delete;
 mod edit;
+mod list;
 mod read;
 mod replace;
+pub mod schema;
+mod search;
+mod write;
 
+pub use args::{DeleteArgs, ListArgs, SearchArgs, WriteArgs};
+pub use delete::{DeleteResult, delete};
 pub use edit::{EditArgs, EditRefusal, edit, problem_spelling};
+pub use list::{ListResult, ListedEntry, kind_name, list};
 pub use read::{ReadArgs, read};
 pub use replace::{ReplaceArgs, replace};
+pub use search::{FoundFile, FoundLine, SearchResult, SkippedFile, search};
+pub use write::{WriteResult, write};
 
 /// What an operation acts within: the opened worktree root, the contract whose
 /// `writable_paths` decide what may change, and the loaded engine (loaded once per process
@@ -61,7 +74,9 @@ pub fn refusal(e: engine::ReplaceError) -> Failure {
         engine::ReplaceError::InvalidRequest(m) => Failure::new(Code::InvalidRequest, m),
         engine::ReplaceError::Refused(r) => {
             let code = match r.code {
+                engine::RefusalCode::PathPrivate => Code::PathPrivate,
                 engine::RefusalCode::PathUndeclared => Code::PathUndeclared,
+                engine::RefusalCode::TargetExists => Code::TargetExists,
                 engine::RefusalCode::RevisionUnavailable => Code::RevisionUnavailable,
                 engine::RefusalCode::RevisionStale => Code::RevisionStale,
                 engine::RefusalCode::AnchorMissing => Code::AnchorMissing,
@@ -70,6 +85,14 @@ pub fn refusal(e: engine::ReplaceError) -> Failure {
             };
             Failure::new(code, r.message)
         }
+    }
+}
+
+/// Maps the component's refusal of a read-side operation (`read`, `list`, `search`).
+fn read_failure(e: engine::ReadError) -> Failure {
+    match e {
+        engine::ReadError::InvalidRequest(m) => Failure::new(Code::InvalidRequest, m),
+        engine::ReadError::Refused(r) => Failure::new(r.code.into(), r.message),
     }
 }
 

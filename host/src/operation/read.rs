@@ -1,7 +1,7 @@
 //! `read`: one page of a file, decided in the component. No lock: a read never publishes,
 //! and every publish is an atomic rename.
 
-use super::{Scope, internal};
+use super::{Scope, internal, read_failure};
 use crate::code::{Code, Failure};
 use crate::engine;
 use crate::protocol::ReadResult;
@@ -24,6 +24,7 @@ impl From<engine::ReadCode> for Code {
             engine::ReadCode::NotText => Code::ReadNotText,
             engine::ReadCode::TooLarge => Code::ReadTooLarge,
             engine::ReadCode::OutOfRange => Code::ReadOutOfRange,
+            engine::ReadCode::Private => Code::PathPrivate,
         }
     }
 }
@@ -42,14 +43,12 @@ pub fn read(scope: Scope<'_>, args: ReadArgs<'_>) -> Result<ReadResult, Failure>
         .read(&engine::ReadRequest {
             path: args.path.to_string(),
             writable_paths: scope.contract.writable_paths.clone(),
+            private_paths: scope.contract.private_paths.clone(),
             offset: args.offset,
             limit: args.limit,
         })
         .map_err(internal)?
-        .map_err(|e| match e {
-            engine::ReadError::InvalidRequest(m) => Failure::new(Code::InvalidRequest, m),
-            engine::ReadError::Refused(r) => Failure::new(r.code.into(), r.message),
-        })?;
+        .map_err(read_failure)?;
     Ok(ReadResult {
         path: page.path,
         sha256: page.sha256,

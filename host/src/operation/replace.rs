@@ -34,6 +34,7 @@ pub fn replace(scope: Scope<'_>, args: ReplaceArgs<'_>) -> Result<ReplaceResult,
         .replace(&engine::ReplaceRequest {
             path: args.path.to_string(),
             writable_paths: scope.contract.writable_paths.clone(),
+            private_paths: scope.contract.private_paths.clone(),
             expected_sha256: args.expected_sha256.map(str::to_string),
             old_text: args.old_text.to_string(),
             new_text: args.new_text.to_string(),

@@ -10,9 +10,16 @@
 //! {"version":1,"operation":"edit","repo":…,"contract":…,"path":"src/a.txt",
 //!  "expected_sha256":"<64 hex>"|null,"edits":[{"op":"replace","old_text":"…","new_text":"…"},
 //!  {"op":"insert_after","anchor_text":"…","new_text":"…","occurrence":2}]}
+//! {"version":1,"operation":"list","repo":…,"contract":…,"path":"src","recursive":true}
+//! {"version":1,"operation":"search","repo":…,"contract":…,"query":"fn main","glob":"*.rs"}
+//! {"version":1,"operation":"write","repo":…,"contract":…,"path":"src/new.rs",
+//!  "expected_sha256":null,"content":"…"}
+//! {"version":1,"operation":"delete","repo":…,"contract":…,"path":"src/old.rs",
+//!  "expected_sha256":"<64 hex>"}
 //! ```
 //!
-//! (`offset`, `limit` and `occurrence` are optional.)
+//! (`offset`, `limit` and `occurrence` are optional, and so is every field of `list` and
+//! `search` but `query`; see `docs/protocol.md`.)
 //!
 //! Responses, one compact line, fields in this order:
 //! `{"version":1,"ok":…,"code":…,"message":…,"result":…}`. `check` responses have no
@@ -35,7 +42,7 @@ mod response;
 pub use operation::problem_spelling;
 use request::parse;
 pub(crate) use request::parse_edit_list;
-pub use request::{Edit, Read, Replace, Request};
+pub use request::{Edit, Read, Replace, Request, Toolbox, ToolboxArgs};
 pub use response::{
     EditRejection, EditResult, Hunk, LineRange, NearMiss, Payload, Problem, ReadResult,
     ReplaceResult, Response, SelectorMatch, Shape, StaleDetails,
@@ -113,6 +120,28 @@ pub fn handle(input: &[u8]) -> Response {
             },
             Err(f) => Response::failure(Shape::WithResult, f),
         },
+        Request::Toolbox(t) => {
+            let done = scoped(
+                &t.repo,
+                &t.contract,
+                |f| f,
+                |scope| match &t.args {
+                    ToolboxArgs::List(a) => operation::list(scope, a).map(Payload::List),
+                    ToolboxArgs::Search(a) => operation::search(scope, a).map(Payload::Search),
+                    ToolboxArgs::Write(a) => operation::write(scope, a).map(Payload::Write),
+                    ToolboxArgs::Delete(a) => operation::delete(scope, a).map(Payload::Delete),
+                },
+            );
+            match done {
+                Ok(result) => Response {
+                    shape: Shape::WithResult,
+                    code: Code::Ok,
+                    message: String::new(),
+                    result: Some(result),
+                },
+                Err(f) => Response::failure(Shape::WithResult, f),
+            }
+        }
         Request::Edit(e) => {
             let edited = scoped(
                 &e.repo,

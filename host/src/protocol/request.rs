@@ -7,6 +7,7 @@ use std::path::PathBuf;
 
 use super::{MAX_REQUEST_BYTES, Shape, VERSION};
 use crate::engine;
+use crate::operation;
 use satyrn_mutator_core::path::MAX_PATH_BYTES;
 
 /// A parsed `replace` request.
@@ -42,6 +43,33 @@ pub enum Request {
     Read(Read),
     /// `edit`: a batch of selector edits.
     Edit(Edit),
+    /// `list`, `search`, `write`, `delete`: the toolbox operations.
+    Toolbox(Toolbox),
+}
+
+/// A parsed toolbox request: where, and the operation's own arguments (the one request
+/// model of [`crate::operation`], shared with the MCP server).
+#[derive(Debug, Clone)]
+pub struct Toolbox {
+    /// Absolute worktree root.
+    pub repo: PathBuf,
+    /// Absolute contract path.
+    pub contract: PathBuf,
+    /// The operation and its arguments.
+    pub args: ToolboxArgs,
+}
+
+/// The arguments of one toolbox operation.
+#[derive(Debug, Clone)]
+pub enum ToolboxArgs {
+    /// `list`.
+    List(operation::ListArgs),
+    /// `search`.
+    Search(operation::SearchArgs),
+    /// `write`.
+    Write(operation::WriteArgs),
+    /// `delete`.
+    Delete(operation::DeleteArgs),
 }
 
 /// A parsed `read` request.
@@ -98,10 +126,10 @@ pub(super) fn parse(input: &[u8]) -> Result<Request, (Shape, String)> {
     let operation = take_string(&mut fields, "operation").map_err(fail)?;
     let shape = match operation.as_str() {
         "check" => Shape::Check,
-        "replace" | "read" | "edit" => Shape::WithResult,
+        "replace" | "read" | "edit" | "list" | "search" | "write" | "delete" => Shape::WithResult,
         other => {
             return Err(fail(format!(
-                "unknown operation `{}` (known: check, replace, read, edit)",
+                "unknown operation `{}` (known: check, replace, read, edit, list, search, write, delete)",
                 echo(other)
             )));
         }
@@ -111,6 +139,13 @@ pub(super) fn parse(input: &[u8]) -> Result<Request, (Shape, String)> {
     let contract = take_absolute(&mut fields, "contract").map_err(fail)?;
     let request = if shape == Shape::Check {
         Request::Check { repo, contract }
+    } else if let Some(known) = toolbox_fields(&operation) {
+        let args = toolbox_args(&operation, known, std::mem::take(&mut fields)).map_err(fail)?;
+        Request::Toolbox(Toolbox {
+            repo,
+            contract,
+            args,
+        })
     } else if operation == "read" {
         let path = take_path(&mut fields).map_err(fail)?;
         let offset = take_optional_count(&mut fields, "offset").map_err(fail)?;
@@ -174,6 +209,71 @@ pub(super) fn parse(input: &[u8]) -> Result<Request, (Shape, String)> {
         )));
     }
     Ok(request)
+}
+
+/// The fields a toolbox operation takes besides `version`, `operation`, `repo` and
+/// `contract`; `None` for the other operations. Kept beside [`toolbox_args`], which
+/// deserializes exactly these (a test checks each struct accepts its list).
+fn toolbox_fields(operation: &str) -> Option<&'static [&'static str]> {
+    Some(match operation {
+        "list" => &["path", "pattern", "recursive", "cursor", "limit"],
+        "search" => &[
+            "query",
+            "path",
+            "regex",
+            "ignore_case",
+            "glob",
+            "context",
+            "max_matches",
+            "cursor",
+        ],
+        "write" => &["path", "content", "expected_sha256"],
+        "delete" => &["path", "expected_sha256"],
+        _ => return None,
+    })
+}
+
+/// A toolbox operation's arguments from the request's remaining fields: unknown fields are
+/// refused with the key cut to a short echo; `write` and `delete` require
+/// `expected_sha256` (a string, or `null`: create, or `REVISION_UNAVAILABLE`), as `replace`
+/// and `edit` do; a path's shape is checked before the contract or repository is read.
+fn toolbox_args(
+    operation: &str,
+    known: &[&str],
+    fields: Vec<(String, Value)>,
+) -> Result<ToolboxArgs, String> {
+    if let Some((key, _)) = fields.iter().find(|(k, _)| !known.contains(&k.as_str())) {
+        return Err(format!(
+            "unknown field `{}` in a {operation} request",
+            echo(key)
+        ));
+    }
+    let needs_revision = matches!(operation, "write" | "delete");
+    if let Some((_, value)) = fields.iter().find(|(k, _)| k == "expected_sha256") {
+        match value {
+            Value::Null => {}
+            Value::String(s) if is_sha256(s) => {}
+            Value::String(_) => {
+                return Err(
+                    "`expected_sha256` must be 64 lowercase hexadecimal digits or null".to_string(),
+                );
+            }
+            _ => return Err("`expected_sha256` must be a string or null".to_string()),
+        }
+    } else if needs_revision {
+        return Err("missing field `expected_sha256`".to_string());
+    }
+    if let Some((_, Value::String(path))) = fields.iter().find(|(k, _)| k == "path") {
+        satyrn_mutator_core::path::segments(path).map_err(|e| format!("path: {e}"))?;
+    }
+    let object = Value::Object(fields.into_iter().collect());
+    let invalid = |e: serde_json::Error| json_error(&e);
+    Ok(match operation {
+        "list" => ToolboxArgs::List(serde_json::from_value(object).map_err(invalid)?),
+        "search" => ToolboxArgs::Search(serde_json::from_value(object).map_err(invalid)?),
+        "write" => ToolboxArgs::Write(serde_json::from_value(object).map_err(invalid)?),
+        _ => ToolboxArgs::Delete(serde_json::from_value(object).map_err(invalid)?),
+    })
 }
 
 fn take_path(fields: &mut Vec<(String, Value)>) -> Result<String, String> {

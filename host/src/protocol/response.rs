@@ -172,6 +172,14 @@ pub enum Payload {
     Rejected(EditRejection),
     /// An `edit` refused for a stale revision.
     Stale(StaleDetails),
+    /// A `list` success.
+    List(crate::operation::ListResult),
+    /// A `search` success.
+    Search(crate::operation::SearchResult),
+    /// A `write` success.
+    Write(crate::operation::WriteResult),
+    /// A `delete` success.
+    Delete(crate::operation::DeleteResult),
 }
 
 /// One protocol response.
@@ -192,7 +200,7 @@ pub struct Response {
 pub enum Shape {
     /// Four fields: `version, ok, code, message`.
     Check,
-    /// Five fields: `… , result` (`replace`, `read`, `edit`).
+    /// Five fields: `… , result` (every operation but `check`).
     WithResult,
 }
 

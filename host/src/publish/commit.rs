@@ -104,7 +104,7 @@ fn check_displaced(
 }
 
 /// `entry` in `dir` is still the checked target: the same inode, a single-link regular file.
-fn still_the_target(
+pub(super) fn still_the_target(
     dir: &OwnedFd,
     entry: &str,
     path: &str,
@@ -120,20 +120,20 @@ fn still_the_target(
         Ok(())
     } else {
         Err(PublishError::Stale(format!(
-            "`{path}` was replaced by another file while it was being published (by a writer that does not take satyrn's lock); read it again"
+            "`{path}` was replaced by another file meanwhile (by a writer that does not take satyrn's lock); read it again"
         )))
     }
 }
 
 /// The checked inode still hashes to `base`.
-fn unchanged(path: &str, base: &Revision, target: &Target) -> Result<(), PublishError> {
+pub(super) fn unchanged(path: &str, base: &Revision, target: &Target) -> Result<(), PublishError> {
     let current =
         hash_file(&target.file).map_err(|e| failed(path, "reading the target again", e))?;
     if &current == base {
         Ok(())
     } else {
         Err(PublishError::Stale(format!(
-            "`{path}` changed while it was being published (by a writer that does not take satyrn's lock): expected revision {base}, it is now {current}; read it again"
+            "`{path}` changed meanwhile (by a writer that does not take satyrn's lock): expected revision {base}, it is now {current}; read it again"
         )))
     }
 }

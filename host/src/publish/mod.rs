@@ -1,4 +1,5 @@
-//! The only writer: atomically replaces one file beneath the worktree root.
+//! The only writer: atomically replaces ([`publish`]), creates ([`create`]) or deletes
+//! ([`delete`]) one file beneath the worktree root.
 //!
 //! [`publish`] reopens the target's directory one segment at a time with
 //! `O_NOFOLLOW | O_DIRECTORY`, so no symlink anywhere on the path is followed; removes the
@@ -12,7 +13,8 @@
 //! exists removes it. The caller holds the worktree lock ([`crate::lock`]) throughout, so
 //! cooperating satyrn processes cannot interleave; a writer that does not take the lock can
 //! still lose an update in a window of a few system calls (POSIX has no compare-and-rename;
-//! see `docs/architecture.md`).
+//! see `docs/architecture.md`). [`create`] and [`delete`] reuse these pieces: the same
+//! path re-check, no-follow walk, sweep, temporary, target check and held signals.
 
 use std::fmt;
 use std::io::Write;
@@ -26,26 +28,40 @@ use satyrn_mutator_core::revision::Revision;
 use crate::code::{Code, Failure};
 
 mod commit;
+mod create;
+mod delete;
 mod temporary;
+#[cfg(test)]
+mod tests_create;
+#[cfg(test)]
+mod tests_delete;
+#[cfg(test)]
+mod tests_support;
+
+pub use create::create;
+pub use delete::delete;
 
 use crate::os::signals::HeldSignals;
 use temporary::Temporary;
 pub use temporary::is_temporary_name;
 
-/// Why a publish did not happen. In every case the target is unchanged and no temporary
-/// is left behind (unless removing it failed, which the message then says).
+/// Why a publish, create or delete did not happen. In every case the target is unchanged
+/// and no temporary is left behind (unless removing it failed, which the message then
+/// says); only the parent directories a [`create`] made may remain.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PublishError {
     /// The target's bytes no longer hash to the plan's base revision (`REVISION_STALE`).
     Stale(String),
     /// Any operational failure (`MUTATION_FAILED`).
     Failed(String),
+    /// [`create`] only: the path already exists, of any kind (`TARGET_EXISTS`).
+    Exists(String),
 }
 
 impl fmt::Display for PublishError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::Stale(m) | Self::Failed(m) => f.write_str(m),
+            Self::Stale(m) | Self::Failed(m) | Self::Exists(m) => f.write_str(m),
         }
     }
 }
@@ -57,12 +73,13 @@ impl From<PublishError> for Failure {
         match e {
             PublishError::Stale(m) => Failure::new(Code::RevisionStale, m),
             PublishError::Failed(m) => Failure::new(Code::MutationFailed, m),
+            PublishError::Exists(m) => Failure::new(Code::TargetExists, m),
         }
     }
 }
 
 fn failed(path: &str, what: &str, e: impl Into<std::io::Error>) -> PublishError {
-    PublishError::Failed(format!("publishing `{path}` failed: {what}: {}", e.into()))
+    PublishError::Failed(format!("`{path}`: {what} failed: {}", e.into()))
 }
 
 /// Replaces the file at `path` (worktree-relative, `/`-separated) beneath `root` with
@@ -89,7 +106,8 @@ fn failed(path: &str, what: &str, e: impl Into<std::io::Error>) -> PublishError 
 /// # Errors
 ///
 /// [`PublishError::Stale`] when the target's bytes changed, up to the commit (the names are
-/// then swapped back); [`PublishError::Failed`] when
+/// then swapped back), or the file opened as the target was renamed over or removed right
+/// after the open (no link left); [`PublishError::Failed`] when
 /// the path is not a safe worktree-relative path, a segment is a symlink or not a
 /// directory, the target is not a single-link regular file, or any read, write, sync or
 /// rename before the commit point fails (a file-size limit included). The target is then
@@ -100,13 +118,7 @@ pub fn publish(
     base: &Revision,
     content: &[u8],
 ) -> Result<(), PublishError> {
-    let segments = path::segments(path)
-        .map_err(|e| PublishError::Failed(format!("refusing to publish `{path}`: {e}")))?;
-    if path::is_git_admin(&segments) {
-        return Err(PublishError::Failed(format!(
-            "refusing to publish `{path}`: it is inside `.git`"
-        )));
-    }
+    let segments = checked_segments(path, "publish")?;
     let Some((leaf, dirs)) = segments.split_last() else {
         return Err(PublishError::Failed("empty path".to_string()));
     };
@@ -117,6 +129,20 @@ pub fn publish(
     let outcome = write_and_commit(&dir, leaf, path, base, &target, content);
     drop(held);
     outcome
+}
+
+/// The segments of `path` once it passed the component's own rules again
+/// ([`path::segments`], [`path::is_git_admin`]): the writers do not rely on the decision
+/// code to hand them a safe path. `verb` names the refused action in the message.
+fn checked_segments<'p>(path: &'p str, verb: &str) -> Result<Vec<&'p str>, PublishError> {
+    let segments = path::segments(path)
+        .map_err(|e| PublishError::Failed(format!("refusing to {verb} `{path}`: {e}")))?;
+    if path::is_git_admin(&segments) {
+        return Err(PublishError::Failed(format!(
+            "refusing to {verb} `{path}`: it is inside `.git`"
+        )));
+    }
+    Ok(segments)
 }
 
 /// Writes `content` to a new temporary and renames it over `leaf`; removes the temporary
@@ -137,12 +163,7 @@ fn write_and_commit(
     match committed {
         commit::Committed::Published => {
             temp.disarm();
-            if let Err(e) = rustix::fs::fsync(dir) {
-                let _ = writeln!(
-                    std::io::stderr(),
-                    "satyrn-host: `{path}` was published, but syncing its directory failed: {e}"
-                );
-            }
+            sync_committed(dir, path, "published");
             Ok(())
         }
         commit::Committed::Undone(e) => Err(temp.remove_after(e)),
@@ -150,6 +171,17 @@ fn write_and_commit(
             temp.disarm();
             Err(e)
         }
+    }
+}
+
+/// Syncs `dir` after a commit point; a failure is reported on stderr, not returned: the
+/// file is already `done` ("published", "created", "deleted").
+fn sync_committed(dir: &OwnedFd, path: &str, done: &str) {
+    if let Err(e) = rustix::fs::fsync(dir) {
+        let _ = writeln!(
+            std::io::stderr(),
+            "satyrn-host: `{path}` was {done}, but syncing its directory failed: {e}"
+        );
     }
 }
 
@@ -176,23 +208,33 @@ fn fill(
 }
 
 fn open_parent(root: &OwnedFd, dirs: &[&str], path: &str) -> Result<OwnedFd, PublishError> {
-    let mut dir = rustix::io::fcntl_dupfd_cloexec(root, 0)
-        .map_err(|e| failed(path, "duplicating the worktree descriptor", e))?;
+    let mut dir = dup_root(root, path)?;
     for segment in dirs {
-        dir = rustix::fs::openat(
-            &dir,
-            *segment,
-            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-            Mode::empty(),
-        )
-        .map_err(|e| match e {
-            Errno::LOOP | Errno::NOTDIR => PublishError::Failed(format!(
-                "publishing `{path}` failed: `{segment}` is not a directory (symbolic links are never followed)"
-            )),
-            e => failed(path, &format!("opening directory `{segment}`"), e),
-        })?;
+        dir = open_segment(&dir, segment, path)?;
     }
     Ok(dir)
+}
+
+/// A descriptor of the worktree root of the caller's own, to walk down from.
+fn dup_root(root: &OwnedFd, path: &str) -> Result<OwnedFd, PublishError> {
+    rustix::io::fcntl_dupfd_cloexec(root, 0)
+        .map_err(|e| failed(path, "duplicating the worktree descriptor", e))
+}
+
+/// Opens the directory `segment` in `dir`, refusing a symbolic link or a non-directory.
+fn open_segment(dir: &OwnedFd, segment: &str, path: &str) -> Result<OwnedFd, PublishError> {
+    rustix::fs::openat(
+        dir,
+        segment,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| match e {
+        Errno::LOOP | Errno::NOTDIR => PublishError::Failed(format!(
+            "`{path}`: `{segment}` is not a directory (symbolic links are never followed)"
+        )),
+        e => failed(path, &format!("opening directory `{segment}`"), e),
+    })
 }
 
 /// The target as checked: its descriptor (kept open, so its inode stays the one checked),
@@ -222,26 +264,32 @@ fn check_target(
     )
     .map_err(|e| match e {
         Errno::LOOP => {
-            PublishError::Failed(format!("publishing `{path}` failed: it is a symbolic link"))
+            PublishError::Failed(format!("`{path}` is a symbolic link (never followed)"))
         }
         e => failed(path, "opening the target", e),
     })?;
     let stat = rustix::fs::fstat(&file).map_err(|e| failed(path, "inspecting the target", e))?;
     if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile {
         return Err(PublishError::Failed(format!(
-            "publishing `{path}` failed: it is no longer a regular file"
+            "`{path}` is not a regular file"
+        )));
+    }
+    if stat.st_nlink == 0 {
+        // Opened, then renamed over or removed by a writer that does not take the lock.
+        return Err(PublishError::Stale(format!(
+            "`{path}` was replaced or removed meanwhile (by a writer that does not take satyrn's lock); read it again"
         )));
     }
     if stat.st_nlink != 1 {
         return Err(PublishError::Failed(format!(
-            "publishing `{path}` failed: it has {} hard links",
+            "`{path}` has {} hard links (never written or deleted through one)",
             stat.st_nlink
         )));
     }
     let current = hash_file(&file).map_err(|e| failed(path, "reading the target", e))?;
     if &current != base {
         return Err(PublishError::Stale(format!(
-            "`{path}` changed while the edit was decided: expected revision {base}, it is now {current}; read it again"
+            "`{path}` changed since it was read: expected revision {base}, it is now {current}; read it again"
         )));
     }
     Ok(Target {

@@ -10,7 +10,7 @@
 use std::io::Write;
 use std::os::fd::{AsFd, OwnedFd};
 
-use rustix::fs::{AtFlags, Mode, OFlags};
+use rustix::fs::{AtFlags, Mode, OFlags, RenameFlags};
 use rustix::io::Errno;
 
 use super::{PublishError, failed};
@@ -43,6 +43,12 @@ fn owner(name: &str) -> Option<u32> {
 /// the temporary's name stays well under `NAME_MAX` (255).
 const TEMP_STEM_MAX: usize = 200;
 
+/// The part of `leaf` used in its temporaries' names: a prefix of a long leaf (on a
+/// character boundary), since a leaf may be up to `NAME_MAX` bytes itself.
+pub(super) fn stem(leaf: &str) -> &str {
+    truncate_at_char_boundary(leaf, TEMP_STEM_MAX)
+}
+
 /// The longest prefix of `s` of at most `max` bytes that ends on a character boundary.
 pub(super) fn truncate_at_char_boundary(s: &str, max: usize) -> &str {
     if s.len() <= max {
@@ -56,16 +62,33 @@ pub(super) fn truncate_at_char_boundary(s: &str, max: usize) -> &str {
 }
 
 /// Whether this build was told to behave as on a file system without `O_TMPFILE` and
-/// `RENAME_EXCHANGE` (the fallbacks otherwise cannot be exercised on this machine's file
-/// systems, which all have both). Debug builds only; a release build never reads it.
+/// `RENAME_EXCHANGE` (`SATYRN_TEST_PUBLISH_FALLBACK=1`, or `2`, which also takes away
+/// `RENAME_NOREPLACE`: see [`forced_no_noreplace`]). The fallbacks otherwise cannot be
+/// exercised on this machine's file systems, which all have both. Debug builds only; a
+/// release build never reads it.
 pub(super) fn forced_fallback() -> bool {
+    forced_level() >= 1
+}
+
+/// Whether this build was told to behave as on a file system without `RENAME_NOREPLACE`
+/// either (`SATYRN_TEST_PUBLISH_FALLBACK=2`): a create then links and unlinks its named
+/// temporary, a delete re-checks the target in place. Debug builds only.
+pub(super) fn forced_no_noreplace() -> bool {
+    forced_level() >= 2
+}
+
+fn forced_level() -> u8 {
     #[cfg(debug_assertions)]
     {
-        std::env::var_os("SATYRN_TEST_PUBLISH_FALLBACK").is_some_and(|v| v == "1")
+        match std::env::var_os("SATYRN_TEST_PUBLISH_FALLBACK") {
+            Some(v) if v == "1" => 1,
+            Some(v) if v == "2" => 2,
+            _ => 0,
+        }
     }
     #[cfg(not(debug_assertions))]
     {
-        false
+        0
     }
 }
 
@@ -87,7 +110,7 @@ impl<'a> Temporary<'a> {
         // A leaf may be up to NAME_MAX (255) bytes; the temporary's name adds up to 34
         // bytes around it, so only a prefix of a long leaf is used (on a character
         // boundary), or naming the temporary of a valid file would fail.
-        let stem = truncate_at_char_boundary(leaf, TEMP_STEM_MAX).to_owned();
+        let stem = stem(leaf).to_owned();
         if !forced_fallback() {
             match rustix::fs::openat(
                 dir,
@@ -147,6 +170,45 @@ impl<'a> Temporary<'a> {
         Ok(self.name.as_deref().unwrap_or_default())
     }
 
+    /// Gives the content the name `leaf` unless `leaf` exists, of any kind (a dangling
+    /// symbolic link included: never followed, never replaced). The anonymous file is linked
+    /// there (`linkat`); a named temporary is moved there with `renameat2(RENAME_NOREPLACE)`,
+    /// or linked then unlinked where the file system has no `RENAME_NOREPLACE`. `Ok(false)`:
+    /// `leaf` exists and nothing changed. After `Ok(true)` the temporary has no name of its
+    /// own left (unless unlinking it after a link failed, which is reported on stderr).
+    pub(super) fn link_as_new(&mut self, leaf: &str, path: &str) -> Result<bool, PublishError> {
+        let Some(name) = self.name.clone() else {
+            return link(&self.file, self.dir, leaf, path);
+        };
+        if !forced_no_noreplace() {
+            match rustix::fs::renameat_with(self.dir, &name, self.dir, leaf, RenameFlags::NOREPLACE)
+            {
+                Ok(()) => {
+                    self.name = None;
+                    return Ok(true);
+                }
+                Err(Errno::EXIST) => return Ok(false),
+                // No RENAME_NOREPLACE on this file system or kernel: link, then unlink.
+                Err(Errno::INVAL | Errno::NOSYS | Errno::OPNOTSUPP) => {}
+                Err(e) => return Err(failed(path, "renaming the temporary to the new file", e)),
+            }
+        }
+        match rustix::fs::linkat(self.dir, &name, self.dir, leaf, AtFlags::empty()) {
+            Ok(()) => {}
+            Err(Errno::EXIST) => return Ok(false),
+            Err(e) => return Err(failed(path, "linking the temporary to the new file", e)),
+        }
+        if let Err(e) = rustix::fs::unlinkat(self.dir, &name, AtFlags::empty()) {
+            let _ = writeln!(
+                std::io::stderr(),
+                "satyrn-host: `{path}` was created, but removing its temporary name `{name}` failed: {}",
+                std::io::Error::from(e)
+            );
+        }
+        self.name = None;
+        Ok(true)
+    }
+
     /// Forgets the temporary: its name now belongs to the published file (or is gone).
     pub(super) fn disarm(mut self) {
         self.armed = false;
@@ -178,14 +240,12 @@ impl Drop for Temporary<'_> {
 }
 
 fn no_free_name(path: &str) -> PublishError {
-    PublishError::Failed(format!(
-        "publishing `{path}` failed: no free temporary name"
-    ))
+    PublishError::Failed(format!("`{path}`: no free temporary name in its directory"))
 }
 
 /// Calls `take` with up to 64 fresh temporary names until it returns `Ok(true)`; returns
 /// that name.
-fn for_each_candidate_name(
+pub(super) fn for_each_candidate_name(
     stem: &str,
     mut take: impl FnMut(&str) -> Result<bool, PublishError>,
 ) -> Result<String, PublishError> {

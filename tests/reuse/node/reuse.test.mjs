@@ -108,7 +108,7 @@ function call(mutator, c) {
   if (c.function === 'replace') {
     try {
       const plan = mutator.replace({
-        path: c.path, writablePaths: c.writable_paths, expectedSha256: c.expected_sha256 ?? undefined,
+        path: c.path, writablePaths: c.writable_paths, privatePaths: c.private_paths, expectedSha256: c.expected_sha256 ?? undefined,
         oldText: c.old_text, newText: c.new_text,
       });
       return { ok: { path: plan.path, base_sha256: plan.baseSha256,
@@ -121,7 +121,7 @@ function call(mutator, c) {
   }
   if (c.function === 'revision') {
     try {
-      return { ok: mutator.revision(c.path, c.writable_paths) };
+      return { ok: mutator.revision(c.path, c.writable_paths, c.private_paths) };
     } catch (e) {
       const err = errorOf(e);
       return { [err.tag.replaceAll('-', '_')]: err.val ?? null };

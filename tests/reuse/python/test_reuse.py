@@ -24,7 +24,7 @@ from wasmtime.component import Component, Linker, Record, Variant
 ROOT = Path(__file__).resolve().parents[3]
 FIXTURES = ROOT / "tests" / "fixtures" / "mutator-cases.json"
 DOC = ROOT / "docs" / "reuse.md"
-INTERFACE = "satyrn:mutator/mutator@0.1.0"
+INTERFACE = "satyrn:mutator/mutator@0.2.0"
 
 
 def make_files(worktree, files):
@@ -101,6 +101,7 @@ def run_case(mutator, call):
         request = Record()
         request.path = call["path"]
         setattr(request, "writable-paths", call["writable_paths"])
+        setattr(request, "private-paths", call["private_paths"])
         setattr(request, "expected-sha256", call["expected_sha256"])
         setattr(request, "old-text", call["old_text"])
         setattr(request, "new-text", call["new_text"])
@@ -118,7 +119,7 @@ def run_case(mutator, call):
             "next_sha256": field(plan, "next-sha256"),
         }}
     if fn == "revision":
-        out = mutator.call("revision", call["path"], call["writable_paths"])
+        out = mutator.call("revision", call["path"], call["writable_paths"], call["private_paths"])
         # result<string, revision-error>: a str is the revision, a Variant the error.
         if isinstance(out, str):
             return {"ok": out}

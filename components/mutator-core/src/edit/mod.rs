@@ -30,9 +30,9 @@ use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 use memchr::memmem;
 
+use crate::gates::{Plan, Refusal, RefusalCode, policy_gates};
 use crate::lines::{LineIndex, LineStyle, has_line_break, quote};
 use crate::path;
-use crate::replace::{Plan, Refusal, RefusalCode, policy_gates};
 
 mod near_miss;
 mod preview;
@@ -43,7 +43,7 @@ use near_miss::{describe, near_miss};
 use preview::{changed_ranges, preview};
 
 /// The largest file, in bytes, that `edit` (and `read`) accepts: 16 MiB.
-pub const MAX_EDIT_FILE_BYTES: u64 = 16 * 1024 * 1024;
+pub const MAX_EDIT_FILE_BYTES: u64 = crate::gates::MAX_TEXT_FILE_BYTES;
 /// The most edits one batch may hold.
 pub const MAX_EDITS: usize = 1000;
 /// The most matches listed for an ambiguous or out-of-range selector.
@@ -128,6 +128,8 @@ pub struct EditRequest<'a> {
     pub path: &'a str,
     /// The contract's `writable_paths` patterns.
     pub writable_paths: &'a [String],
+    /// The contract's `private_paths` patterns (private wins over writable).
+    pub private_paths: &'a [String],
     /// The revision the caller saw, or `None` when it never read the file.
     pub expected_sha256: Option<&'a str>,
     /// The edits; between 1 and [`MAX_EDITS`].
@@ -366,7 +368,7 @@ pub fn decide<W: Worktree + ?Sized>(
         worktree,
         path,
         &segments,
-        request.writable_paths,
+        (request.writable_paths, request.private_paths),
         expected,
         MAX_EDIT_FILE_BYTES,
     )
@@ -374,9 +376,7 @@ pub fn decide<W: Worktree + ?Sized>(
     let base = Revision::of(&bytes);
     if base != expected {
         return Err(EditError::Stale {
-            message: format!(
-                "`{path}` changed since it was read: expected revision {expected}, it is now {base}; read it again"
-            ),
+            message: crate::gates::stale_message(path, &expected, &base),
             current: base,
         });
     }

@@ -1,2 +1,3 @@
+pub mod disk;
 pub mod edit_model;
 pub mod memory;

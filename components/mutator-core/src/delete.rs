@@ -1,0 +1,76 @@
+//! The delete operation: removes one regular file the caller saw.
+//!
+//! The gates of `replace` up to the revision, with the revision required: not inside
+//! `.git`, not private, declared writable, a revision given, a single-link regular file of
+//! at most [`MAX_TEXT_FILE_BYTES`] reached without symlinks (never a directory, never a
+//! symlink: refused, not followed), its bytes hashing to the revision.
+
+use alloc::format;
+use alloc::string::{String, ToString};
+
+use crate::gates::{MAX_TEXT_FILE_BYTES, Refusal, RefusalCode, policy_gates};
+use crate::path;
+use crate::replace::ReplaceError;
+use crate::revision::Revision;
+use crate::worktree::Worktree;
+
+/// One delete, as received.
+#[derive(Debug, Clone, Copy)]
+pub struct DeleteRequest<'a> {
+    /// Worktree-relative path (see [`path::segments`]).
+    pub path: &'a str,
+    /// The contract's `writable_paths` patterns.
+    pub writable_paths: &'a [String],
+    /// The contract's `private_paths` patterns (private wins over writable).
+    pub private_paths: &'a [String],
+    /// The revision the caller saw; `None` is [`RefusalCode::RevisionUnavailable`].
+    pub expected_sha256: Option<&'a str>,
+}
+
+/// What the host must do: remove `path` if it still hashes to `base`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeletePlan {
+    /// The request's path.
+    pub path: String,
+    /// The revision the decision was made on; the publisher re-checks it.
+    pub base: Revision,
+}
+
+/// Decides one delete.
+///
+/// # Errors
+///
+/// [`ReplaceError::InvalidRequest`] or the first refusal.
+pub fn decide<W: Worktree + ?Sized>(
+    worktree: &W,
+    request: &DeleteRequest<'_>,
+) -> Result<DeletePlan, ReplaceError> {
+    let path = request.path;
+    let segments =
+        path::segments(path).map_err(|e| ReplaceError::InvalidRequest(format!("path: {e}")))?;
+    let expected = request
+        .expected_sha256
+        .map(Revision::parse)
+        .transpose()
+        .map_err(|e| ReplaceError::InvalidRequest(format!("expected_sha256: {e}")))?;
+    let (expected, bytes) = policy_gates(
+        worktree,
+        path,
+        &segments,
+        (request.writable_paths, request.private_paths),
+        expected,
+        MAX_TEXT_FILE_BYTES,
+    )
+    .map_err(ReplaceError::Refused)?;
+    let base = Revision::of(&bytes);
+    if base != expected {
+        return Err(ReplaceError::Refused(Refusal::new(
+            RefusalCode::RevisionStale,
+            crate::gates::stale_message(path, &expected, &base),
+        )));
+    }
+    Ok(DeletePlan {
+        path: path.to_string(),
+        base,
+    })
+}

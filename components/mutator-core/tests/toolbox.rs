@@ -1,0 +1,467 @@
+//! `list`, `search`, `write` and `delete` natively, on generated trees on the real file
+//! system, against plain reference models. The component runs the same code through its
+//! WASI preopen (`tests/it/protocol_toolbox.rs`).
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::Path;
+
+use proptest::prelude::*;
+use satyrn_mutator_core::delete::{self, DeleteRequest};
+use satyrn_mutator_core::gates::{RefusalCode, is_private};
+use satyrn_mutator_core::list::{self, ListEntry, ListRequest};
+use satyrn_mutator_core::read::{ReadCode, ReadError};
+use satyrn_mutator_core::replace::ReplaceError;
+use satyrn_mutator_core::revision::Revision;
+use satyrn_mutator_core::search::{self, SearchRequest, SkipReason};
+use satyrn_mutator_core::tree::EntryKind;
+use satyrn_mutator_core::write::{self, WritePlan, WriteRequest};
+
+mod common;
+use common::disk::Disk;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Node {
+    Dir,
+    File(String),
+    Symlink,
+}
+
+const NAMES: &[&str] = &[
+    "a", "b", "a.txt", ".env", "x.rs", ".git", "key.pem", "B", "é",
+];
+const WORDS: &[&str] = &[
+    "fn main",
+    "needle",
+    "let x",
+    "Needle here",
+    "",
+    "needle needle",
+];
+
+/// A generated tree: paths (segment lists) to nodes; every parent is a `Dir`.
+fn tree() -> impl Strategy<Value = BTreeMap<Vec<String>, Node>> {
+    let entry = (
+        prop::collection::vec(0..NAMES.len(), 1..4),
+        0..6usize,
+        prop::collection::vec(0..WORDS.len(), 0..6),
+    );
+    prop::collection::vec(entry, 0..40).prop_map(|entries| {
+        let mut model = BTreeMap::new();
+        for (segments, kind, words) in entries {
+            let path: Vec<String> = segments.iter().map(|&i| NAMES[i].to_string()).collect();
+            let parents_ok = (1..path.len()).all(|n| match model.get(&path[..n]) {
+                None | Some(Node::Dir) => true,
+                Some(_) => false,
+            });
+            if !parents_ok || model.contains_key(&path) {
+                continue;
+            }
+            for n in 1..path.len() {
+                model.entry(path[..n].to_vec()).or_insert(Node::Dir);
+            }
+            let lines: Vec<&str> = words.iter().map(|&w| WORDS[w]).collect();
+            let node = match kind {
+                0 => Node::Dir,
+                1 => Node::Symlink,
+                _ => Node::File(lines.join("\n")),
+            };
+            model.insert(path, node);
+        }
+        model
+    })
+}
+
+fn materialize(root: &Path, model: &BTreeMap<Vec<String>, Node>) {
+    for (segments, node) in model {
+        let path = root.join(segments.join("/"));
+        match node {
+            Node::Dir => fs::create_dir_all(&path).expect("mkdir"),
+            Node::File(text) => fs::write(&path, text).expect("write"),
+            Node::Symlink => std::os::unix::fs::symlink("../../outside", &path).expect("symlink"),
+        }
+    }
+}
+
+fn hidden_from_walk(segments: &[String], private: &[String]) -> bool {
+    segments.iter().any(|s| s.eq_ignore_ascii_case(".git"))
+        || (1..=segments.len()).any(|n| is_private(&segments[..n].join("/"), private))
+}
+
+/// The model's walk order: the segment lists' order, which `BTreeMap` already keeps.
+fn expected_list(
+    model: &BTreeMap<Vec<String>, Node>,
+    writable: &[String],
+    private: &[String],
+) -> Vec<ListEntry> {
+    model
+        .iter()
+        .filter(|(s, _)| !hidden_from_walk(s, private))
+        .map(|(s, node)| {
+            let path = s.join("/");
+            let (kind, size) = match node {
+                Node::Dir => (EntryKind::Directory, 0),
+                Node::File(t) => (EntryKind::File, t.len() as u64),
+                Node::Symlink => (EntryKind::Symlink, "../../outside".len() as u64),
+            };
+            ListEntry {
+                writable: kind != EntryKind::Directory
+                    && satyrn_mutator_core::fnmatch::matches_any(&path, writable),
+                path,
+                kind,
+                size,
+            }
+        })
+        .collect()
+}
+
+fn all_pages(disk: &Disk, limit: u32, writable: &[String], private: &[String]) -> Vec<ListEntry> {
+    let mut out = Vec::new();
+    let mut cursor: Option<String> = None;
+    for _ in 0..1000 {
+        let page = list::list(
+            disk,
+            &ListRequest {
+                path: None,
+                pattern: None,
+                recursive: true,
+                cursor: cursor.as_deref(),
+                limit: Some(limit),
+                writable_paths: writable,
+                private_paths: private,
+            },
+        )
+        .expect("list");
+        assert!(page.entries.len() <= limit as usize);
+        out.extend(page.entries);
+        match page.next_cursor {
+            Some(c) => cursor = Some(c),
+            None => return out,
+        }
+    }
+    panic!("the listing did not end");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// Every page concatenated is the model's walk, whatever the page size; `.git` and
+    /// private paths never appear, symlinks appear but are never entered.
+    #[test]
+    fn list_pages_concatenate_to_the_model(model in tree(), limit in 1u32..7) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path().join("root");
+        fs::create_dir(&root).expect("root");
+        materialize(&root, &model);
+        let writable = vec!["*.rs".to_string(), "a/*".to_string()];
+        let private = vec![".env".to_string(), "*.pem".to_string(), "*/b".to_string()];
+        let disk = Disk(root);
+        prop_assert_eq!(all_pages(&disk, limit, &writable, &private), expected_list(&model, &writable, &private));
+    }
+
+    /// Search, paged by a small `max_matches`, finds exactly the model's matching lines of
+    /// the files it may read, and names every symlink it skipped.
+    #[test]
+    fn search_pages_concatenate_to_the_model(model in tree(), max in 1u32..5) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path().join("root");
+        fs::create_dir(&root).expect("root");
+        materialize(&root, &model);
+        let private = vec![".env".to_string(), "*.pem".to_string()];
+        let disk = Disk(root);
+        let mut found: Vec<(String, Vec<u32>, Revision)> = Vec::new();
+        let mut skipped = Vec::new();
+        let mut cursor: Option<String> = None;
+        for round in 0.. {
+            prop_assert!(round < 1000, "the search did not end");
+            let page = search::search(&disk, &SearchRequest {
+                path: None, query: "needle", regex: false, ignore_case: false, glob: None,
+                context: None, max_matches: Some(max), cursor: cursor.as_deref(),
+                writable_paths: &[], private_paths: &private,
+            }).expect("search");
+            for f in page.files {
+                prop_assert_eq!(f.omitted, 0);
+                found.push((f.path, f.lines.iter().filter(|l| l.matched).map(|l| l.line).collect(), f.revision));
+            }
+            skipped.extend(page.skipped.into_iter().map(|s| (s.path, s.reason)));
+            match page.next_cursor { Some(c) => cursor = Some(c), None => break }
+        }
+        let mut expected = Vec::new();
+        let mut expected_skipped = Vec::new();
+        for (segments, node) in &model {
+            if hidden_from_walk(segments, &private) { continue; }
+            match node {
+                Node::File(text) => {
+                    let lines: Vec<u32> = text.split('\n').enumerate()
+                        .filter(|(_, l)| l.contains("needle"))
+                        .map(|(i, _)| i as u32 + 1).collect();
+                    if !lines.is_empty() {
+                        expected.push((segments.join("/"), lines, Revision::of(text.as_bytes())));
+                    }
+                }
+                Node::Symlink => expected_skipped.push((segments.join("/"), SkipReason::Symlink)),
+                Node::Dir => {}
+            }
+        }
+        prop_assert_eq!(found, expected);
+        prop_assert_eq!(skipped, expected_skipped);
+    }
+}
+
+fn fixture() -> (tempfile::TempDir, Disk) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path().join("root");
+    fs::create_dir_all(root.join("src/deep")).expect("mkdir");
+    fs::create_dir_all(root.join(".git")).expect("mkdir");
+    fs::write(root.join("src/a.rs"), "fn a() {}\nneedle\n").expect("write");
+    fs::write(root.join("src/bin.dat"), b"needle\0").expect("write");
+    fs::write(root.join("src/latin1.txt"), b"needle \xe9\n").expect("write");
+    fs::write(root.join(".env"), "TOKEN=needle\n").expect("write");
+    fs::write(root.join(".git/config"), "needle\n").expect("write");
+    fs::create_dir(dir.path().join("outside")).expect("mkdir");
+    std::os::unix::fs::symlink("../outside", root.join("src/out")).expect("symlink");
+    (dir, Disk(root))
+}
+
+fn writable() -> Vec<String> {
+    vec!["src/*".to_string(), ".env".to_string()]
+}
+
+fn private() -> Vec<String> {
+    vec![".env".to_string()]
+}
+
+#[test]
+fn search_names_what_it_skipped_and_hides_private_files() {
+    let (_dir, disk) = fixture();
+    let page = search::search(
+        &disk,
+        &SearchRequest {
+            path: None,
+            query: "needle",
+            regex: false,
+            ignore_case: false,
+            glob: None,
+            context: Some(1),
+            max_matches: None,
+            cursor: None,
+            writable_paths: &writable(),
+            private_paths: &private(),
+        },
+    )
+    .expect("search");
+    let paths: Vec<&str> = page.files.iter().map(|f| f.path.as_str()).collect();
+    assert_eq!(paths, ["src/a.rs"]);
+    assert_eq!(
+        page.files[0].lines.len(),
+        2,
+        "the match and one line of context"
+    );
+    assert!(page.files[0].writable);
+    let skipped: Vec<(&str, SkipReason)> = page
+        .skipped
+        .iter()
+        .map(|s| (s.path.as_str(), s.reason))
+        .collect();
+    assert_eq!(
+        skipped,
+        [
+            ("src/bin.dat", SkipReason::Binary),
+            ("src/latin1.txt", SkipReason::NotText),
+            ("src/out", SkipReason::Symlink)
+        ]
+    );
+    assert_eq!(page.hidden, 1, ".env is hidden, not named");
+    assert!(page.next_cursor.is_none());
+}
+
+#[test]
+fn list_and_search_refuse_private_git_and_symlinked_starts() {
+    let (_dir, disk) = fixture();
+    let list_of = |path: &str| {
+        list::list(
+            &disk,
+            &ListRequest {
+                path: Some(path),
+                pattern: None,
+                recursive: false,
+                cursor: None,
+                limit: None,
+                writable_paths: &[],
+                private_paths: &private(),
+            },
+        )
+    };
+    assert!(matches!(
+        list_of(".git"),
+        Err(ReadError::Refused {
+            code: ReadCode::Unavailable,
+            ..
+        })
+    ));
+    assert!(matches!(
+        list_of("src/out"),
+        Err(ReadError::Refused {
+            code: ReadCode::Unavailable,
+            ..
+        })
+    ));
+    assert!(matches!(
+        list_of(".env"),
+        Err(ReadError::Refused {
+            code: ReadCode::Private,
+            ..
+        })
+    ));
+    assert!(matches!(list_of("../x"), Err(ReadError::InvalidRequest(_))));
+    let page = list_of("src").expect("a plain directory lists");
+    let paths: Vec<&str> = page.entries.iter().map(|e| e.path.as_str()).collect();
+    assert_eq!(
+        paths,
+        [
+            "src/a.rs",
+            "src/bin.dat",
+            "src/deep",
+            "src/latin1.txt",
+            "src/out"
+        ]
+    );
+}
+
+#[test]
+fn a_hostile_regular_expression_is_refused_or_bounded() {
+    let (_dir, disk) = fixture();
+    for query in ["(a*)*b", "((((((a|aa)*)*)*)*)*)c", "[\\w\\W]{1000}x"] {
+        let outcome = search::search(
+            &disk,
+            &SearchRequest {
+                path: None,
+                query,
+                regex: true,
+                ignore_case: true,
+                glob: None,
+                context: None,
+                max_matches: None,
+                cursor: None,
+                writable_paths: &[],
+                private_paths: &[],
+            },
+        );
+        match outcome {
+            Ok(page) => assert!(page.files.is_empty(), "{query}"),
+            Err(ReadError::InvalidRequest(m)) => assert!(m.starts_with("query:"), "{m}"),
+            Err(e) => panic!("{query}: {e:?}"),
+        }
+    }
+}
+
+fn write_req<'a>(
+    path: &'a str,
+    expected: Option<&'a str>,
+    w: &'a [String],
+    p: &'a [String],
+) -> WriteRequest<'a> {
+    WriteRequest {
+        path,
+        writable_paths: w,
+        private_paths: p,
+        expected_sha256: expected,
+        content: "new\n",
+    }
+}
+
+fn code(e: ReplaceError) -> RefusalCode {
+    match e {
+        ReplaceError::Refused(r) => r.code,
+        ReplaceError::InvalidRequest(m) => panic!("invalid request: {m}"),
+    }
+}
+
+#[test]
+fn write_creates_only_what_does_not_exist_and_overwrites_only_what_was_seen() {
+    let (_dir, disk) = fixture();
+    let (w, p) = (writable(), private());
+    match write::decide(&disk, &write_req("src/new/dir/n.rs", None, &w, &p)).expect("create") {
+        WritePlan::Create {
+            path,
+            content,
+            next,
+        } => {
+            assert_eq!(path, "src/new/dir/n.rs");
+            assert_eq!(content, "new\n");
+            assert_eq!(next, Revision::of(b"new\n"));
+        }
+        other => panic!("{other:?}"),
+    }
+    for (path, expected) in [
+        ("src/a.rs", RefusalCode::TargetExists),
+        ("src/deep", RefusalCode::TargetExists),
+        ("src/out", RefusalCode::TargetExists),
+        ("src/out/x.rs", RefusalCode::MutationFailed),
+        ("src/a.rs/x", RefusalCode::MutationFailed),
+        (".env", RefusalCode::PathPrivate),
+        ("other.rs", RefusalCode::PathUndeclared),
+        (".git/hooks/pre-commit", RefusalCode::PathUndeclared),
+    ] {
+        let refused = write::decide(&disk, &write_req(path, None, &w, &p)).expect_err(path);
+        assert_eq!(code(refused), expected, "{path}");
+    }
+    let seen = Revision::of(b"fn a() {}\nneedle\n").to_hex();
+    let stale = Revision::of(b"other").to_hex();
+    assert!(matches!(
+        write::decide(&disk, &write_req("src/a.rs", Some(&seen), &w, &p)),
+        Ok(WritePlan::Overwrite(plan)) if plan.new_content == b"new\n"
+    ));
+    let refused =
+        write::decide(&disk, &write_req("src/a.rs", Some(&stale), &w, &p)).expect_err("stale");
+    assert_eq!(code(refused), RefusalCode::RevisionStale);
+    let refused =
+        write::decide(&disk, &write_req("src/deep", Some(&seen), &w, &p)).expect_err("dir");
+    assert_eq!(code(refused), RefusalCode::MutationFailed);
+}
+
+#[test]
+fn delete_needs_the_revision_of_a_regular_file() {
+    let (_dir, disk) = fixture();
+    let (w, p) = (writable(), private());
+    let seen = Revision::of(b"fn a() {}\nneedle\n").to_hex();
+    let req = |path: &'static str, expected: Option<&str>| {
+        delete::decide(
+            &disk,
+            &DeleteRequest {
+                path,
+                writable_paths: &w,
+                private_paths: &p,
+                expected_sha256: expected
+                    .map(|s| Box::leak(s.to_string().into_boxed_str()) as &str),
+            },
+        )
+    };
+    let plan = req("src/a.rs", Some(&seen)).expect("delete");
+    assert_eq!(plan.path, "src/a.rs");
+    assert_eq!(plan.base.to_hex(), seen);
+    assert_eq!(
+        code(req("src/a.rs", None).expect_err("none")),
+        RefusalCode::RevisionUnavailable
+    );
+    assert_eq!(
+        code(req("src/a.rs", Some(&"0".repeat(64))).expect_err("stale")),
+        RefusalCode::RevisionStale
+    );
+    assert_eq!(
+        code(req("src/out", Some(&seen)).expect_err("symlink")),
+        RefusalCode::MutationFailed
+    );
+    assert_eq!(
+        code(req("src/deep", Some(&seen)).expect_err("dir")),
+        RefusalCode::MutationFailed
+    );
+    assert_eq!(
+        code(req(".env", Some(&seen)).expect_err("private")),
+        RefusalCode::PathPrivate
+    );
+    assert_eq!(
+        code(req("README", Some(&seen)).expect_err("undeclared")),
+        RefusalCode::PathUndeclared
+    );
+}

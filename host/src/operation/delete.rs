@@ -1,0 +1,50 @@
+//! `delete`: removes one regular file at the caller's revision — lock, decide in the
+//! component, and the publisher's checked unlink.
+
+use serde::Serialize;
+
+use super::{Scope, internal, lock, refusal};
+use crate::code::Failure;
+use crate::engine;
+use crate::operation::DeleteArgs;
+use crate::publish;
+
+/// The result of a `delete`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DeleteResult {
+    /// The deleted path.
+    pub path: String,
+}
+
+/// Deletes one file under the worktree lock.
+///
+/// # Errors
+///
+/// The first refusal, as a [`Failure`] with its code.
+pub fn delete(scope: Scope<'_>, args: &DeleteArgs) -> Result<DeleteResult, Failure> {
+    let _lock = lock(scope.root)?;
+    let mut mutator = scope
+        .loaded
+        .instantiate(scope.root.dir())
+        .map_err(internal)?;
+    let plan = mutator
+        .delete_file(&engine::DeleteRequest {
+            path: args.path.clone(),
+            writable_paths: scope.contract.writable_paths.clone(),
+            private_paths: scope.contract.private_paths.clone(),
+            expected_sha256: args.expected_sha256.clone(),
+        })
+        .map_err(internal)?
+        .map_err(refusal)?;
+    if plan.path != args.path || Some(plan.base_sha256.as_str()) != args.expected_sha256.as_deref()
+    {
+        return Err(internal(format!(
+            "the component planned to delete `{}` at {} for a request about `{}`",
+            plan.path, plan.base_sha256, args.path
+        )));
+    }
+    let base = satyrn_mutator_core::revision::Revision::parse(&plan.base_sha256)
+        .map_err(|e| internal(format!("the component returned a malformed revision: {e}")))?;
+    publish::delete(scope.root.dir(), &plan.path, &base)?;
+    Ok(DeleteResult { path: plan.path })
+}

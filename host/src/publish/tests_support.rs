@@ -1,0 +1,230 @@
+//! What the writers' tests share: a worktree root with an outside directory beside it, a
+//! snapshot of everything under both (bytes, mode, inode, link target), directory
+//! listings, and this test binary run again as a child process.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Write};
+use std::os::fd::OwnedFd;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+
+use super::PublishError;
+
+/// A temporary directory holding `root/` (the worktree, opened as the writers get it) and
+/// `outside/` (what must never be touched).
+pub(super) struct Tree {
+    outer: tempfile::TempDir,
+    pub(super) fd: OwnedFd,
+}
+
+impl Tree {
+    pub(super) fn new() -> Self {
+        let outer = tempfile::tempdir().expect("tempdir");
+        std::fs::create_dir(outer.path().join("root")).expect("mkdir root");
+        std::fs::create_dir(outer.path().join("outside")).expect("mkdir outside");
+        std::fs::write(outer.path().join("outside/kept.txt"), b"outside\n").expect("write");
+        let fd = open_dir(&outer.path().join("root"));
+        Self { outer, fd }
+    }
+
+    /// `rel` beneath the root.
+    pub(super) fn at(&self, rel: &str) -> PathBuf {
+        self.outer.path().join("root").join(rel)
+    }
+
+    pub(super) fn outside(&self) -> PathBuf {
+        self.outer.path().join("outside")
+    }
+
+    pub(super) fn write(&self, rel: &str, bytes: &[u8]) {
+        let path = self.at(rel);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).expect("mkdir");
+        }
+        std::fs::write(path, bytes).expect("write");
+    }
+
+    /// Every entry under the root and the outside directory.
+    pub(super) fn snapshot(&self) -> BTreeMap<PathBuf, Entry> {
+        let mut entries = BTreeMap::new();
+        collect(self.outer.path(), self.outer.path(), &mut entries);
+        entries
+    }
+}
+
+/// One entry of a [`Tree::snapshot`].
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Entry {
+    File { mode: u32, ino: u64, bytes: Vec<u8> },
+    Dir { mode: u32, ino: u64 },
+    Link { ino: u64, target: PathBuf },
+}
+
+fn collect(base: &Path, dir: &Path, into: &mut BTreeMap<PathBuf, Entry>) {
+    for entry in std::fs::read_dir(dir).expect("read_dir") {
+        let path = entry.expect("entry").path();
+        let meta = std::fs::symlink_metadata(&path).expect("lstat");
+        let (mode, ino) = (meta.permissions().mode(), meta.ino());
+        let rel = path.strip_prefix(base).expect("beneath").to_path_buf();
+        let found = if meta.file_type().is_symlink() {
+            Entry::Link {
+                ino,
+                target: std::fs::read_link(&path).expect("readlink"),
+            }
+        } else if meta.is_dir() {
+            collect(base, &path, into);
+            Entry::Dir { mode, ino }
+        } else {
+            Entry::File {
+                mode,
+                ino,
+                bytes: std::fs::read(&path).expect("read"),
+            }
+        };
+        into.insert(rel, found);
+    }
+}
+
+pub(super) fn open_dir(path: &Path) -> OwnedFd {
+    rustix::fs::open(
+        path,
+        rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::CLOEXEC,
+        rustix::fs::Mode::empty(),
+    )
+    .expect("open directory")
+}
+
+/// The sorted names in `dir`.
+pub(super) fn names(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .expect("read_dir")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+pub(super) fn mode_of(path: &Path) -> u32 {
+    std::fs::symlink_metadata(path).expect("lstat").mode() & 0o7777
+}
+
+/// Plants, in `dir`, a publish temporary of a process that is gone and one of a live
+/// process (pid 1); returns their names.
+pub(super) fn plant_temporaries(dir: &Path) -> (String, String) {
+    let mut gone = Command::new("true").spawn().expect("spawn true");
+    let gone_pid = gone.id();
+    gone.wait().expect("wait");
+    let stale = format!(".old.txt.satyrn-{gone_pid}-00000000ab.tmp");
+    let live = ".old.txt.satyrn-1-00000000cd.tmp".to_string();
+    for name in [&stale, &live] {
+        std::fs::write(dir.join(name), b"left by a killed publish\n").expect("plant");
+    }
+    (stale, live)
+}
+
+/// The one word a child prints per outcome.
+pub(super) fn outcome_word(outcome: &Result<(), PublishError>) -> &'static str {
+    match outcome {
+        Ok(()) => "ok",
+        Err(PublishError::Exists(_)) => "exists",
+        Err(PublishError::Stale(_)) => "stale",
+        Err(PublishError::Failed(_)) => "failed",
+    }
+}
+
+/// The prefix of the lines a child reports on; the test harness prints other lines.
+pub(super) const REPORT: &str = "satyrn-child ";
+
+/// This test binary running only the test `test` (its full path, e.g.
+/// `publish::tests_create::child_process_entry`), with `envs` added; stdin and stdout piped.
+pub(super) struct SelfChild {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    stdout: BufReader<ChildStdout>,
+}
+
+impl SelfChild {
+    pub(super) fn spawn(test: &str, envs: &[(&str, String)]) -> Self {
+        let mut child = Command::new(std::env::current_exe().expect("current exe"))
+            .args(["--exact", test, "--nocapture", "--test-threads=1", "-q"])
+            .envs(envs.iter().map(|(k, v)| (*k, v.as_str())))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("spawn the test binary");
+        let stdin = child.stdin.take();
+        let stdout = BufReader::new(child.stdout.take().expect("stdout"));
+        Self {
+            child,
+            stdin,
+            stdout,
+        }
+    }
+
+    /// Lets the child go on (one byte on its stdin).
+    pub(super) fn go(&mut self) {
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        stdin.write_all(b"g").expect("write to child");
+        stdin.flush().expect("flush");
+    }
+
+    /// The child's next report line (without the prefix); panics when it ended instead.
+    pub(super) fn report(&mut self) -> String {
+        self.try_report()
+            .expect("the child ended without reporting")
+    }
+
+    /// The child's next report line, or `None` when it ended first.
+    pub(super) fn try_report(&mut self) -> Option<String> {
+        let mut line = String::new();
+        loop {
+            line.clear();
+            if self.stdout.read_line(&mut line).expect("read child") == 0 {
+                return None;
+            }
+            if let Some(report) = line.strip_prefix(REPORT) {
+                return Some(report.trim_end().to_owned());
+            }
+        }
+    }
+
+    /// Sends `signal` to the child.
+    pub(super) fn signal(&self, signal: rustix::process::Signal) {
+        let pid = rustix::process::Pid::from_raw(
+            i32::try_from(self.child.id()).expect("pid fits a pid_t"),
+        )
+        .expect("a child's pid is positive");
+        rustix::process::kill_process(pid, signal).expect("kill");
+    }
+
+    /// Waits for the child, whatever its end.
+    pub(super) fn wait(mut self) -> std::process::ExitStatus {
+        drop(self.stdin.take());
+        let mut rest = String::new();
+        while self.stdout.read_line(&mut rest).expect("read child") > 0 {}
+        self.child.wait().expect("wait")
+    }
+
+    /// Waits for the child; panics unless its test passed.
+    pub(super) fn finish(mut self) {
+        drop(self.stdin.take());
+        let mut rest = String::new();
+        while self.stdout.read_line(&mut rest).expect("read child") > 0 {}
+        let status = self.child.wait().expect("wait");
+        assert!(status.success(), "child failed: {status}; output: {rest}");
+    }
+}
+
+/// In a child: waits for the parent's go-ahead; `false` when the parent closed stdin.
+pub(super) fn wait_for_go() -> bool {
+    let mut byte = [0u8; 1];
+    matches!(std::io::Read::read(&mut std::io::stdin(), &mut byte), Ok(1))
+}
+
+/// In a child: reports one line to the parent.
+pub(super) fn report(line: &str) {
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{REPORT}{line}").expect("report");
+    out.flush().expect("flush");
+}
