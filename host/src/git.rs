@@ -85,7 +85,14 @@ impl fmt::Display for GitError {
     }
 }
 
-impl std::error::Error for GitError {}
+impl std::error::Error for GitError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Spawn { source, .. } => Some(source),
+            Self::Failed { .. } | Self::Output { .. } => None,
+        }
+    }
+}
 
 fn describe<S: AsRef<OsStr>>(args: &[S]) -> String {
     args.iter()

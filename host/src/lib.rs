@@ -23,6 +23,7 @@ pub mod git;
 pub mod lock;
 pub mod mcp;
 pub mod operation;
+pub mod os;
 pub mod protocol;
 pub mod publish;
 pub mod repo;

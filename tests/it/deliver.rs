@@ -12,354 +12,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use crate::deliver_support::*;
 use crate::support::{ContractFile, git, git_ok, host_bin};
-
-/// A fixed date for test commits, so base (and so candidate) commits are reproducible.
-const TEST_DATE: &str = "1700000000 +0000";
-
-/// A repository whose first commit is reproducible (fixed identity and dates).
-pub struct FixedRepo {
-    pub dir: tempfile::TempDir,
-}
-
-impl FixedRepo {
-    pub fn with_files(files: &[(&str, &[u8])]) -> Self {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let root = dir.path().join("repo");
-        std::fs::create_dir(&root).expect("mkdir repo");
-        git_ok(&root, &["init", "-q", "-b", "main", "."]);
-        for (path, content) in files {
-            let full = root.join(path);
-            std::fs::create_dir_all(full.parent().expect("parent")).expect("mkdir");
-            std::fs::write(&full, content).expect("write");
-        }
-        commit_all(&root, "init");
-        Self { dir }
-    }
-
-    pub fn path(&self) -> PathBuf {
-        self.dir.path().join("repo")
-    }
-}
-
-/// `git add -A && git commit` with the fixed date.
-pub fn commit_all(root: &Path, message: &str) {
-    git_ok(root, &["add", "-A"]);
-    let out = git(root)
-        .args(["commit", "-q", "--allow-empty", "-m", message])
-        .env("GIT_AUTHOR_DATE", TEST_DATE)
-        .env("GIT_COMMITTER_DATE", TEST_DATE)
-        .output()
-        .expect("git commit");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-/// Everything of the caller's repository that `deliver` must not change.
-#[derive(Debug, PartialEq, Eq)]
-pub struct Caller {
-    status: Vec<u8>,
-    index: Option<Vec<u8>>,
-    head: String,
-    branch: String,
-    refs: Vec<String>,
-    worktrees: Vec<u8>,
-}
-
-fn quiet_git(dir: &Path, args: &[&str]) -> Vec<u8> {
-    let out = git(dir)
-        .env("GIT_OPTIONAL_LOCKS", "0")
-        .args(args)
-        .output()
-        .expect("git runs");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out.stdout
-}
-
-impl Caller {
-    pub fn capture(root: &Path) -> Self {
-        let git_dir = String::from_utf8(quiet_git(root, &["rev-parse", "--absolute-git-dir"]))
-            .expect("utf-8");
-        // The index is read before any git command that could refresh it runs.
-        let index = std::fs::read(Path::new(git_dir.trim()).join("index")).ok();
-        let status = quiet_git(
-            root,
-            &[
-                "status",
-                "--porcelain=v1",
-                "-z",
-                "--untracked-files=all",
-                "--ignore-submodules=none",
-            ],
-        );
-        let head = String::from_utf8(quiet_git(root, &["rev-parse", "HEAD"])).expect("utf-8");
-        let branch = git(root)
-            .env("GIT_OPTIONAL_LOCKS", "0")
-            .args(["symbolic-ref", "-q", "HEAD"])
-            .output()
-            .expect("git");
-        let refs = String::from_utf8(quiet_git(
-            root,
-            &[
-                "for-each-ref",
-                "--format=%(refname) %(objectname) %(symref)",
-            ],
-        ))
-        .expect("utf-8")
-        .lines()
-        .map(str::to_owned)
-        .collect();
-        let worktrees = quiet_git(root, &["worktree", "list", "--porcelain", "-z"]);
-        Self {
-            status,
-            index,
-            head,
-            branch: String::from_utf8_lossy(&branch.stdout).into_owned(),
-            refs,
-            worktrees,
-        }
-    }
-
-    /// Asserts nothing changed except the new candidate refs `names`, which must exist.
-    pub fn assert_unchanged_but_refs(&self, root: &Path, names: &[String]) {
-        let mut now = Self::capture(root);
-        for name in names {
-            let before = now.refs.len();
-            now.refs.retain(|r| !r.starts_with(&format!("{name} ")));
-            assert_eq!(
-                before,
-                now.refs.len() + 1,
-                "the candidate ref {name} must exist"
-            );
-        }
-        assert_eq!(self, &now, "the caller's repository changed");
-    }
-
-    /// Asserts nothing changed except, when given, the new candidate ref.
-    pub fn assert_unchanged(&self, root: &Path, new_ref: Option<&str>) {
-        let mut now = Self::capture(root);
-        if let Some(name) = new_ref {
-            let before = now.refs.len();
-            now.refs.retain(|r| !r.starts_with(&format!("{name} ")));
-            assert_eq!(
-                before,
-                now.refs.len() + 1,
-                "the candidate ref {name} must exist"
-            );
-        }
-        assert_eq!(self, &now, "the caller's repository changed");
-    }
-}
-
-/// One `deliver` run.
-#[derive(Debug)]
-pub struct Run {
-    pub status: i32,
-    pub receipt: Value,
-    pub stdout: String,
-    pub stderr: String,
-    pub elapsed: Duration,
-}
-
-impl Run {
-    pub fn code(&self) -> &str {
-        self.receipt["code"].as_str().expect("code")
-    }
-    pub fn outcome(&self) -> &str {
-        self.receipt["outcome"].as_str().expect("outcome")
-    }
-    /// The receipt line with `repo` replaced by `@REPO@`.
-    pub fn normalized(&self, repo: &Path) -> String {
-        let spelled = serde_json::to_string(&repo.to_string_lossy()).expect("json");
-        self.stdout.replace(&spelled, "\"@REPO@\"")
-    }
-}
-
-pub fn deliver_cmd(repo: &Path, contract: &Path, opts: &[&str], argv: &[&OsStr]) -> Command {
-    let mut cmd = Command::new(host_bin());
-    cmd.arg("deliver")
-        .arg("--repo")
-        .arg(repo)
-        .args(opts)
-        .arg(contract)
-        .arg("--")
-        .args(argv)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    for var in [
-        "GIT_DIR",
-        "GIT_WORK_TREE",
-        "GIT_INDEX_FILE",
-        "GIT_NAMESPACE",
-    ] {
-        cmd.env_remove(var);
-    }
-    cmd
-}
-
-/// Checks the one-receipt promise and parses the receipt.
-pub fn finish(out: std::process::Output, elapsed: Duration) -> Run {
-    let stdout = String::from_utf8(out.stdout).expect("utf-8 stdout");
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(
-        stdout.ends_with('\n') && stdout.matches('\n').count() == 1,
-        "exactly one receipt line expected, got {stdout:?} (stderr {stderr:?})"
-    );
-    assert!(!stderr.contains("panicked"), "panic on stderr: {stderr}");
-    let receipt: Value = serde_json::from_str(stdout.trim_end()).expect("receipt is JSON");
-    let keys: Vec<&str> = receipt
-        .as_object()
-        .expect("object")
-        .keys()
-        .map(String::as_str)
-        .collect();
-    let mut in_order = keys.clone();
-    in_order.sort_by_key(|k| FIELDS.iter().position(|f| f == k));
-    // `warnings` is additive: absent when empty, else the last field and never empty.
-    let extra = usize::from(receipt.get("warnings").is_some());
-    if extra == 1 {
-        assert!(
-            !receipt["warnings"].as_array().expect("array").is_empty(),
-            "{stdout}"
-        );
-        let (signal, warnings) = (stdout.find("\"signal\":"), stdout.find("\"warnings\":"));
-        assert!(signal < warnings, "warnings must come last: {stdout}");
-    }
-    assert_eq!(
-        keys.len() - extra,
-        FIELDS.len(),
-        "every field present: {stdout}"
-    );
-    Run {
-        status: out.status.code().expect("exited normally"),
-        receipt,
-        stdout,
-        stderr,
-        elapsed,
-    }
-}
-
-/// The frozen field order (checked against the raw line, not the parsed map).
-pub const FIELDS: [&str; 13] = [
-    "version",
-    "outcome",
-    "code",
-    "message",
-    "contract_id",
-    "repo",
-    "base_commit",
-    "candidate_ref",
-    "candidate_commit",
-    "paths",
-    "retained_worktree",
-    "exit_code",
-    "signal",
-];
-
-pub fn assert_field_order(line: &str) {
-    let mut at = 0;
-    for f in FIELDS {
-        let needle = format!("\"{f}\":");
-        let pos = line[at..]
-            .find(&needle)
-            .unwrap_or_else(|| panic!("{f} missing or out of order in {line}"));
-        at += pos + needle.len();
-    }
-}
-
-pub fn deliver_os(repo: &Path, contract: &Path, opts: &[&str], argv: &[&OsStr]) -> Run {
-    let started = Instant::now();
-    let out = deliver_cmd(repo, contract, opts, argv)
-        .output()
-        .expect("run deliver");
-    let run = finish(out, started.elapsed());
-    assert_field_order(&run.stdout);
-    run
-}
-
-pub fn deliver(repo: &Path, contract: &Path, argv: &[&str]) -> Run {
-    let argv: Vec<&OsStr> = argv.iter().map(OsStr::new).collect();
-    deliver_os(repo, contract, &[], &argv)
-}
-
-/// `sh -c SCRIPT`.
-pub fn sh(script: &str) -> Vec<&str> {
-    vec!["sh", "-c", script]
-}
-
-/// Runs a successful delivery with a fresh id in `root` and checks it and the caller.
-pub fn sibling_success(root: &Path, id: &str) {
-    let before = Caller::capture(root);
-    let contract = ContractFile::new(id, &[]);
-    let run = deliver(root, &contract.path, &sh("echo sibling > sibling-file.txt"));
-    assert_eq!(run.code(), "OK", "sibling success: {}", run.stdout);
-    assert_eq!(run.status, 0);
-    let name = format!("refs/satyrn/candidates/{id}/head");
-    assert_eq!(run.receipt["candidate_ref"], name.as_str());
-    before.assert_unchanged(root, Some(&name));
-}
-
-/// Asserts a refusal/discard: code, exit 8 (or `exit`), no candidate, caller unchanged.
-pub fn assert_no_candidate(run: &Run, code: &str, exit: i32) {
-    assert_eq!(run.code(), code, "{}", run.stdout);
-    assert_eq!(run.status, exit, "{}", run.stdout);
-    assert_eq!(run.receipt["candidate_ref"], Value::Null);
-    assert_eq!(run.receipt["candidate_commit"], Value::Null);
-    assert_eq!(run.receipt["paths"], serde_json::json!([]));
-    assert_eq!(run.receipt["retained_worktree"], Value::Null);
-}
-
-/// Compares `actual` with the committed fixture `name`. With `SATYRN_BLESS_FIXTURES=1` the
-/// fixture is (re)written instead: review the diff before committing it.
-pub fn assert_fixture(name: &str, actual: &str) {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../tests/fixtures/receipts")
-        .join(name);
-    if std::env::var_os("SATYRN_BLESS_FIXTURES").is_some_and(|v| v == "1") {
-        std::fs::write(&path, actual).expect("bless fixture");
-        return;
-    }
-    assert_eq!(actual, fixture(name), "receipt differs from fixture {name}");
-}
-
-pub fn fixture(name: &str) -> String {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../tests/fixtures/receipts")
-        .join(name);
-    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
-
-fn show(root: &Path, spec: &str) -> Vec<u8> {
-    let out = git(root)
-        .args(["cat-file", "blob", spec])
-        .output()
-        .expect("git");
-    assert!(
-        out.status.success(),
-        "{spec}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out.stdout
-}
-
-/// The registered worktree paths of `root`, as one string (for `contains`).
-pub fn git_worktrees(root: &Path) -> String {
-    git_ok(root, &["worktree", "list", "--porcelain"])
-}
-
-/// Asserts a private `TMPDIR` given to `deliver` holds nothing afterwards.
-fn assert_empty_tmp(tmp: &Path) {
-    let left = crate::support::dir_entries(tmp);
-    assert!(left.is_empty(), "temporary files left behind: {left:?}");
-}
 
 // ---------------------------------------------------------------------------------------
 // Success and the main outcomes
@@ -470,8 +124,7 @@ fn no_change_is_discarded_and_a_sibling_succeeds() {
     let contract = ContractFile::new("nothing", &[]);
     // Rewriting a file with identical bytes is no change either.
     let run = deliver(&root, &contract.path, &sh("echo a > a.txt"));
-    assert_no_candidate(&run, "NO_CHANGE", 8);
-    assert_eq!(run.outcome(), "discarded");
+    assert_discarded(&run, "NO_CHANGE");
     assert_eq!(run.receipt["exit_code"], 0);
     before.assert_unchanged(&root, None);
     assert_fixture("no_change.json", &run.normalized(&root));
@@ -495,8 +148,7 @@ fn non_zero_exit_is_command_failed_even_with_changes() {
     assert_no_candidate(&run, "COMMAND_FAILED", 8);
     assert_eq!(run.receipt["exit_code"], Value::Null);
     assert_eq!(run.receipt["signal"], libc::SIGUSR1);
-    before.assert_unchanged(&root, None);
-    sibling_success(&root, "fails");
+    before.assert_unchanged_then_sibling(&root, "fails");
 }
 
 #[test]
@@ -510,8 +162,7 @@ fn missing_or_unexecutable_program_is_command_unavailable() {
         &contract.path,
         &["satyrn-no-such-program-xyz", "arg"],
     );
-    assert_no_candidate(&run, "COMMAND_UNAVAILABLE", 8);
-    assert_eq!(run.outcome(), "discarded");
+    assert_discarded(&run, "COMMAND_UNAVAILABLE");
     assert_eq!(run.receipt["exit_code"], Value::Null);
     assert_eq!(run.receipt["signal"], Value::Null);
     // A relative path resolves in the worktree; the checked-out script is not executable.
@@ -519,8 +170,7 @@ fn missing_or_unexecutable_program_is_command_unavailable() {
     assert_no_candidate(&run, "COMMAND_UNAVAILABLE", 8);
     let message = run.receipt["message"].as_str().expect("message");
     assert!(message.contains("Permission denied"), "{message}");
-    before.assert_unchanged(&root, None);
-    sibling_success(&root, "unavailable");
+    before.assert_unchanged_then_sibling(&root, "unavailable");
     // Once executable in the base, the same relative path runs inside the worktree.
     std::fs::set_permissions(
         root.join("script.sh"),
@@ -549,8 +199,7 @@ fn a_command_that_moves_head_is_refused() {
     );
     assert_no_candidate(&run, "HEAD_MOVED", 8);
     assert_eq!(run.receipt["exit_code"], 0);
-    before.assert_unchanged(&root, None);
-    sibling_success(&root, "mover");
+    before.assert_unchanged_then_sibling(&root, "mover");
 }
 
 #[test]
@@ -672,8 +321,7 @@ fn contract_and_repository_refusals_keep_their_exit_statuses() {
     // The contract is parsed before the repository is looked at.
     let run = deliver(&root.join("absent"), &missing, &["true"]);
     assert_eq!(run.code(), "CONTRACT_UNREADABLE");
-    before.assert_unchanged(&root, None);
-    sibling_success(&root, "repo-missing");
+    before.assert_unchanged_then_sibling(&root, "repo-missing");
 }
 
 #[test]
@@ -776,8 +424,7 @@ fn subdirectory_is_refused_naming_the_root() {
     // The .git directory itself is no worktree root either.
     let run = deliver(&root.join(".git"), &contract.path, &["true"]);
     assert_no_candidate(&run, "REPO_UNAVAILABLE", 6);
-    before.assert_unchanged(&root, None);
-    sibling_success(&root, "subdir");
+    before.assert_unchanged_then_sibling(&root, "subdir");
 }
 
 #[test]
@@ -838,8 +485,7 @@ fn invalid_ids_are_refused_never_normalized() {
         assert!(run.receipt["contract_id"].is_string(), "{id}");
         assert!(!root.join("ran.txt").exists());
     }
-    before.assert_unchanged(&root, None);
-    sibling_success(&root, "valid-id_1.2");
+    before.assert_unchanged_then_sibling(&root, "valid-id_1.2");
 }
 
 #[test]
@@ -901,11 +547,9 @@ fn an_ancestor_ref_collision_is_git_failed_not_candidate_exists() {
     for id in ["x", "y"] {
         let contract = ContractFile::new(id, &[]);
         let run = deliver(&root, &contract.path, &sh("echo changed > a.txt"));
-        assert_no_candidate(&run, "GIT_FAILED", 8);
-        assert_eq!(run.outcome(), "discarded");
+        assert_discarded(&run, "GIT_FAILED");
     }
-    before.assert_unchanged(&root, None);
-    sibling_success(&root, "xx");
+    before.assert_unchanged_then_sibling(&root, "xx");
 }
 
 // ---------------------------------------------------------------------------------------
@@ -959,10 +603,8 @@ fn a_non_utf8_path_is_git_failed_and_publishes_nothing() {
         &contract.path,
         &sh("echo x > \"$(printf 'bad\\377name')\""),
     );
-    assert_no_candidate(&run, "GIT_FAILED", 8);
-    assert_eq!(run.outcome(), "discarded");
-    before.assert_unchanged(&root, None);
-    sibling_success(&root, "bytes");
+    assert_discarded(&run, "GIT_FAILED");
+    before.assert_unchanged_then_sibling(&root, "bytes");
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1074,33 +716,35 @@ fn inherited_git_environment_changes_nothing() {
 // ---------------------------------------------------------------------------------------
 // Timeouts, signals, descendants
 
+/// How long a `deliver` that must end by itself may take before the test gives up on it
+/// (and kills it): far more than any of these runs needs, so it bounds a hang, not speed.
+const ENDS_WITHIN: Duration = Duration::from_secs(60);
+
 #[test]
 fn timeout_stops_the_group_and_no_descendant_outlives_it() {
     let repo = FixedRepo::with_files(&[("a.txt", b"a\n")]);
     let root = repo.path();
     let before = Caller::capture(&root);
     let tmp = tempfile::tempdir().expect("tempdir");
-    let sentinel_dir = tempfile::tempdir().expect("tempdir");
-    let sentinel = sentinel_dir.path().join("late");
+    let marks = tempfile::tempdir().expect("tempdir");
+    let background = marks.path().join("background");
     let contract = ContractFile::new("slow", &[]);
+    // Without the timeout the command would run for an hour.
     let script = format!(
-        "echo changed > a.txt; (sleep 2; touch '{}') & sleep 30",
-        sentinel.display()
+        "echo changed > a.txt; sleep 3600 & echo $! > '{}'; sleep 3600",
+        background.display()
     );
     let argv: Vec<&OsStr> = sh(&script).into_iter().map(OsStr::new).collect();
     let t0 = Instant::now();
-    let out = deliver_cmd(&root, &contract.path, &["--timeout", "1"], &argv)
+    let child = deliver_cmd(&root, &contract.path, &["--timeout", "1"], &argv)
         .env("TMPDIR", tmp.path())
-        .output()
-        .expect("run");
-    let run = finish(out, t0.elapsed());
-    assert_no_candidate(&run, "COMMAND_TIMEOUT", 8);
-    assert_eq!(run.outcome(), "discarded");
+        .spawn()
+        .expect("spawn");
+    let run = wait_ended(child, ENDS_WITHIN, t0);
+    assert_discarded(&run, "COMMAND_TIMEOUT");
     assert_eq!(run.receipt["signal"], libc::SIGTERM);
-    assert!(run.elapsed < Duration::from_secs(4), "{:?}", run.elapsed);
     assert_fixture("timeout.json", &run.normalized(&root));
-    std::thread::sleep(Duration::from_millis(2500));
-    assert!(!sentinel.exists(), "a descendant outlived the attempt");
+    assert_all_stopped(&[&background]);
     before.assert_unchanged(&root, None);
     assert_empty_tmp(tmp.path());
     sibling_success(&root, "slow");
@@ -1111,25 +755,40 @@ fn a_group_ignoring_sigterm_is_killed_after_the_grace() {
     let repo = FixedRepo::with_files(&[("a.txt", b"a\n")]);
     let root = repo.path();
     let before = Caller::capture(&root);
-    let sentinel_dir = tempfile::tempdir().expect("tempdir");
-    let sentinel = sentinel_dir.path().join("late");
+    let marks = tempfile::tempdir().expect("tempdir");
+    let (leader, termed, in_grace) = (
+        marks.path().join("leader"),
+        marks.path().join("termed"),
+        marks.path().join("in-grace"),
+    );
     let contract = ContractFile::new("stubborn", &[]);
+    // The group notes the SIGTERM and lives on; a member still running 2 s after it (well
+    // within the 5 s grace) leaves a mark, so a SIGKILL sent with the SIGTERM would fail.
     let script = format!(
-        "trap '' TERM; (sleep 6.5; touch '{}') & sleep 30",
-        sentinel.display()
+        "echo $$ > '{leader}'; trap 'touch \"{termed}\"' TERM; \
+         (trap '' TERM; while [ ! -e '{termed}' ]; do sleep 0.05; done; sleep 2; touch '{in_grace}'; sleep 3600) & \
+         while :; do sleep 0.05; done",
+        leader = leader.display(),
+        termed = termed.display(),
+        in_grace = in_grace.display()
     );
     let argv: Vec<&OsStr> = sh(&script).into_iter().map(OsStr::new).collect();
-    let run = deliver_os(&root, &contract.path, &["--timeout", "1"], &argv);
+    let t0 = Instant::now();
+    let child = deliver_cmd(&root, &contract.path, &["--timeout", "1"], &argv)
+        .spawn()
+        .expect("spawn");
+    let run = wait_ended(child, ENDS_WITHIN, t0);
     assert_no_candidate(&run, "COMMAND_TIMEOUT", 8);
     assert_eq!(run.receipt["signal"], libc::SIGKILL);
+    assert!(termed.exists(), "SIGTERM came first");
     assert!(
-        run.elapsed >= Duration::from_secs(6),
-        "grace not honoured: {:?}",
-        run.elapsed
+        in_grace.exists(),
+        "grace not honoured: killed before 2 s had passed"
     );
-    assert!(run.elapsed < Duration::from_secs(9), "{:?}", run.elapsed);
-    std::thread::sleep(Duration::from_millis(1500));
-    assert!(!sentinel.exists(), "a descendant outlived the attempt");
+    assert!(
+        !group_alive(read_pid(&leader)),
+        "the group outlived deliver"
+    );
     before.assert_unchanged(&root, None);
 }
 
@@ -1137,21 +796,22 @@ fn a_group_ignoring_sigterm_is_killed_after_the_grace() {
 fn background_descendants_of_a_finished_command_are_stopped() {
     let repo = FixedRepo::with_files(&[("a.txt", b"a\n")]);
     let root = repo.path();
-    let sentinel_dir = tempfile::tempdir().expect("tempdir");
-    let sentinel = sentinel_dir.path().join("late");
+    let marks = tempfile::tempdir().expect("tempdir");
+    let background = marks.path().join("background");
     let contract = ContractFile::new("bg", &[]);
+    // deliver does not wait for the background sleeper: it stops it.
     let script = format!(
-        "echo bg > a.txt; (sleep 1; touch '{}') > /dev/null 2>&1 &",
-        sentinel.display()
+        "echo bg > a.txt; sleep 3600 > /dev/null 2>&1 & echo $! > '{}'",
+        background.display()
     );
-    let run = deliver(&root, &contract.path, &sh(&script));
+    let argv: Vec<&OsStr> = sh(&script).into_iter().map(OsStr::new).collect();
+    let t0 = Instant::now();
+    let child = deliver_cmd(&root, &contract.path, &[], &argv)
+        .spawn()
+        .expect("spawn");
+    let run = wait_ended(child, ENDS_WITHIN, t0);
     assert_eq!(run.code(), "OK", "{}", run.stdout);
-    assert!(run.elapsed < Duration::from_secs(3), "{:?}", run.elapsed);
-    std::thread::sleep(Duration::from_millis(1500));
-    assert!(
-        !sentinel.exists(),
-        "a background descendant outlived the attempt"
-    );
+    assert_all_stopped(&[&background]);
 }
 
 #[test]
@@ -1160,88 +820,71 @@ fn descendants_that_leave_the_group_are_stopped_too() {
     // group signal; deliver is a child subreaper, so it is reparented to deliver and killed.
     let repo = FixedRepo::with_files(&[("a.txt", b"a\n")]);
     let root = repo.path();
-    let sentinel_dir = tempfile::tempdir().expect("tempdir");
-    let sentinel = sentinel_dir.path().join("late");
+    let marks = tempfile::tempdir().expect("tempdir");
+    let escaper = marks.path().join("escaper");
     let contract = ContractFile::new("escaper", &[]);
+    let escape = |pidfile: &Path| {
+        format!(
+            "setsid sh -c 'echo $$ > \"{}\"; exec sleep 3600' > /dev/null 2>&1 < /dev/null &",
+            pidfile.display()
+        )
+    };
+    // The command ends once the escaper has written its pid.
     let script = format!(
-        "echo esc > a.txt; setsid sh -c 'sleep 1; touch \"{}\"' > /dev/null 2>&1 < /dev/null &",
-        sentinel.display()
+        "echo esc > a.txt; {} while [ ! -s '{}' ]; do sleep 0.05; done",
+        escape(&escaper),
+        escaper.display()
     );
     let run = deliver(&root, &contract.path, &sh(&script));
     assert_eq!(run.code(), "OK", "{}", run.stdout);
-    std::thread::sleep(Duration::from_millis(1800));
-    assert!(
-        !sentinel.exists(),
-        "a descendant that left the group outlived the attempt"
-    );
-    // Sibling: the same escaper outside deliver does write its sentinel (the test can fail).
-    let free = sentinel_dir.path().join("free");
+    assert_all_stopped(&[&escaper]);
+    // Sibling: the same escaper outside deliver does live on (the test can fail).
+    let free = marks.path().join("free");
     let status = Command::new("sh")
         .arg("-c")
-        .arg(format!(
-            "setsid sh -c 'sleep 0.2; touch \"{}\"' > /dev/null 2>&1 < /dev/null &",
-            free.display()
-        ))
+        .arg(escape(&free))
         .status()
         .expect("sh");
     assert!(status.success());
-    std::thread::sleep(Duration::from_millis(800));
-    assert!(free.exists(), "the escaper did not run at all");
+    let pid = read_pid(&free);
+    assert!(alive(pid), "the escaper did not run at all");
+    // SAFETY: kill(2) on the sleeper this test started (through its shell).
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGKILL) }, 0);
 }
 
 #[test]
 fn orphans_that_exit_during_a_long_command_are_reaped_not_kept_as_zombies() {
     // Each `( sleep 0 & )` orphans a process that exits at once and is reparented to
-    // deliver (a subreaper); they must be reaped while the command still runs.
+    // deliver (a subreaper); they must be reaped while the command still runs, which it
+    // does until the test has seen none left.
     let repo = FixedRepo::with_files(&[("a.txt", b"a\n")]);
     let root = repo.path();
     let marks = tempfile::tempdir().expect("tempdir");
     let started = marks.path().join("started");
+    let done = marks.path().join("done");
     let contract = ContractFile::new("orphans", &[]);
     let script = format!(
-        "for i in 1 2 3 4 5 6 7 8; do ( sleep 0 & ); done; touch '{}'; sleep 3; echo o > a.txt",
-        started.display()
+        "for i in 1 2 3 4 5 6 7 8; do ( sleep 0 & ); done; touch '{}'; while [ ! -e '{}' ]; do sleep 0.05; done; echo o > a.txt",
+        started.display(),
+        done.display()
     );
     let argv: Vec<&OsStr> = sh(&script).into_iter().map(OsStr::new).collect();
+    let t0 = Instant::now();
     let child = deliver_cmd(&root, &contract.path, &[], &argv)
-        .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
         .expect("spawn");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !started.exists() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    std::thread::sleep(Duration::from_millis(1500));
-    let zombies = zombie_children(child.id());
-    let out = child.wait_with_output().expect("wait");
-    assert!(
-        zombies.is_empty(),
-        "zombies kept under deliver: {zombies:?}"
-    );
-    let receipt: Value = serde_json::from_slice(&out.stdout).expect("receipt");
-    assert_eq!(receipt["code"], "OK");
-}
-
-/// Pids of zombie processes whose parent is `parent`.
-fn zombie_children(parent: u32) -> Vec<u32> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
-            continue;
-        };
-        let Some(close) = stat.rfind(')') else {
-            continue;
-        };
-        let fields: Vec<&str> = stat[close + 1..].split_whitespace().collect();
-        if fields.len() > 1 && fields[0] == "Z" && fields[1] == parent.to_string() {
-            found.push(pid);
-        }
-    }
-    found
+    wait_for(&started);
+    let pid = child.id();
+    let mut zombies = Vec::new();
+    let reaped = poll_until(Duration::from_secs(20), || {
+        zombies = zombie_children(pid);
+        zombies.is_empty()
+    });
+    std::fs::write(&done, "").expect("release the command");
+    let run = wait_ended(child, ENDS_WITHIN, t0);
+    assert!(reaped, "zombies kept under deliver: {zombies:?}");
+    assert_eq!(run.code(), "OK", "{}", run.stdout);
 }
 
 fn interrupt_case(signal: i32, id: &str) {
@@ -1251,12 +894,12 @@ fn interrupt_case(signal: i32, id: &str) {
     let tmp = tempfile::tempdir().expect("tempdir");
     let marks = tempfile::tempdir().expect("tempdir");
     let started = marks.path().join("started");
-    let late = marks.path().join("late");
+    let background = marks.path().join("background");
     let contract = ContractFile::new(id, &[]);
     let script = format!(
-        "echo x > a.txt; touch '{}'; (sleep 2; touch '{}') & sleep 30",
-        started.display(),
-        late.display()
+        "echo x > a.txt; sleep 3600 & echo $! > '{}'; touch '{}'; sleep 3600",
+        background.display(),
+        started.display()
     );
     let argv: Vec<&OsStr> = sh(&script).into_iter().map(OsStr::new).collect();
     let t0 = Instant::now();
@@ -1264,25 +907,14 @@ fn interrupt_case(signal: i32, id: &str) {
         .env("TMPDIR", tmp.path())
         .spawn()
         .expect("spawn");
-    while !started.exists() {
-        assert!(
-            t0.elapsed() < Duration::from_secs(10),
-            "command never started"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    wait_for(&started);
     let pid = i32::try_from(child.id()).expect("pid");
     // SAFETY: kill(2) on our own child.
     assert_eq!(unsafe { libc::kill(pid, signal) }, 0);
-    let run = finish(child.wait_with_output().expect("wait"), t0.elapsed());
-    assert_no_candidate(&run, "INTERRUPTED", 8);
-    assert_eq!(run.outcome(), "discarded");
+    let run = wait_ended(child, ENDS_WITHIN, t0);
+    assert_discarded(&run, "INTERRUPTED");
     assert_eq!(run.receipt["signal"], libc::SIGTERM);
-    std::thread::sleep(Duration::from_millis(2200));
-    assert!(
-        !late.exists(),
-        "a descendant outlived the interrupted attempt"
-    );
+    assert_all_stopped(&[&background]);
     before.assert_unchanged(&root, None);
     assert_empty_tmp(tmp.path());
     sibling_success(&root, id);
@@ -1343,8 +975,7 @@ fn a_command_that_locks_its_worktree_is_cleanup_failed() {
     git_ok(&root, &["worktree", "unlock", r]);
     git_ok(&root, &["worktree", "remove", "--force", r]);
     std::fs::remove_dir_all(retained.parent().expect("parent")).expect("rm parent");
-    before.assert_unchanged(&root, None);
-    sibling_success(&root, "locked");
+    before.assert_unchanged_then_sibling(&root, "locked");
 }
 
 #[test]
@@ -1363,13 +994,7 @@ fn a_command_that_removes_or_rewrites_its_git_file_still_gives_its_candidate() {
         let before = Caller::capture(&root);
         let contract = ContractFile::new(id, &[]);
         let argv: Vec<&OsStr> = sh(script).into_iter().map(OsStr::new).collect();
-        let run = finish(
-            deliver_cmd(&root, &contract.path, &[], &argv)
-                .env("TMPDIR", tmp.path())
-                .output()
-                .expect("run"),
-            Duration::ZERO,
-        );
+        let run = deliver_with_tmp(&root, &contract.path, tmp.path(), &argv);
         assert_eq!(run.code(), "OK", "{id}: {}", run.stdout);
         assert_eq!(run.receipt["paths"], serde_json::json!(["a.txt"]), "{id}");
         assert_eq!(run.receipt["retained_worktree"], Value::Null, "{id}");
@@ -1397,13 +1022,7 @@ fn a_registration_that_cannot_be_pruned_is_reported_exactly_and_never_auto_prune
         decoy.path().display()
     );
     let argv: Vec<&OsStr> = sh(&script).into_iter().map(OsStr::new).collect();
-    let run = finish(
-        deliver_cmd(&root, &contract.path, &[], &argv)
-            .env("TMPDIR", tmp.path())
-            .output()
-            .expect("run"),
-        Duration::ZERO,
-    );
+    let run = deliver_with_tmp(&root, &contract.path, tmp.path(), &argv);
     assert_eq!(run.code(), "CLEANUP_FAILED", "{}", run.stdout);
     assert_eq!(run.receipt["candidate_ref"], Value::Null);
     let message = run.receipt["message"].as_str().expect("message");
@@ -1443,13 +1062,7 @@ fn a_registration_that_cannot_be_pruned_is_reported_exactly_and_never_auto_prune
         OsStr::new("-c"),
         OsStr::new("echo y > b.txt"),
     ];
-    let later = finish(
-        deliver_cmd(&root, &contract.path, &[], &argv)
-            .env("TMPDIR", tmp.path())
-            .output()
-            .expect("run"),
-        Duration::ZERO,
-    );
+    let later = deliver_with_tmp(&root, &contract.path, tmp.path(), &argv);
     assert_eq!(later.code(), "OK", "{}", later.stdout);
     assert!(parent.exists(), "a retained attempt was pruned");
     assert!(
@@ -1549,13 +1162,7 @@ fn an_unborn_head_is_git_failed_before_anything_is_created() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let contract = ContractFile::new("unborn", &[]);
     let argv = [OsStr::new("true")];
-    let run = finish(
-        deliver_cmd(&root, &contract.path, &[], &argv)
-            .env("TMPDIR", tmp.path())
-            .output()
-            .expect("run"),
-        Duration::ZERO,
-    );
+    let run = deliver_with_tmp(&root, &contract.path, tmp.path(), &argv);
     assert_no_candidate(&run, "GIT_FAILED", 8);
     assert_eq!(run.outcome(), "refused");
     assert_empty_tmp(tmp.path());
@@ -1575,18 +1182,11 @@ fn a_temporary_directory_inside_a_worktree_is_refused() {
         OsStr::new("-c"),
         OsStr::new("echo x > a.txt"),
     ];
-    let run = finish(
-        deliver_cmd(&root, &contract.path, &[], &argv)
-            .env("TMPDIR", root.join("tmp"))
-            .output()
-            .expect("run"),
-        Duration::ZERO,
-    );
+    let run = deliver_with_tmp(&root, &contract.path, &root.join("tmp"), &argv);
     assert_no_candidate(&run, "GIT_FAILED", 8);
     assert_eq!(run.outcome(), "refused");
     assert!(crate::support::dir_entries(&root.join("tmp")).is_empty());
-    before.assert_unchanged(&root, None);
-    sibling_success(&root, "tmpdir");
+    before.assert_unchanged_then_sibling(&root, "tmpdir");
 }
 
 #[test]
@@ -1614,10 +1214,8 @@ fn a_command_that_deletes_its_worktree_leaves_nothing_registered() {
     let before = Caller::capture(&root);
     let contract = ContractFile::new("selfdestruct", &[]);
     let run = deliver(&root, &contract.path, &sh("cd .. && rm -rf worktree"));
-    assert_no_candidate(&run, "GIT_FAILED", 8);
-    assert_eq!(run.outcome(), "discarded");
-    before.assert_unchanged(&root, None);
-    sibling_success(&root, "selfdestruct");
+    assert_discarded(&run, "GIT_FAILED");
+    before.assert_unchanged_then_sibling(&root, "selfdestruct");
 }
 
 #[test]

@@ -5,10 +5,10 @@
 use std::ffi::OsStr;
 use std::io::Read;
 use std::path::Path;
-use std::process::{Child, Output};
+
 use std::time::{Duration, Instant};
 
-use crate::deliver::{Caller, FixedRepo, deliver_cmd, finish, sibling_success};
+use crate::deliver_support::*;
 use crate::support::ContractFile;
 
 /// Disk blocks used under `dir` (bytes), tolerating entries that vanish meanwhile.
@@ -41,92 +41,6 @@ fn peak_rss(pid: u32) -> Option<u64> {
     Some(kib * 1024)
 }
 
-/// Every descendant of `pid` (from `/proc`), children first.
-fn descendants(pid: u32) -> Vec<u32> {
-    let mut found = Vec::new();
-    let mut frontier = vec![pid];
-    while let Some(parent) = frontier.pop() {
-        for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
-            let Ok(child) = entry.file_name().to_string_lossy().parse::<u32>() else {
-                continue;
-            };
-            let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
-                continue;
-            };
-            let Some(close) = stat.rfind(')') else {
-                continue;
-            };
-            let ppid = stat[close + 1..].split_whitespace().nth(1);
-            if ppid == Some(parent.to_string().as_str()) {
-                found.push(child);
-                frontier.push(child);
-            }
-        }
-    }
-    found
-}
-
-/// Stops a `deliver` that failed its test, and everything it started (the failure path
-/// only: a fixed `deliver` ends by itself).
-fn kill_tree(child: &mut Child) {
-    for pid in descendants(child.id()) {
-        // SAFETY: kill(2) on a descendant of our own child; at worst ESRCH.
-        unsafe {
-            libc::kill(i32::try_from(pid).expect("pid"), libc::SIGKILL);
-        }
-    }
-    let _ = child.kill();
-    let _ = child.wait();
-}
-
-/// Whether any live process is in process group `pgid`.
-pub fn group_alive(pgid: i32) -> bool {
-    std::fs::read_dir("/proc")
-        .expect("/proc")
-        .flatten()
-        .any(|e| {
-            let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
-                return false;
-            };
-            let Some(close) = stat.rfind(')') else {
-                return false;
-            };
-            let f: Vec<&str> = stat[close + 1..].split_whitespace().collect();
-            f.len() > 2 && f[0] != "Z" && f[0] != "X" && f[2] == pgid.to_string()
-        })
-}
-
-/// Polls `cond` every 20 ms until it holds or `limit` passes; returns whether it held.
-pub fn poll_until(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
-    let end = Instant::now() + limit;
-    loop {
-        if cond() {
-            return true;
-        }
-        if Instant::now() >= end {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-/// Reads the pid a command wrote to `path` (polling until it is complete).
-pub fn read_pid(path: &Path) -> i32 {
-    let mut pid = None;
-    assert!(
-        poll_until(Duration::from_secs(20), || {
-            pid = std::fs::read_to_string(path)
-                .ok()
-                .filter(|t| t.ends_with('\n'))
-                .and_then(|t| t.trim().parse().ok());
-            pid.is_some()
-        }),
-        "the command never wrote its pid to {}",
-        path.display()
-    );
-    pid.expect("pid")
-}
-
 const MEMORY_BOUND: u64 = 64 << 20;
 const DISK_BOUND: u64 = 16 << 20;
 
@@ -150,9 +64,9 @@ fn a_stalled_stderr_reader_cannot_hold_the_deadline_or_grow_the_spool() {
         .spawn()
         .expect("spawn deliver");
     let (mut memory, mut disk) = (0, 0);
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("try_wait") {
-            break status;
+    loop {
+        if child.try_wait().expect("try_wait").is_some() {
+            break;
         }
         memory = memory.max(peak_rss(child.id()).unwrap_or(0));
         disk = disk.max(disk_usage(tmp.path()));
@@ -164,22 +78,8 @@ fn a_stalled_stderr_reader_cannot_hold_the_deadline_or_grow_the_spool() {
             );
         }
         std::thread::sleep(Duration::from_millis(20));
-    };
-    let mut stdout = Vec::new();
-    child
-        .stdout
-        .take()
-        .expect("stdout")
-        .read_to_end(&mut stdout)
-        .expect("read receipt");
-    let run = finish(
-        Output {
-            status,
-            stdout,
-            stderr: Vec::new(),
-        },
-        t0.elapsed(),
-    );
+    }
+    let run = finish(child.wait_with_output().expect("wait"), t0.elapsed());
     assert_eq!(run.code(), "COMMAND_TIMEOUT", "{}", run.stdout);
     assert_eq!(run.status, 8);
     assert_eq!(run.receipt["signal"], libc::SIGTERM);
@@ -284,35 +184,12 @@ fn a_terminal_nobody_reads_cannot_hold_the_deadline_either() {
     let contract = ContractFile::new("tty-flood", &[]);
     let argv = [OsStr::new("yes")];
     let t0 = Instant::now();
-    let mut child = deliver_cmd(&root, &contract.path, &["--timeout", "2"], &argv)
+    let child = deliver_cmd(&root, &contract.path, &["--timeout", "2"], &argv)
         .stderr(std::process::Stdio::from(slave))
         .spawn()
         .expect("spawn deliver");
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("try_wait") {
-            break status;
-        }
-        if t0.elapsed() > Duration::from_secs(60) {
-            kill_tree(&mut child);
-            panic!("deliver was held by a terminal nobody reads");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let mut stdout = Vec::new();
-    child
-        .stdout
-        .take()
-        .expect("stdout")
-        .read_to_end(&mut stdout)
-        .expect("read receipt");
-    let run = finish(
-        Output {
-            status,
-            stdout,
-            stderr: Vec::new(),
-        },
-        t0.elapsed(),
-    );
+    // A deliver held by the terminal nobody reads is killed after a minute and fails.
+    let run = wait_ended(child, Duration::from_secs(60), t0);
     assert_eq!(run.code(), "COMMAND_TIMEOUT", "{}", run.stdout);
     before.assert_unchanged(&root, None);
     drop(master);

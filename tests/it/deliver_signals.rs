@@ -6,8 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::Child;
 use std::time::{Duration, Instant};
 
-use crate::deliver::{Caller, FixedRepo, deliver_cmd, finish, git_worktrees};
-use crate::deliver_output::{group_alive, poll_until, read_pid};
+use crate::deliver_support::*;
 use crate::support::{ContractFile, dir_entries};
 
 /// Starts `deliver` on `script` with `TMPDIR` set, and waits until the command wrote its
@@ -47,16 +46,16 @@ fn sighup_to_deliver_is_an_interruption_with_a_receipt() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let marks = tempfile::tempdir().expect("tempdir");
     let pidfile = marks.path().join("pid");
-    let late = marks.path().join("late");
+    let background = marks.path().join("background");
     let script = format!(
-        "echo x > a.txt; (sleep 2; touch '{}') & echo $$ > '{}'; sleep 30",
-        late.display(),
+        "echo x > a.txt; sleep 3600 & echo $! > '{}'; echo $$ > '{}'; sleep 3600",
+        background.display(),
         pidfile.display()
     );
     let t0 = Instant::now();
     let (child, pgid) = start(&root, "hup", tmp.path(), &script, &pidfile);
     signal(&child, libc::SIGHUP);
-    let run = finish(child.wait_with_output().expect("wait"), t0.elapsed());
+    let run = wait_ended(child, Duration::from_secs(60), t0);
     assert_eq!(run.code(), "INTERRUPTED", "{}", run.stdout);
     assert_eq!(run.status, 8);
     assert_eq!(run.outcome(), "discarded");
@@ -68,13 +67,10 @@ fn sighup_to_deliver_is_an_interruption_with_a_receipt() {
     );
     assert_eq!(run.receipt["signal"], libc::SIGTERM);
     assert!(!group_alive(pgid), "the command's group outlived deliver");
-    assert!(
-        !poll_until(Duration::from_millis(2500), || late.exists()),
-        "a descendant outlived the interrupted attempt"
-    );
+    assert_all_stopped(&[&background]);
     before.assert_unchanged(&root, None);
     assert!(dir_entries(tmp.path()).is_empty(), "temporary files left");
-    crate::deliver::sibling_success(&root, "hup");
+    sibling_success(&root, "hup");
 }
 
 #[test]
@@ -105,8 +101,9 @@ fn sigkill_to_deliver_kills_its_command_and_the_next_deliver_prunes_the_worktree
         poll_until(Duration::from_secs(5), || !group_alive(pgid)),
         "the command's group outlived the killed deliver"
     );
+    // The whole group is dead: neither sentinel can be written any more.
     assert!(
-        !poll_until(Duration::from_secs(3), || fg.exists() || bg.exists()),
+        !fg.exists() && !bg.exists(),
         "the command ran on after deliver was killed"
     );
     // The killed deliver could not clean up: its worktree is still registered.
@@ -124,13 +121,7 @@ fn sigkill_to_deliver_kills_its_command_and_the_next_deliver_prunes_the_worktree
         OsStr::new("-c"),
         OsStr::new("echo y > b.txt"),
     ];
-    let run = finish(
-        deliver_cmd(&root, &contract.path, &[], &argv)
-            .env("TMPDIR", tmp.path())
-            .output()
-            .expect("run"),
-        Duration::ZERO,
-    );
+    let run = deliver_with_tmp(&root, &contract.path, tmp.path(), &argv);
     assert_eq!(run.code(), "OK", "{}", run.stdout);
     assert!(
         run.stderr.contains("removed the stale attempt"),
@@ -161,13 +152,7 @@ fn the_worktree_of_a_live_deliver_is_never_pruned() {
         OsStr::new("-c"),
         OsStr::new("echo y > b.txt"),
     ];
-    let second = finish(
-        deliver_cmd(&root, &contract.path, &[], &argv)
-            .env("TMPDIR", tmp.path())
-            .output()
-            .expect("run"),
-        Duration::ZERO,
-    );
+    let second = deliver_with_tmp(&root, &contract.path, tmp.path(), &argv);
     assert_eq!(second.code(), "OK", "{}", second.stdout);
     assert!(!second.stderr.contains("stale"), "{}", second.stderr);
     std::fs::write(&go, "").expect("go");
@@ -235,13 +220,7 @@ fn a_lookalike_worktree_without_a_dead_owner_is_never_pruned() {
         OsStr::new("-c"),
         OsStr::new("echo y > b.txt"),
     ];
-    let run = finish(
-        deliver_cmd(&root, &contract.path, &[], &argv)
-            .env("TMPDIR", tmp.path())
-            .output()
-            .expect("run"),
-        Duration::ZERO,
-    );
+    let run = deliver_with_tmp(&root, &contract.path, tmp.path(), &argv);
     assert_eq!(run.code(), "OK", "{}", run.stdout);
     before.assert_unchanged(&root, Some("refs/satyrn/candidates/lookalikes/head"));
     for wt in &made {
@@ -264,13 +243,7 @@ fn a_lookalike_worktree_without_a_dead_owner_is_never_pruned() {
     )
     .expect("marker");
     let contract = ContractFile::new("lookalikes-2", &[]);
-    let run = finish(
-        deliver_cmd(&root, &contract.path, &[], &argv)
-            .env("TMPDIR", tmp.path())
-            .output()
-            .expect("run"),
-        Duration::ZERO,
-    );
+    let run = deliver_with_tmp(&root, &contract.path, tmp.path(), &argv);
     assert_eq!(run.code(), "OK", "{}", run.stdout);
     assert!(!dir.exists(), "the attempt of a dead owner was not pruned");
     assert!(made[1].exists() && made[2].exists());
@@ -304,10 +277,15 @@ fn sigkill_at_any_moment_leaves_no_command_running_and_everything_prunable() {
             .env("TMPDIR", tmp.path())
             .spawn()
             .expect("spawn deliver");
+        // The moment of the kill is what the rounds vary.
         std::thread::sleep(Duration::from_millis(25 * round));
         signal(&child, libc::SIGKILL);
         child.wait().expect("wait");
-        if let Ok(text) = std::fs::read_to_string(&pidfile)
+        sentinels.push((pidfile, sentinel));
+    }
+    // Every command that started (wrote its pid, however late) dies with its group.
+    for (round, (pidfile, _)) in sentinels.iter().enumerate() {
+        if let Ok(text) = std::fs::read_to_string(pidfile)
             && let Ok(pgid) = text.trim().parse::<i32>()
         {
             started += 1;
@@ -316,7 +294,6 @@ fn sigkill_at_any_moment_leaves_no_command_running_and_everything_prunable() {
                 "round {round}: the command's group outlived deliver"
             );
         }
-        sentinels.push(sentinel);
     }
     eprintln!("{started} of {rounds} rounds killed deliver after its command started");
     // A deliver killed in the microseconds between creating its attempt directory and
@@ -332,10 +309,9 @@ fn sigkill_at_any_moment_leaves_no_command_running_and_everything_prunable() {
                 .expect("age");
         }
     }
+    // Every group is dead: no sentinel can be written any more.
     assert!(
-        !poll_until(Duration::from_millis(1300), || sentinels
-            .iter()
-            .any(|s| s.exists())),
+        !sentinels.iter().any(|(_, s)| s.exists()),
         "a command ran on after deliver was killed"
     );
     let contract = ContractFile::new("kill-race-after", &[]);
@@ -344,13 +320,7 @@ fn sigkill_at_any_moment_leaves_no_command_running_and_everything_prunable() {
         OsStr::new("-c"),
         OsStr::new("echo y > b.txt"),
     ];
-    let run = finish(
-        deliver_cmd(&root, &contract.path, &[], &argv)
-            .env("TMPDIR", tmp.path())
-            .output()
-            .expect("run"),
-        Duration::ZERO,
-    );
+    let run = deliver_with_tmp(&root, &contract.path, tmp.path(), &argv);
     assert_eq!(run.code(), "OK", "{}", run.stdout);
     before.assert_unchanged(&root, Some("refs/satyrn/candidates/kill-race-after/head"));
     assert!(
@@ -433,13 +403,7 @@ fn an_attempt_directory_killed_before_worktree_add_is_swept() {
         OsStr::new("-c"),
         OsStr::new("echo y > b.txt"),
     ];
-    let run = finish(
-        deliver_cmd(&root, &contract.path, &[], &argv)
-            .env("TMPDIR", tmp.path())
-            .output()
-            .expect("run"),
-        Duration::ZERO,
-    );
+    let run = deliver_with_tmp(&root, &contract.path, tmp.path(), &argv);
     assert_eq!(run.code(), "OK", "{}", run.stdout);
     assert!(
         !dirs[0].exists(),
@@ -466,29 +430,15 @@ fn an_attempt_directory_killed_before_worktree_add_is_swept() {
 
 /// The children of `pid` whose command line is `… __deliver-watchdog`.
 fn watchdogs_of(pid: u32) -> Vec<u32> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
-        let Ok(child) = entry.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
-            continue;
-        };
-        let Some(close) = stat.rfind(')') else {
-            continue;
-        };
-        if stat[close + 1..].split_whitespace().nth(1) != Some(pid.to_string().as_str()) {
-            continue;
-        }
-        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
-        if cmdline
-            .split(|b| *b == 0)
-            .any(|a| a == b"__deliver-watchdog")
-        {
-            found.push(child);
-        }
-    }
-    found
+    children(pid)
+        .into_iter()
+        .filter(|child| {
+            let cmdline = std::fs::read(format!("/proc/{child}/cmdline")).unwrap_or_default();
+            cmdline
+                .split(|b| *b == 0)
+                .any(|a| a == b"__deliver-watchdog")
+        })
+        .collect()
 }
 
 #[test]

@@ -6,13 +6,10 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use crate::deliver::{
-    Caller, FixedRepo, assert_no_candidate, commit_all, deliver, deliver_cmd, finish, sh,
-    sibling_success,
-};
+use crate::deliver_support::*;
 use crate::support::{ContractFile, git_ok};
 
-fn warnings(run: &crate::deliver::Run) -> Vec<(String, String)> {
+fn warnings(run: &crate::deliver_support::Run) -> Vec<(String, String)> {
     run.receipt
         .get("warnings")
         .map(|w| {

@@ -3,10 +3,12 @@
 //! per area.
 
 mod attempt;
+mod cli;
 mod component;
 mod deliver;
 mod deliver_output;
 mod deliver_signals;
+mod deliver_support;
 mod deliver_warnings;
 mod edit_component;
 mod fnmatch_differential;

@@ -338,7 +338,7 @@ fn the_temporary_is_never_written_while_it_has_a_name() {
 /// not part of the candidate; a file that only resembles one is, like any other file.
 #[test]
 fn a_candidate_never_carries_a_publish_temporary() {
-    use crate::deliver::{FixedRepo, deliver, sh};
+    use crate::deliver_support::{FixedRepo, deliver, sh};
     use crate::support::{ContractFile, git_ok};
     let repo = FixedRepo::with_files(&[("a.txt", b"a\n"), ("d/b.txt", b"b\n")]);
     let root = repo.path();

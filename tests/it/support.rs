@@ -24,6 +24,13 @@ pub fn git(dir: &Path) -> Command {
         .env("GIT_COMMITTER_NAME", "test")
         .env("GIT_COMMITTER_EMAIL", "test@example.invalid")
         .env("LC_ALL", "C");
+    without_git_location(&mut cmd);
+    cmd
+}
+
+/// Removes the variables that would point git (or `satyrn-host`) at another repository,
+/// worktree, index or namespace than the one the test means.
+pub fn without_git_location(cmd: &mut Command) -> &mut Command {
     for var in [
         "GIT_DIR",
         "GIT_WORK_TREE",

@@ -1,7 +1,7 @@
 //! Waiting for the Pi child while staying stoppable by PID.
 //!
 //! `attempt` holds `SIGINT`/`SIGTERM`/`SIGHUP` for its whole run (see
-//! [`crate::deliver::signals`]) so it can always remove its private directory. Holding alone
+//! [`crate::os::signals::install`]) so it can always remove its private directory. Holding alone
 //! would make it unstoppable: [`wait`] therefore forwards the first signal that arrives to
 //! Pi, waits up to [`GRACE`] for Pi to exit, then sends `SIGKILL`. The caller publishes what
 //! Pi produced and reports the interruption.
@@ -11,9 +11,9 @@ use std::process::{Child, ExitStatus};
 use std::time::{Duration, Instant};
 
 use rustix::event::{PollFd, PollFlags, Timespec};
-use rustix::process::{Pid, PidfdFlags, Signal};
+use rustix::process::Signal;
 
-use crate::deliver::signals;
+use crate::os::{process, signals};
 
 /// How long Pi gets to exit after a forwarded signal before `SIGKILL`: 5 s.
 pub const GRACE: Duration = Duration::from_secs(5);
@@ -31,6 +31,10 @@ pub struct Ended {
 /// the attempt meanwhile is sent to `child` (through a pidfd, so never to a reused PID);
 /// when `child` has not exited [`GRACE`] later it is killed.
 ///
+/// # Process-global effects
+///
+/// None of its own: it reads what [`signals::install`] records (the caller installs it).
+///
 /// # Errors
 ///
 /// The operating-system error of `pidfd_open`, `poll` or `wait`; `child` is killed and
@@ -47,11 +51,7 @@ pub fn wait(child: &mut Child) -> io::Result<Ended> {
 }
 
 fn wait_inner(child: &mut Child) -> io::Result<Ended> {
-    let pid = i32::try_from(child.id())
-        .ok()
-        .and_then(Pid::from_raw)
-        .ok_or_else(|| io::Error::other("child pid out of range"))?;
-    let pidfd = rustix::process::pidfd_open(pid, PidfdFlags::empty())?;
+    let pidfd = process::pidfd_of(child)?;
     let mut forwarded: Option<(i32, Instant)> = None;
     loop {
         if let Some(status) = child.try_wait()? {

@@ -34,9 +34,9 @@ use std::process::{Command, Stdio};
 
 use crate::code::{Code, Failure};
 use crate::contract;
-use crate::deliver::signals;
 use crate::fsid;
 use crate::git::{self, Git};
+use crate::os::signals;
 use crate::repo::RepoRoot;
 use artifacts::Destination;
 

@@ -2,19 +2,27 @@
 //! four-field response `{"version":1,"ok":…,"code":…,"message":…}` and exits with its
 //! status (0, or 3–6).
 
-use std::ffi::OsString;
-
 use crate::code::Code;
 use crate::protocol::{self, Response, Shape};
 
+/// `check`'s arguments.
+#[derive(Debug, clap::Args)]
+#[command(
+    about = "Check a contract and a repository; print one JSON response",
+    long_about = "Checks that CONTRACT is a valid task contract and REPO the root of a git \
+                  worktree. Prints the four-field response {\"version\":1,\"ok\":…,\"code\":…,\
+                  \"message\":…} on stdout and exits with its status (0, or 3–6)."
+)]
+pub struct Args {
+    #[command(flatten)]
+    pub target: super::RepoAndContract,
+}
+
 /// Runs `check`.
 #[must_use]
-pub fn run(args: &[OsString]) -> u8 {
-    let (repo, contract) = match super::repo_and_contract("check", "REPO", args) {
-        Ok(parsed) => parsed,
-        Err(status) => return status,
-    };
-    let checked = super::panic::catch(|| protocol::check(&repo, &contract).map(drop))
+pub fn run(args: &Args) -> u8 {
+    let (repo, contract) = (&args.target.repo, &args.target.contract);
+    let checked = super::panic::catch(|| protocol::check(repo, contract).map(drop))
         .unwrap_or_else(|message| Err(crate::code::Failure::new(Code::InternalError, message)));
     let response = match checked {
         Ok(()) => Response {

@@ -10,7 +10,6 @@
 //! way removes what this run created. On success the manifest is printed as one JSON
 //! line on stdout and the exit status is 0.
 
-use std::ffi::OsString;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -38,41 +37,45 @@ pub const WIT_FILES: &[(&str, &str)] = &[
     ("wit/deps/io.wit", include_str!("../../../wit/deps/io.wit")),
 ];
 
-const USAGE: &str = "component export --out DIR";
+/// `component`'s arguments: one subcommand.
+#[derive(Debug, clap::Args)]
+#[command(
+    about = "Work with the embedded WebAssembly component",
+    subcommand_required = true
+)]
+pub struct Args {
+    #[command(subcommand)]
+    pub command: Subcommand,
+}
+
+/// `component`'s subcommands.
+#[derive(Debug, clap::Subcommand)]
+pub enum Subcommand {
+    /// Write the embedded component, its WIT package and a manifest into a directory.
+    #[command(
+        long_about = "Writes satyrn_mutator.wasm (the exact bytes embedded in this \
+                            binary), the WIT package (wit/…) and manifest.json into DIR \
+                            (created if missing) for other WASI hosts (docs/reuse.md), and \
+                            prints the manifest as one JSON line. Every file is created \
+                            exclusively: if any exists, nothing is written and the exit \
+                            status is 2."
+    )]
+    Export {
+        /// The directory to write into (created with its missing parents).
+        #[arg(long, value_name = "DIR", value_parser = clap::builder::PathBufValueParser::new())]
+        out: PathBuf,
+    },
+}
 
 /// Runs `component SUBCOMMAND ...`.
 #[must_use]
-pub fn run(args: &[OsString]) -> u8 {
-    match args.split_first() {
-        Some((sub, rest)) if sub == "export" => export_command(rest),
-        Some((sub, _)) => super::usage_error(&format!(
-            "component: unknown subcommand {sub:?} (usage: satyrn-host {USAGE})"
-        )),
-        None => super::usage_error(&format!(
-            "component needs a subcommand (usage: satyrn-host {USAGE})"
-        )),
+pub fn run(args: &Args) -> u8 {
+    match &args.command {
+        Subcommand::Export { out } => export_command(out),
     }
 }
 
-fn export_command(args: &[OsString]) -> u8 {
-    let mut out: Option<PathBuf> = None;
-    let mut iter = args.iter();
-    while let Some(arg) = iter.next() {
-        if arg == "--out" {
-            match iter.next() {
-                Some(value) if out.is_none() && !value.is_empty() => {
-                    out = Some(PathBuf::from(value));
-                }
-                Some(_) if out.is_some() => return super::usage_error("--out given twice"),
-                _ => return super::usage_error("--out needs a directory"),
-            }
-        } else {
-            return super::usage_error(&format!("component export: unexpected argument {arg:?}"));
-        }
-    }
-    let Some(out) = out else {
-        return super::usage_error("component export needs --out DIR");
-    };
+fn export_command(out: &Path) -> u8 {
     let manifest = match manifest() {
         Ok(m) => m,
         Err(message) => {
@@ -83,7 +86,7 @@ fn export_command(args: &[OsString]) -> u8 {
             return crate::code::Code::InternalError.exit_status();
         }
     };
-    match export(&out, &manifest) {
+    match export(out, &manifest) {
         Ok(()) => {
             super::print_json_line(&manifest.to_string());
             0

@@ -13,62 +13,49 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::code::Code;
-use crate::deliver::{self, DEFAULT_TIMEOUT, Request, receipt::Outcome, receipt::Receipt};
+use crate::deliver::{self, Request, receipt::Outcome, receipt::Receipt};
 
-/// Parses `deliver`'s arguments. `Err` is a usage message.
-///
-/// # Errors
-///
-/// A usage message for a missing `--`, an empty command, a missing or repeated
-/// `--repo`/`--timeout`/CONTRACT, an unknown option, or an invalid timeout.
-pub fn parse(args: &[OsString]) -> Result<Request, String> {
-    let Some(sep) = args.iter().position(|a| a == "--") else {
-        return Err("deliver needs a literal -- before the command".to_owned());
-    };
-    let (ours, command) = (&args[..sep], &args[sep + 1..]);
-    if command.is_empty() {
-        return Err("deliver needs a command after --".to_owned());
-    }
-    let mut repo: Option<PathBuf> = None;
-    let mut timeout: Option<Duration> = None;
-    let mut contract: Option<PathBuf> = None;
-    let mut iter = ours.iter();
-    while let Some(arg) = iter.next() {
-        if arg == "--repo" {
-            match iter.next() {
-                Some(value) if repo.is_none() => repo = Some(PathBuf::from(value)),
-                Some(_) => return Err("--repo given twice".to_owned()),
-                None => return Err("--repo needs a value".to_owned()),
-            }
-        } else if arg == "--timeout" {
-            match iter.next() {
-                Some(value) if timeout.is_none() => timeout = Some(parse_timeout(value)?),
-                Some(_) => return Err("--timeout given twice".to_owned()),
-                None => return Err("--timeout needs a value".to_owned()),
-            }
-        } else if arg.to_string_lossy().starts_with('-') {
-            return Err(format!("deliver: unknown option {arg:?}"));
-        } else if contract.is_none() {
-            contract = Some(PathBuf::from(arg));
-        } else {
-            return Err("deliver takes one CONTRACT".to_owned());
+/// `deliver`'s arguments.
+#[derive(Debug, clap::Args)]
+#[command(
+    about = "Run a command in a detached worktree; keep its change as a candidate ref",
+    long_about = "Runs COMMAND in a detached worktree of REPO at HEAD, keeps the declared \
+                  files it changed as a candidate commit under refs/satyrn/candidates/ID, \
+                  and prints exactly one JSON receipt line on stdout (docs/delivery.md); the \
+                  command's own output is forwarded to stderr. REPO itself is never changed."
+)]
+pub struct Args {
+    /// The repository: the root of a clean git worktree (no tracked changes, deletions or
+    /// untracked files).
+    #[arg(long, value_name = "REPO", value_parser = super::path())]
+    pub repo: PathBuf,
+    /// How long the command may run before its process group is killed (COMMAND_TIMEOUT):
+    /// finite positive seconds, fractions allowed.
+    #[arg(long, value_name = "SECONDS", value_parser = parse_timeout, default_value = "600")]
+    pub timeout: Duration,
+    /// The task contract (YAML); its id names the candidate ref.
+    #[arg(value_name = "CONTRACT", value_parser = super::path())]
+    pub contract: PathBuf,
+    /// The command and its arguments, after a literal `--`: every token after it is passed
+    /// exactly as given, another `--` included.
+    #[arg(last = true, required = true, value_name = "COMMAND")]
+    pub command: Vec<OsString>,
+}
+
+impl From<Args> for Request {
+    fn from(args: Args) -> Self {
+        Self {
+            repo: args.repo,
+            contract: args.contract,
+            timeout: args.timeout,
+            argv: args.command,
         }
     }
-    let (Some(repo), Some(contract)) = (repo, contract) else {
-        return Err("deliver needs --repo REPO and CONTRACT".to_owned());
-    };
-    Ok(Request {
-        repo,
-        contract,
-        timeout: timeout.unwrap_or(DEFAULT_TIMEOUT),
-        argv: command.to_vec(),
-    })
 }
 
 /// Finite, positive seconds that fit a [`Duration`].
-fn parse_timeout(value: &OsString) -> Result<Duration, String> {
-    let bad = || format!("--timeout must be finite positive seconds, got {value:?}");
-    let text = value.to_str().ok_or_else(bad)?;
+fn parse_timeout(text: &str) -> Result<Duration, String> {
+    let bad = || format!("--timeout must be finite positive seconds, got {text:?}");
     if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
         return Err(bad());
     }
@@ -84,12 +71,9 @@ fn parse_timeout(value: &OsString) -> Result<Duration, String> {
 
 /// Runs `deliver`.
 #[must_use]
-pub fn run(args: &[OsString]) -> u8 {
-    let request = match parse(args) {
-        Ok(r) => r,
-        Err(message) => return super::usage_error(&message),
-    };
-    let receipt = match deliver::signals::install() {
+pub fn run(args: Args) -> u8 {
+    let request = Request::from(args);
+    let receipt = match crate::os::signals::install() {
         Ok(()) => super::panic::catch(|| {
             super::panic::trigger("deliver");
             deliver::deliver(&request)
@@ -119,35 +103,45 @@ pub fn run(args: &[OsString]) -> u8 {
 
 #[cfg(test)]
 mod tests {
+    use super::super::{Command, parse};
     use super::*;
+    use crate::deliver::DEFAULT_TIMEOUT;
 
-    fn args(list: &[&str]) -> Vec<OsString> {
-        list.iter().map(OsString::from).collect()
+    fn request(list: &[&str]) -> Result<Request, clap::Error> {
+        let args = std::iter::once("deliver").chain(list.iter().copied());
+        match parse(&args.collect::<Vec<_>>())?.command {
+            Command::Deliver(args) => Ok(args.into()),
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]
     fn the_separator_and_a_command_are_required() {
-        assert!(parse(&args(&["--repo", "r", "c", "true"])).is_err());
-        assert!(parse(&args(&["--repo", "r", "c", "--"])).is_err());
-        let r = parse(&args(&[
-            "--repo", "r", "c", "--", "cmd", "--", "--repo", "",
-        ]))
-        .expect("valid");
-        assert_eq!(r.argv, args(&["cmd", "--", "--repo", ""]));
+        assert!(request(&["--repo", "r", "c", "true"]).is_err());
+        assert!(request(&["--repo", "r", "c", "--"]).is_err());
+        assert!(request(&["--repo", "r", "--", "c", "true"]).is_err());
+        let r = request(&["--repo", "r", "c", "--", "cmd", "--", "--repo", ""]).expect("valid");
+        let argv: Vec<OsString> = ["cmd", "--", "--repo", ""].map(OsString::from).into();
+        assert_eq!(r.argv, argv);
         assert_eq!(r.timeout, DEFAULT_TIMEOUT);
         assert_eq!(r.contract, PathBuf::from("c"));
+        let r = request(&["c", "--timeout=0.5", "--repo=", "--", "x"]).expect("valid");
+        assert_eq!(
+            (r.repo, r.timeout),
+            (PathBuf::new(), Duration::from_millis(500))
+        );
     }
 
     #[test]
     fn timeouts_are_finite_positive_seconds() {
         for ok in ["1", "0.5", "600", "1.", "86400"] {
-            assert!(parse_timeout(&OsString::from(ok)).is_ok(), "{ok}");
+            assert!(parse_timeout(ok).is_ok(), "{ok}");
         }
         for bad in [
             "0", "0.0", "-1", "+1", "nan", "inf", "1e3", "", ".", "1e999", "abc", "1 ",
         ] {
-            assert!(parse_timeout(&OsString::from(bad)).is_err(), "{bad}");
+            assert!(parse_timeout(bad).is_err(), "{bad}");
         }
-        assert!(parse_timeout(&OsString::from("9".repeat(400))).is_err());
+        assert!(parse_timeout(&"9".repeat(400)).is_err());
     }
 }

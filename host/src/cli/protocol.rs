@@ -1,18 +1,25 @@
 //! `satyrn-host protocol`: reads exactly one JSON request from stdin, writes exactly one
 //! JSON response line to stdout, and exits with the response code's status.
 
-use std::ffi::OsString;
 use std::io::Read;
 
 use crate::code::{Code, Failure};
 use crate::protocol::{self, MAX_REQUEST_BYTES, Response, Shape};
 
-/// Runs `protocol` (no arguments).
+/// `protocol`'s arguments: none, the request is read from stdin.
+#[derive(Debug, clap::Args)]
+#[command(
+    about = "Answer one JSON request from stdin with one JSON response line",
+    long_about = "Reads exactly one JSON request (check, read, replace or edit; at most \
+                  64 MiB) from stdin, writes exactly one JSON response line to \
+                  stdout and exits with the response code's status (docs/protocol.md, \
+                  docs/exit-codes.md). Takes no arguments."
+)]
+pub struct Args {}
+
+/// Runs `protocol`.
 #[must_use]
-pub fn run(args: &[OsString]) -> u8 {
-    if !args.is_empty() {
-        return super::usage_error("protocol takes no arguments; the request is read from stdin");
-    }
+pub fn run(_: &Args) -> u8 {
     let mut input = Vec::new();
     let read = std::io::stdin()
         .lock()

@@ -15,8 +15,9 @@ use std::time::{Duration, Instant};
 use rustix::fd::OwnedFd;
 use rustix::fs::{FlockOperation, Mode, OFlags, flock};
 
-use super::signals;
+use super::error::LockError;
 use crate::git::Git;
+use crate::os::signals;
 
 /// How long [`AdminLock::acquire`] waits at most: 60 s.
 pub const WAIT: Duration = Duration::from_secs(60);
@@ -36,31 +37,39 @@ impl AdminLock {
     /// Why it is not held: the common directory cannot be found or opened, `flock` is not
     /// supported, a signal arrived, or the wait ran out. Callers go on without it (the
     /// race it prevents is rare and ends in `GIT_FAILED`, never in a wrong result).
-    pub fn acquire(repo: &Git) -> Result<Self, String> {
-        let common = repo
+    pub fn acquire(repo: &Git) -> Result<Self, LockError> {
+        let dir = repo
             .line(&["rev-parse", "--path-format=absolute", "--git-common-dir"])
-            .map_err(|e| e.to_string())?;
-        let dir = rustix::fs::open(
-            common.as_str(),
+            .map_err(LockError::CommonDir)?;
+        let fd = rustix::fs::open(
+            dir.as_str(),
             OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC | OFlags::NOFOLLOW,
             Mode::empty(),
         )
-        .map_err(|e| format!("cannot open {common}: {e}"))?;
+        .map_err(|e| LockError::Open {
+            dir: dir.clone(),
+            source: e.into(),
+        })?;
         let end = Instant::now() + WAIT;
         loop {
-            match flock(&dir, FlockOperation::NonBlockingLockExclusive) {
-                Ok(()) => return Ok(Self { _dir: dir }),
+            match flock(&fd, FlockOperation::NonBlockingLockExclusive) {
+                Ok(()) => return Ok(Self { _dir: fd }),
                 Err(rustix::io::Errno::WOULDBLOCK | rustix::io::Errno::INTR) => {}
-                Err(e) => return Err(format!("cannot lock {common}: {e}")),
+                Err(e) => {
+                    return Err(LockError::Lock {
+                        dir,
+                        source: e.into(),
+                    });
+                }
             }
             if signals::received().is_some() {
-                return Err("interrupted while waiting for the worktree lock".to_owned());
+                return Err(LockError::Interrupted);
             }
             if Instant::now() >= end {
-                return Err(format!(
-                    "{common} stayed locked by another deliver for {} s",
-                    WAIT.as_secs()
-                ));
+                return Err(LockError::Busy {
+                    dir,
+                    seconds: WAIT.as_secs(),
+                });
             }
             std::thread::sleep(Duration::from_millis(5));
         }
@@ -73,6 +82,7 @@ impl AdminLock {
 pub fn acquire_or_warn(repo: &Git) -> Option<AdminLock> {
     match AdminLock::acquire(repo) {
         Ok(lock) => Some(lock),
+        Err(LockError::Interrupted) => None,
         Err(_) if signals::received().is_some() => None,
         Err(e) => {
             use std::io::Write;

@@ -1,5 +1,6 @@
 //! The candidate: id validation, the ref, the commit, its paths and its publication.
 
+use super::error::IdError;
 use crate::git::{self, Git, GitError};
 
 /// The namespace of candidate refs: `refs/satyrn/candidates/<id>/head`.
@@ -19,35 +20,38 @@ pub fn ref_name(id: &str) -> String {
     format!("{REF_PREFIX}{id}/head")
 }
 
-/// Why an id is refused (`INVALID_CANDIDATE_ID`), or `Ok` when it is one valid ref
-/// component without a [`deceptive`] character. Never normalized.
+/// `Ok` when `id` is one valid ref component without a [`deceptive`] character. Never
+/// normalized.
 ///
 /// # Errors
 ///
-/// A message naming the problem; [`GitError`] only when git cannot be run.
-pub fn check_id(git: &Git, id: &str) -> Result<Result<(), String>, GitError> {
+/// [`IdError`] naming the problem (`INVALID_CANDIDATE_ID`), [`IdError::Git`] when git
+/// cannot be run.
+pub fn check_id(git: &Git, id: &str) -> Result<(), IdError> {
     if id.contains('/') {
-        return Ok(Err(format!(
-            "candidate id {id:?} contains '/'; it must be a single ref component"
-        )));
+        return Err(IdError::Slash(id.to_owned()));
     }
     if id.contains('\0') {
-        return Ok(Err(format!("candidate id {id:?} contains NUL")));
+        return Err(IdError::Nul(id.to_owned()));
     }
-    if let Some((c, what)) = id.chars().find_map(|c| deceptive(c).map(|w| (c, w))) {
-        return Ok(Err(format!(
-            "candidate id {id:?} contains {what} U+{:04X}; a reviewer could not read the id as it is",
-            u32::from(c)
-        )));
+    if let Some((character, what)) = id.chars().find_map(|c| deceptive(c).map(|w| (c, w))) {
+        return Err(IdError::Deceptive {
+            id: id.to_owned(),
+            character,
+            what,
+        });
     }
-    let out = git.output(&["check-ref-format", &ref_name(id)])?;
+    let name = ref_name(id);
+    let out = git
+        .output(&["check-ref-format", &name])
+        .map_err(IdError::Git)?;
     if out.status.success() {
-        Ok(Ok(()))
+        Ok(())
     } else {
-        Ok(Err(format!(
-            "candidate id {id:?} does not give a valid ref name ({})",
-            ref_name(id)
-        )))
+        Err(IdError::NotRefName {
+            id: id.to_owned(),
+            name,
+        })
     }
 }
 

@@ -18,8 +18,9 @@
 pub mod admin_lock;
 pub mod candidate;
 pub mod command;
+pub mod error;
+pub mod output;
 pub mod receipt;
-pub mod signals;
 pub mod spool;
 pub mod stale;
 pub mod warnings;
@@ -34,7 +35,10 @@ use std::time::Duration;
 use crate::code::Code;
 use crate::contract;
 use crate::git::{self, Git, GitError};
+use crate::os::signals;
 use candidate::{Change, Published};
+use command::CommandError;
+use error::{PreflightError, RootError};
 use receipt::{Outcome, Receipt};
 use worktree::{Attempt, WorktreeError};
 
@@ -160,14 +164,11 @@ pub fn deliver(request: &Request) -> Receipt {
     };
     progress.receipt.contract_id = Some(contract.id.clone());
     let repo = match resolve_root(&repo_path) {
-        Ok(Ok(git)) => git,
-        Ok(Err(message)) => return progress.finish(Code::RepoUnavailable, message),
-        Err(e) => return progress.finish(Code::GitFailed, e.to_string()),
+        Ok(git) => git,
+        Err(e) => return progress.finish(e.code(), e.to_string()),
     };
-    match preflight(&repo, &contract.id) {
-        Ok(None) => {}
-        Ok(Some((code, message))) => return progress.finish(code, message),
-        Err(e) => return progress.finish(Code::GitFailed, e.to_string()),
+    if let Err(e) = preflight(&repo, &contract.id) {
+        return progress.finish(e.code(), e.to_string());
     }
     if let Some(s) = signals::received() {
         return progress.finish(Code::Interrupted, interrupted_message(s));
@@ -280,20 +281,20 @@ fn run_attempt(
     // 3. The command.
     let finished = match command::run(&request.argv, attempt.worktree(), Some(request.timeout)) {
         Ok(f) => f,
-        Err(command::CommandError::Unavailable(e)) => {
-            return Pending::fail(
-                Code::CommandUnavailable,
-                format!(
-                    "cannot start {:?}: {e}",
+        Err(e) => {
+            let message = match &e {
+                CommandError::Unavailable(source) => format!(
+                    "cannot start {:?}: {source}",
                     request
                         .argv
                         .first()
                         .map(|a| a.to_string_lossy().into_owned())
                         .unwrap_or_default()
                 ),
-            );
+                other => other.to_string(),
+            };
+            return Pending::fail(e.code(), message);
         }
-        Err(e) => return Pending::fail(Code::GitFailed, e.to_string()),
     };
     progress.receipt.exit_code = finished.exit_code;
     progress.receipt.signal = finished.signal;
@@ -372,31 +373,30 @@ fn head_moved(wt: &Git, base: &str) -> Result<Option<String>, GitError> {
     Ok(None)
 }
 
-/// Resolves `path` as a worktree root. `Ok(Err(message))` is `REPO_UNAVAILABLE`.
-fn resolve_root(path: &Path) -> Result<Result<Git, String>, GitError> {
-    let meta = match std::fs::metadata(path) {
-        Ok(m) => m,
-        Err(e) => {
-            return Ok(Err(format!(
-                "repository {} is not accessible: {e}",
-                path.display()
-            )));
-        }
-    };
+/// Resolves `path` as a worktree root.
+///
+/// # Errors
+///
+/// [`RootError`]: `REPO_UNAVAILABLE`, or `GIT_FAILED` when git cannot be run.
+fn resolve_root(path: &Path) -> Result<Git, RootError> {
+    let meta = std::fs::metadata(path).map_err(|source| RootError::Inaccessible {
+        path: path.to_path_buf(),
+        source,
+    })?;
     if !meta.is_dir() {
-        return Ok(Err(format!(
-            "repository {} is not a directory",
-            path.display()
-        )));
+        return Err(RootError::NotADirectory {
+            path: path.to_path_buf(),
+        });
     }
     let git = Git::at(path);
-    let out = git.output(&["rev-parse", "--show-toplevel"])?;
+    let out = git
+        .output(&["rev-parse", "--show-toplevel"])
+        .map_err(RootError::Git)?;
     if !out.status.success() {
-        return Ok(Err(format!(
-            "{} is not inside a git worktree: {}",
-            path.display(),
-            String::from_utf8_lossy(&out.stderr).trim()
-        )));
+        return Err(RootError::NotInWorktree {
+            path: path.to_path_buf(),
+            stderr: String::from_utf8_lossy(&out.stderr).trim().to_owned(),
+        });
     }
     use std::os::unix::ffi::OsStrExt;
     let top_bytes = out.stdout.strip_suffix(b"\n").unwrap_or(&out.stdout);
@@ -409,24 +409,29 @@ fn resolve_root(path: &Path) -> Result<Result<Git, String>, GitError> {
         _ => false,
     };
     if !same {
-        return Ok(Err(format!(
-            "{} is not a worktree root; the root of its worktree is {}",
-            path.display(),
-            top.display()
-        )));
+        return Err(RootError::NotRoot {
+            path: path.to_path_buf(),
+            top,
+        });
     }
-    Ok(Ok(git))
+    Ok(git)
 }
 
 /// The refusals that need nothing created: dirty tree, invalid id, existing candidate.
-fn preflight(repo: &Git, id: &str) -> Result<Option<(Code, String)>, GitError> {
-    let status = repo.run(&[
-        "status",
-        "--porcelain=v1",
-        "-z",
-        "--untracked-files=all",
-        "--ignore-submodules=none",
-    ])?;
+///
+/// # Errors
+///
+/// [`PreflightError`]: the refusal, or `GIT_FAILED` when git cannot be run.
+fn preflight(repo: &Git, id: &str) -> Result<(), PreflightError> {
+    let status = repo
+        .run(&[
+            "status",
+            "--porcelain=v1",
+            "-z",
+            "--untracked-files=all",
+            "--ignore-submodules=none",
+        ])
+        .map_err(PreflightError::Git)?;
     let entries = git::split_z(&status);
     if !entries.is_empty() {
         let shown: Vec<String> = entries
@@ -435,22 +440,14 @@ fn preflight(repo: &Git, id: &str) -> Result<Option<(Code, String)>, GitError> {
             .take(5)
             .map(|e| String::from_utf8_lossy(e).into_owned())
             .collect();
-        return Ok(Some((
-            Code::RepoDirty,
-            format!("the worktree has uncommitted changes or untracked files: {shown:?}"),
-        )));
+        return Err(PreflightError::Dirty { shown });
     }
-    if let Err(m) = candidate::check_id(repo, id)? {
-        return Ok(Some((Code::InvalidCandidateId, m)));
-    }
+    candidate::check_id(repo, id).map_err(PreflightError::Id)?;
     let name = candidate::ref_name(id);
-    if candidate::ref_exists(repo, &name)? {
-        return Ok(Some((
-            Code::CandidateExists,
-            format!("candidate ref {name} already exists"),
-        )));
+    if candidate::ref_exists(repo, &name).map_err(PreflightError::Git)? {
+        return Err(PreflightError::Exists { name });
     }
-    Ok(None)
+    Ok(())
 }
 
 #[cfg(test)]

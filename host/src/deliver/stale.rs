@@ -30,6 +30,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::Path;
 
+use super::error::RemoveError;
 use crate::git::{self, Git};
 
 /// The marker's file name inside an attempt's temporary directory.
@@ -337,26 +338,27 @@ fn empty_orphan(dir: &Path, pid: u32) -> bool {
         && matches!(start_time(pid), Ok(None))
 }
 
-fn remove(repo: &Git, worktree: &Path) -> Result<(), String> {
+fn remove(repo: &Git, worktree: &Path) -> Result<(), RemoveError> {
     let mut args: Vec<std::ffi::OsString> =
         vec!["worktree".into(), "remove".into(), "--force".into()];
     args.push(worktree.as_os_str().to_owned());
     let removed = matches!(repo.output(&args), Ok(out) if out.status.success());
     if !removed {
-        match std::fs::remove_dir_all(worktree) {
-            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e.to_string()),
-            _ => {}
-        }
+        remove_dir_all(worktree)?;
     }
-    repo.run(&["worktree", "prune"])
-        .map_err(|e| e.to_string())?;
+    repo.run(&["worktree", "prune"]).map_err(RemoveError::Git)?;
     if let Some(dir) = worktree.parent() {
-        match std::fs::remove_dir_all(dir) {
-            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e.to_string()),
-            _ => {}
-        }
+        remove_dir_all(dir)?;
     }
     Ok(())
+}
+
+/// Removes `dir` and everything in it; a `dir` already gone is not an error.
+fn remove_dir_all(dir: &Path) -> Result<(), RemoveError> {
+    match std::fs::remove_dir_all(dir) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => Err(RemoveError::Io(e)),
+        _ => Ok(()),
+    }
 }
 
 #[cfg(test)]

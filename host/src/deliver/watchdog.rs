@@ -9,13 +9,13 @@
 //!
 //! - in its own process group (terminal signals meant for `deliver` do not reach it), with
 //!   `SIGINT`, `SIGTERM`, `SIGHUP` and `SIGQUIT` ignored, stdout and stderr on `/dev/null`;
-//! - its stdin is the read end of a pipe whose only write end `deliver` holds (close-on-exec,
-//!   so neither the command nor git keeps it). The command's first process writes
+//! - its stdin is one end of a Unix stream socket pair whose other end only `deliver` holds
+//!   (close-on-exec, so neither the command nor git keeps it). The command's first process writes
 //!   `arm <its pid>` itself, between fork and exec (after `setsid`), so the watchdog is armed
 //!   before the command runs any code of its own; `deliver` writes the same line again after
 //!   the spawn, and `disarm` once the command's group is stopped, before it reaps the
 //!   command's first process.
-//! - At end of file (every write end closed: `deliver` ended, however it ended), an armed
+//! - At end of file (every descriptor of `deliver`'s end closed: `deliver` ended, however it ended), an armed
 //!   watchdog sends `SIGKILL` to the command's process group and to every process of the
 //!   command's session (the command is a session leader, so both ids are its pid), round after
 //!   round until none is left (bounded), then exits. A disarmed one exits at once.
@@ -32,9 +32,15 @@
 //! space wrapped around in the milliseconds since.
 
 use std::io::{self, BufRead, Write};
+use std::os::fd::OwnedFd;
+use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
-use std::time::Duration;
+
+use rustix::net::SendFlags;
+use rustix::process::Pid;
+
+use crate::os::{process, signals};
 
 /// The hidden first argument that runs the watchdog: `satyrn-host __deliver-watchdog PID`,
 /// `PID` being the `deliver` it watches.
@@ -44,21 +50,24 @@ pub const ARG: &str = "__deliver-watchdog";
 #[derive(Debug)]
 pub struct Watchdog {
     child: Child,
-    pipe: Option<std::fs::File>,
+    channel: Option<UnixStream>,
 }
 
 impl Watchdog {
-    /// Starts the watchdog: this executable (`/proc/self/exe`) with [`ARG`].
+    /// Starts the watchdog: this executable (`/proc/self/exe`) with [`ARG`], its stdin one
+    /// end of a Unix stream socket pair (close-on-exec) whose other end only `deliver`
+    /// holds. A socket rather than a pipe so the command's first process can write its
+    /// `arm` line without `SIGPIPE` ([`arm_from_child`]).
     ///
     /// # Errors
     ///
-    /// The operating-system error when the pipe or the process cannot be created.
+    /// The operating-system error when the socket pair or the process cannot be created.
     pub fn start() -> io::Result<Self> {
-        let (read, write) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)?;
+        let (ours, theirs) = UnixStream::pair()?;
         let child = Command::new("/proc/self/exe")
             .arg(ARG)
             .arg(std::process::id().to_string())
-            .stdin(Stdio::from(read))
+            .stdin(Stdio::from(OwnedFd::from(theirs)))
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .current_dir("/")
@@ -66,22 +75,23 @@ impl Watchdog {
             .spawn()?;
         Ok(Self {
             child,
-            pipe: Some(std::fs::File::from(write)),
+            channel: Some(ours),
         })
     }
 
-    /// The watchdog's pid (it is our child: [`super::command::stop_strays`] spares it).
+    /// The watchdog's pid (it is our child: [`process::stop_strays`] spares it).
     #[must_use]
     pub fn pid(&self) -> u32 {
         self.child.id()
     }
 
-    /// The raw write end of its pipe, for the command's own `arm` between fork and exec
-    /// (close-on-exec: the command never keeps it).
+    /// A second descriptor of our end of the channel, for the command's own `arm` between
+    /// fork and exec ([`arm_from_child`]; close-on-exec: the command never keeps it). `None`
+    /// when it cannot be duplicated.
     #[must_use]
-    pub fn arm_fd(&self) -> Option<std::os::fd::RawFd> {
-        use std::os::fd::AsRawFd;
-        self.pipe.as_ref().map(AsRawFd::as_raw_fd)
+    pub fn arm_end(&self) -> Option<OwnedFd> {
+        let channel = self.channel.as_ref()?;
+        channel.try_clone().ok().map(OwnedFd::from)
     }
 
     /// Arms it for the command `pid` (a session and group leader).
@@ -94,45 +104,63 @@ impl Watchdog {
         self.send("disarm\n");
     }
 
-    /// Disarms it, closes the pipe and waits for it to exit.
+    /// Disarms it, closes the channel and waits for it to exit.
     pub fn finish(mut self) {
         self.disarm();
-        self.pipe = None;
+        self.channel = None;
         let _ = self.child.wait();
     }
 
     fn send(&mut self, line: &str) {
-        if let Some(pipe) = self.pipe.as_mut() {
-            // One short line is one atomic pipe write; a watchdog that died cannot be helped.
-            let _ = pipe.write_all(line.as_bytes());
+        if let Some(channel) = self.channel.as_mut() {
+            // A watchdog that died cannot be helped (and SIGPIPE is ignored in satyrn-host).
+            let _ = channel.write_all(line.as_bytes());
         }
     }
 }
 
-/// The watchdog process itself (`satyrn-host __deliver-watchdog DELIVER_PID`); returns its
-/// exit status: `OK`'s (0), or the usage status (2) without a valid `DELIVER_PID`.
+/// Writes `arm <our pid>` to the watchdog channel `end`, between fork and exec: no
+/// allocation, and `MSG_NOSIGNAL`, so a watchdog that died cannot kill the command with
+/// `SIGPIPE`.
+pub fn arm_from_child(end: &OwnedFd) {
+    let mut line = [0u8; 32];
+    line[..4].copy_from_slice(b"arm ");
+    let mut digits = [0u8; 12];
+    let mut n = rustix::process::getpid()
+        .as_raw_nonzero()
+        .get()
+        .unsigned_abs();
+    let mut len = 0;
+    loop {
+        digits[len] = b'0' + (n % 10) as u8;
+        len += 1;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    for i in 0..len {
+        line[4 + i] = digits[len - 1 - i];
+    }
+    line[4 + len] = b'\n';
+    let _ = rustix::net::send(end, &line[..5 + len], SendFlags::NOSIGNAL);
+}
+
+/// The watchdog process itself (`satyrn-host __deliver-watchdog DELIVER_PID`, the command
+/// line checking that `DELIVER_PID` is greater than 1); returns its exit status, `OK`'s (0).
 ///
 /// `arm <pid>` is honoured only for a session leader other than init that is a child of
 /// `DELIVER_PID` while that process is still our parent — or, once it is not (`deliver`
 /// died before we read the line), for a `pid` that is such a session leader no longer or
 /// not at all (see `armable`). So the watchdog only ever kills the session `deliver` started.
 ///
-/// Process-global: ignores `SIGINT`, `SIGTERM`, `SIGHUP` and `SIGQUIT`.
+/// # Process-global effects
+///
+/// Ignores `SIGINT`, `SIGTERM`, `SIGHUP` and `SIGQUIT` for good; once armed and at end of
+/// file, kills the command's group and session ([`process::kill_group_and_session`]).
 #[must_use]
-pub fn main(args: &[std::ffi::OsString]) -> u8 {
-    let deliver = match args {
-        [pid] => pid.to_str().and_then(|p| p.parse::<i32>().ok()),
-        _ => None,
-    };
-    let Some(deliver) = deliver.filter(|p| *p > 1) else {
-        return crate::code::USAGE_EXIT;
-    };
-    for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
-        // SAFETY: SIG_IGN installs no handler; nothing runs on the signal's arrival.
-        unsafe {
-            libc::signal(signal, libc::SIG_IGN);
-        }
-    }
+pub fn main(deliver: i32) -> u8 {
+    signals::ignore(&[libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT]);
     let mut armed: Option<i32> = None;
     let stdin = io::stdin();
     for line in stdin.lock().lines() {
@@ -143,8 +171,8 @@ pub fn main(args: &[std::ffi::OsString]) -> u8 {
             armed = None;
         }
     }
-    if let Some(leader) = armed {
-        kill_session(leader);
+    if let Some(leader) = armed.and_then(Pid::from_raw) {
+        process::kill_group_and_session(leader);
     }
     crate::code::Code::Ok.exit_status()
 }
@@ -160,46 +188,8 @@ fn armable(pid: i32, deliver: i32) -> bool {
     }
     let deliver_alive =
         rustix::process::getppid().map(|p| p.as_raw_nonzero().get()) == Some(deliver);
-    match parent_and_session(pid) {
-        Some((ppid, session)) => session == pid && (ppid == deliver || !deliver_alive),
+    match Pid::from_raw(pid).and_then(process::Stat::of) {
+        Some(stat) => stat.session == pid && (stat.ppid == deliver || !deliver_alive),
         None => !deliver_alive,
-    }
-}
-
-/// `(ppid, session)` of `pid` from `/proc`, `None` when it does not exist.
-fn parent_and_session(pid: i32) -> Option<(i32, i32)> {
-    let stat = std::fs::read(format!("/proc/{pid}/stat")).ok()?;
-    let close = stat.iter().rposition(|b| *b == b')')?;
-    let rest = String::from_utf8_lossy(&stat[close + 1..]).into_owned();
-    // state ppid pgrp session
-    let fields: Vec<&str> = rest.split_ascii_whitespace().take(4).collect();
-    match fields.as_slice() {
-        [_, ppid, _, session] => Some((ppid.parse().ok()?, session.parse().ok()?)),
-        _ => None,
-    }
-}
-
-/// `SIGKILL` to group `leader` and to every process of session `leader`, until none is left
-/// (at most 100 rounds, 10 ms apart).
-fn kill_session(leader: i32) {
-    let Some(pgid) = rustix::process::Pid::from_raw(leader) else {
-        return;
-    };
-    for _ in 0..100 {
-        let members = super::command::session_members(leader);
-        let group = super::command::group_alive(pgid);
-        if members.is_empty() && !group {
-            return;
-        }
-        if group {
-            let _ = rustix::process::kill_process_group(pgid, rustix::process::Signal::KILL);
-        }
-        for pid in members
-            .into_iter()
-            .filter_map(rustix::process::Pid::from_raw)
-        {
-            let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
-        }
-        std::thread::sleep(Duration::from_millis(10));
     }
 }

@@ -14,11 +14,11 @@ use std::os::fd::OwnedFd;
 use rustix::fs::{AtFlags, Mode};
 use rustix::io::Errno;
 
-use super::signals::HeldSignals;
 use super::temporary::{self, Temporary};
 use super::{
     PublishError, checked_segments, dup_root, failed, open_segment, sync_committed, write_all,
 };
+use crate::os::signals::HeldSignals;
 
 /// The permission bits of every created file: never executable, never set-id.
 const FILE_MODE: u32 = 0o644;

@@ -16,11 +16,11 @@ use rustix::io::Errno;
 use satyrn_mutator_core::revision::Revision;
 
 use super::commit::{still_the_target, unchanged};
-use super::signals::HeldSignals;
 use super::temporary;
 use super::{
     PublishError, Target, check_target, checked_segments, failed, open_parent, sync_committed,
 };
+use crate::os::signals::HeldSignals;
 
 /// Removes the file at `path` (worktree-relative, `/`-separated) beneath `root` iff it is a
 /// single-link regular file whose bytes hash to `base`. The caller holds the worktree lock

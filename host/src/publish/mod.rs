@@ -30,7 +30,6 @@ use crate::code::{Code, Failure};
 mod commit;
 mod create;
 mod delete;
-mod signals;
 mod temporary;
 #[cfg(test)]
 mod tests_create;
@@ -42,7 +41,7 @@ mod tests_support;
 pub use create::create;
 pub use delete::delete;
 
-use signals::HeldSignals;
+use crate::os::signals::HeldSignals;
 use temporary::Temporary;
 pub use temporary::is_temporary_name;
 
@@ -308,8 +307,7 @@ fn check_target(
 /// The SHA-256 revision of everything in `file`, read from its start (`pread`, so the
 /// descriptor's offset does not matter).
 fn hash_file(file: &OwnedFd) -> std::io::Result<Revision> {
-    use sha2::{Digest, Sha256};
-    let mut hasher = Sha256::new();
+    let mut hasher = satyrn_mutator_core::revision::Hasher::new();
     let mut buf = vec![0u8; 1 << 20];
     let mut offset = 0u64;
     loop {
@@ -322,7 +320,7 @@ fn hash_file(file: &OwnedFd) -> std::io::Result<Revision> {
         hasher.update(&buf[..n]);
         offset += n as u64;
     }
-    Ok(Revision::from_digest(hasher.finalize().into()))
+    Ok(hasher.finish())
 }
 
 fn write_all(file: &OwnedFd, mut content: &[u8]) -> std::io::Result<()> {

@@ -1,0 +1,348 @@
+//! The typed errors of delivery, each keeping its source, and the one place where each
+//! becomes a result [`Code`] (`code`). The messages are the receipt's and stderr's.
+
+use std::fmt;
+use std::io;
+use std::path::PathBuf;
+
+use crate::code::Code;
+use crate::git::GitError;
+
+/// Why `--repo` is not a usable worktree root.
+#[derive(Debug)]
+pub enum RootError {
+    /// It cannot be read (missing, no permission).
+    Inaccessible {
+        /// The repository as given (normalized).
+        path: PathBuf,
+        /// The operating-system error.
+        source: io::Error,
+    },
+    /// It is not a directory.
+    NotADirectory {
+        /// The repository as given (normalized).
+        path: PathBuf,
+    },
+    /// git finds no worktree around it.
+    NotInWorktree {
+        /// The repository as given (normalized).
+        path: PathBuf,
+        /// git's stderr, trimmed.
+        stderr: String,
+    },
+    /// It is inside a worktree but not its root.
+    NotRoot {
+        /// The repository as given (normalized).
+        path: PathBuf,
+        /// The root of its worktree.
+        top: PathBuf,
+    },
+    /// git itself could not be run.
+    Git(GitError),
+}
+
+impl RootError {
+    /// `REPO_UNAVAILABLE`, or `GIT_FAILED` when git could not be run.
+    #[must_use]
+    pub fn code(&self) -> Code {
+        match self {
+            Self::Git(_) => Code::GitFailed,
+            _ => Code::RepoUnavailable,
+        }
+    }
+}
+
+impl fmt::Display for RootError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Inaccessible { path, source } => {
+                write!(
+                    f,
+                    "repository {} is not accessible: {source}",
+                    path.display()
+                )
+            }
+            Self::NotADirectory { path } => {
+                write!(f, "repository {} is not a directory", path.display())
+            }
+            Self::NotInWorktree { path, stderr } => {
+                write!(
+                    f,
+                    "{} is not inside a git worktree: {stderr}",
+                    path.display()
+                )
+            }
+            Self::NotRoot { path, top } => write!(
+                f,
+                "{} is not a worktree root; the root of its worktree is {}",
+                path.display(),
+                top.display()
+            ),
+            Self::Git(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for RootError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Inaccessible { source, .. } => Some(source),
+            Self::Git(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+/// Why a contract id cannot name a candidate ref.
+#[derive(Debug)]
+pub enum IdError {
+    /// It contains `/`.
+    Slash(String),
+    /// It contains NUL.
+    Nul(String),
+    /// It contains a character a reviewer could not read as it is.
+    Deceptive {
+        /// The id.
+        id: String,
+        /// The character.
+        character: char,
+        /// What kind of character it is.
+        what: &'static str,
+    },
+    /// `git check-ref-format` refuses the ref it names.
+    NotRefName {
+        /// The id.
+        id: String,
+        /// The ref it would name.
+        name: String,
+    },
+    /// git itself could not be run.
+    Git(GitError),
+}
+
+impl IdError {
+    /// `INVALID_CANDIDATE_ID`, or `GIT_FAILED` when git could not be run.
+    #[must_use]
+    pub fn code(&self) -> Code {
+        match self {
+            Self::Git(_) => Code::GitFailed,
+            _ => Code::InvalidCandidateId,
+        }
+    }
+}
+
+impl fmt::Display for IdError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Slash(id) => write!(
+                f,
+                "candidate id {id:?} contains '/'; it must be a single ref component"
+            ),
+            Self::Nul(id) => write!(f, "candidate id {id:?} contains NUL"),
+            Self::Deceptive {
+                id,
+                character,
+                what,
+            } => write!(
+                f,
+                "candidate id {id:?} contains {what} U+{:04X}; a reviewer could not read the id as it is",
+                u32::from(*character)
+            ),
+            Self::NotRefName { id, name } => {
+                write!(
+                    f,
+                    "candidate id {id:?} does not give a valid ref name ({name})"
+                )
+            }
+            Self::Git(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for IdError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Git(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+/// Why a delivery is refused before anything is created.
+#[derive(Debug)]
+pub enum PreflightError {
+    /// The worktree has tracked changes, deletions or untracked files (the first five).
+    Dirty {
+        /// The first entries of `git status`, as git spells them.
+        shown: Vec<String>,
+    },
+    /// The contract id cannot name a candidate ref.
+    Id(IdError),
+    /// The candidate ref already exists.
+    Exists {
+        /// The ref.
+        name: String,
+    },
+    /// git itself could not be run.
+    Git(GitError),
+}
+
+impl PreflightError {
+    /// `REPO_DIRTY`, the id's code, `CANDIDATE_EXISTS`, or `GIT_FAILED`.
+    #[must_use]
+    pub fn code(&self) -> Code {
+        match self {
+            Self::Dirty { .. } => Code::RepoDirty,
+            Self::Id(e) => e.code(),
+            Self::Exists { .. } => Code::CandidateExists,
+            Self::Git(_) => Code::GitFailed,
+        }
+    }
+}
+
+impl fmt::Display for PreflightError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Dirty { shown } => write!(
+                f,
+                "the worktree has uncommitted changes or untracked files: {shown:?}"
+            ),
+            Self::Id(e) => e.fmt(f),
+            Self::Exists { name } => write!(f, "candidate ref {name} already exists"),
+            Self::Git(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for PreflightError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Id(e) => Some(e),
+            Self::Git(e) => Some(e),
+            Self::Dirty { .. } | Self::Exists { .. } => None,
+        }
+    }
+}
+
+/// Why the command could not be run to an end.
+#[derive(Debug)]
+pub enum CommandError {
+    /// The executable could not be started.
+    Unavailable(io::Error),
+    /// Setting up, spooling or waiting failed (the group was stopped): what failed, and
+    /// the operating-system error.
+    Io(&'static str, io::Error),
+    /// The repository's local git variables could not be listed to scrub them.
+    Environment(GitError),
+}
+
+impl CommandError {
+    /// `COMMAND_UNAVAILABLE` for a command that could not start, else `GIT_FAILED`.
+    #[must_use]
+    pub fn code(&self) -> Code {
+        match self {
+            Self::Unavailable(_) => Code::CommandUnavailable,
+            Self::Io(..) | Self::Environment(_) => Code::GitFailed,
+        }
+    }
+}
+
+impl fmt::Display for CommandError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Unavailable(e) => write!(f, "cannot start the command: {e}"),
+            Self::Io(what, e) => write!(f, "{what}: {e}"),
+            Self::Environment(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for CommandError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Unavailable(e) | Self::Io(_, e) => Some(e),
+            Self::Environment(e) => Some(e),
+        }
+    }
+}
+
+/// Why the worktree administration lock is not held (delivery goes on without it).
+#[derive(Debug)]
+pub enum LockError {
+    /// The repository's common directory cannot be found.
+    CommonDir(GitError),
+    /// It cannot be opened.
+    Open {
+        /// The common directory.
+        dir: String,
+        /// The operating-system error.
+        source: io::Error,
+    },
+    /// `flock` failed on it.
+    Lock {
+        /// The common directory.
+        dir: String,
+        /// The operating-system error.
+        source: io::Error,
+    },
+    /// A signal arrived while waiting.
+    Interrupted,
+    /// Another `deliver` held it for the whole wait.
+    Busy {
+        /// The common directory.
+        dir: String,
+        /// How long it was waited for, in seconds.
+        seconds: u64,
+    },
+}
+
+impl fmt::Display for LockError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::CommonDir(e) => e.fmt(f),
+            Self::Open { dir, source } => write!(f, "cannot open {dir}: {source}"),
+            Self::Lock { dir, source } => write!(f, "cannot lock {dir}: {source}"),
+            Self::Interrupted => f.write_str("interrupted while waiting for the worktree lock"),
+            Self::Busy { dir, seconds } => {
+                write!(f, "{dir} stayed locked by another deliver for {seconds} s")
+            }
+        }
+    }
+}
+
+impl std::error::Error for LockError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::CommonDir(e) => Some(e),
+            Self::Open { source, .. } | Self::Lock { source, .. } => Some(source),
+            Self::Interrupted | Self::Busy { .. } => None,
+        }
+    }
+}
+
+/// Why a stale attempt could not be removed (reported on stderr, never fatal).
+#[derive(Debug)]
+pub enum RemoveError {
+    /// A directory could not be removed.
+    Io(io::Error),
+    /// `git worktree prune` failed.
+    Git(GitError),
+}
+
+impl fmt::Display for RemoveError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Io(e) => e.fmt(f),
+            Self::Git(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for RemoveError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Io(e) => Some(e),
+            Self::Git(e) => Some(e),
+        }
+    }
+}

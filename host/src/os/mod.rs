@@ -1,0 +1,11 @@
+//! The operating-system plumbing every front end shares: signal dispositions
+//! ([`signals`]) and processes, groups and sessions ([`process`]).
+//!
+//! Nothing here knows about contracts, git or delivery. Every public function states its
+//! process-global effects (signal dispositions, the child subreaper, killing and reaping
+//! processes) in a "Process-global effects" section; a function without one has none.
+//! The `unsafe` of these concerns lives here (`sigaction`), each block with its `SAFETY`
+//! comment; the one other is the command's `pre_exec` in `deliver/command.rs`.
+
+pub mod process;
+pub mod signals;

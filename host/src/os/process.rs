@@ -1,0 +1,261 @@
+//! Processes, process groups and sessions: stopping a group with a grace, catching the
+//! descendants that left it (child subreaper), reaping, and the `/proc` scan all of that
+//! reads.
+//!
+//! Pid reuse: every function here that signals a group takes the id of a leader its caller
+//! has not reaped yet (Linux keeps a pid allocated while it names a process, a zombie, a
+//! group or a session), or scans `/proc` for the processes it signals immediately before.
+
+use std::io;
+use std::os::fd::OwnedFd;
+use std::process::Child;
+use std::time::{Duration, Instant};
+
+use rustix::process::{Pid, PidfdFlags, Signal, WaitOptions};
+
+/// The grace between `SIGTERM` and `SIGKILL` in [`stop_group`]: 5 s.
+pub const GRACE: Duration = Duration::from_secs(5);
+
+/// `child`'s pid as rustix spells it.
+///
+/// # Errors
+///
+/// `child`'s id does not fit a pid (it always does on Linux).
+pub fn pid_of(child: &Child) -> io::Result<Pid> {
+    i32::try_from(child.id())
+        .ok()
+        .and_then(Pid::from_raw)
+        .ok_or_else(|| io::Error::other("child pid out of range"))
+}
+
+/// A pidfd for `child`, un-reaped: readable once it exits, and a way to signal it that can
+/// never hit a reused pid.
+///
+/// # Errors
+///
+/// The operating-system error of `pidfd_open` (Linux 5.3 and later).
+pub fn pidfd_of(child: &Child) -> io::Result<OwnedFd> {
+    Ok(rustix::process::pidfd_open(
+        pid_of(child)?,
+        PidfdFlags::empty(),
+    )?)
+}
+
+/// Stops the process group `pgid`: nothing to do when no member is alive; otherwise
+/// `SIGTERM`, up to [`GRACE`] for the members to exit, then `SIGKILL` and a bounded wait
+/// (2 s) for them to die. Call it before reaping the group's leader.
+///
+/// # Process-global effects
+///
+/// Signals every process of the group (it blocks for up to [`GRACE`] + 2 s).
+pub fn stop_group(pgid: Pid) {
+    if !group_alive(pgid) {
+        return;
+    }
+    let _ = rustix::process::kill_process_group(pgid, Signal::TERM);
+    let grace_end = Instant::now() + GRACE;
+    while Instant::now() < grace_end {
+        std::thread::sleep(Duration::from_millis(20));
+        if !group_alive(pgid) {
+            return;
+        }
+    }
+    let _ = rustix::process::kill_process_group(pgid, Signal::KILL);
+    let kill_end = Instant::now() + Duration::from_secs(2);
+    while group_alive(pgid) && Instant::now() < kill_end {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// `SIGKILL` to group `leader` and to every live process of session `leader`, round after
+/// round until none is left (at most 100 rounds, 10 ms apart).
+///
+/// # Process-global effects
+///
+/// Kills every process of that group and session (ours included, were we one of them).
+pub fn kill_group_and_session(leader: Pid) {
+    for _ in 0..100 {
+        let members = session_members(leader);
+        let group = group_alive(leader);
+        if members.is_empty() && !group {
+            return;
+        }
+        if group {
+            let _ = rustix::process::kill_process_group(leader, Signal::KILL);
+        }
+        for pid in members {
+            let _ = rustix::process::kill_process(pid, Signal::KILL);
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Makes this process a child subreaper (Linux `PR_SET_CHILD_SUBREAPER`): orphaned
+/// descendants are reparented to it instead of to init, where [`stop_strays`] can find
+/// them. Best effort: without it, a descendant that leaves its group can escape.
+///
+/// # Process-global effects
+///
+/// For the rest of the process's life, every orphaned descendant becomes its child; it
+/// must reap them ([`reap_exited_children`], [`stop_strays`]) or they stay zombies.
+pub fn become_subreaper() {
+    let _ = rustix::process::set_child_subreaper(Some(rustix::process::getpid()));
+}
+
+/// Kills and reaps every child of this process but `spare` (which its own `Child` reaps):
+/// the descendants that left a stopped group and were reparented to us (see
+/// [`become_subreaper`]). They get `SIGKILL` at once. Bounded: a process that keeps forking
+/// is outrun after a few rounds (at most 64, 10 ms apart) of killing its whole reparented
+/// generation.
+///
+/// # Process-global effects
+///
+/// Kills and reaps child processes this process did not necessarily start.
+pub fn stop_strays(spare: Option<u32>) {
+    let me = rustix::process::getpid().as_raw_nonzero().get();
+    let spare = spare
+        .and_then(|p| i32::try_from(p).ok())
+        .and_then(Pid::from_raw);
+    for _ in 0..64 {
+        let children = processes(|p| p.ppid == me && Some(p.pid) != spare);
+        for stat in &children {
+            if !stat.dead {
+                // At worst it names a process that already exited (ESRCH), which is harmless.
+                let _ = rustix::process::kill_process(stat.pid, Signal::KILL);
+            }
+        }
+        for stat in children.iter().filter(|s| s.dead) {
+            reap(stat.pid);
+        }
+        if children.is_empty() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Reaps the children of this process that have already exited, except `keep` (those
+/// belong to a `std::process::Child`, which reaps them itself). Never `waitpid(-1)`.
+///
+/// # Process-global effects
+///
+/// Reaps child processes this process did not necessarily start.
+pub fn reap_exited_children(keep: &[Pid]) {
+    let me = rustix::process::getpid().as_raw_nonzero().get();
+    for stat in processes(|p| p.ppid == me && p.state == 'Z' && !keep.contains(&p.pid)) {
+        reap(stat.pid);
+    }
+}
+
+/// Reaps our exited child `pid` without waiting.
+fn reap(pid: Pid) {
+    let _ = rustix::process::waitpid(Some(pid), WaitOptions::NOHANG);
+}
+
+/// Whether any member of the group is alive (zombies excluded), read from `/proc`. Without
+/// `/proc`, whether the group exists at all.
+#[must_use]
+pub fn group_alive(pgid: Pid) -> bool {
+    if std::fs::metadata("/proc/self/stat").is_err() {
+        return rustix::process::test_kill_process_group(pgid).is_ok();
+    }
+    let want = pgid.as_raw_nonzero().get();
+    !processes(|p| p.pgrp == want && !p.dead).is_empty()
+}
+
+/// The live (not zombie) processes of session `sid`, read from `/proc`.
+#[must_use]
+pub fn session_members(sid: Pid) -> Vec<Pid> {
+    let want = sid.as_raw_nonzero().get();
+    processes(|p| p.session == want && !p.dead)
+        .iter()
+        .map(|stat| stat.pid)
+        .collect()
+}
+
+/// One process as `/proc/PID/stat` describes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stat {
+    /// Its pid.
+    pub pid: Pid,
+    /// Its parent's pid (0 for init).
+    pub ppid: i32,
+    /// Its process group.
+    pub pgrp: i32,
+    /// Its session.
+    pub session: i32,
+    /// The one-letter state (`R`, `S`, `Z`, …).
+    pub state: char,
+    /// A zombie (`Z`) or dead (`X`): no longer running any code.
+    pub dead: bool,
+}
+
+impl Stat {
+    /// The process `pid`, `None` when it does not exist (or `/proc` is not mounted).
+    #[must_use]
+    pub fn of(pid: Pid) -> Option<Self> {
+        let raw = pid.as_raw_nonzero().get();
+        Self::parse(raw, &std::fs::read(format!("/proc/{raw}/stat")).ok()?)
+    }
+
+    /// `pid (comm) state ppid pgrp session …`: `comm` may contain anything, so the fields
+    /// are split after the last `)`.
+    fn parse(raw_pid: i32, stat: &[u8]) -> Option<Self> {
+        let close = stat.iter().rposition(|b| *b == b')')?;
+        let rest = String::from_utf8_lossy(&stat[close + 1..]);
+        let mut fields = rest.split_ascii_whitespace();
+        let state = fields.next()?.chars().next()?;
+        let mut number = || fields.next()?.parse::<i32>().ok();
+        let (ppid, pgrp, session) = (number()?, number()?, number()?);
+        Some(Self {
+            pid: Pid::from_raw(raw_pid)?,
+            ppid,
+            pgrp,
+            session,
+            state,
+            dead: matches!(state, 'Z' | 'X'),
+        })
+    }
+}
+
+/// Every process whose `/proc/PID/stat` satisfies `keep` (none without `/proc`).
+fn processes(keep: impl Fn(&Stat) -> bool) -> Vec<Stat> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|entry| {
+            let pid = entry.file_name().to_str()?.parse::<i32>().ok()?;
+            Stat::parse(pid, &std::fs::read(entry.path().join("stat")).ok()?)
+        })
+        .filter(|stat| keep(stat))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stat_line_is_split_after_the_last_parenthesis() {
+        let stat = Stat::parse(7, b"7 (a) b) (c) Z 1 7 3 0 0").expect("parsed");
+        assert_eq!(
+            (stat.state, stat.ppid, stat.pgrp, stat.session),
+            ('Z', 1, 7, 3)
+        );
+        assert!(stat.dead);
+        assert_eq!(Stat::parse(7, b"7 (x) S 1 2"), None, "too few fields");
+        assert_eq!(Stat::parse(0, b"0 (x) S 1 2 3"), None, "not a pid");
+    }
+
+    #[test]
+    fn this_process_is_found_alive_in_its_group_and_session() {
+        let me = Stat::of(rustix::process::getpid()).expect("own stat");
+        assert!(!me.dead);
+        let pgrp = Pid::from_raw(me.pgrp).expect("pgrp");
+        assert!(group_alive(pgrp));
+        let sid = Pid::from_raw(me.session).expect("sid");
+        assert!(session_members(sid).contains(&rustix::process::getpid()));
+    }
+}
