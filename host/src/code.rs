@@ -16,6 +16,7 @@
 //! | 9 | `MUTATION_REFUSED`: the five policy refusals, `MUTATION_FAILED` and the batch refusals of `edit` |
 //! | 10 | `ATTEMPT_FAILED` |
 //! | 11 | `READ_REFUSED`: the four refusals of `read` |
+//! | 12 | `CANDIDATES_REFUSED`: `CANDIDATE_NOT_FOUND`, `CANDIDATE_CHANGED`, `APPLY_CONFLICT` |
 
 use std::fmt;
 
@@ -71,6 +72,12 @@ pub enum Code {
     CleanupFailed,
     /// Delivery: `deliver` itself received SIGINT, SIGTERM or SIGHUP.
     Interrupted,
+    /// Candidates: no candidate has the given id.
+    CandidateNotFound,
+    /// Candidates: the candidate's ref no longer names the expected commit.
+    CandidateChanged,
+    /// Candidates: the candidate does not merge cleanly onto `HEAD`; nothing was applied.
+    ApplyConflict,
     /// Attempt: preparation, Pi or artifact publication failed.
     AttemptFailed,
     /// Edit: `occurrence` is not between 1 and the number of occurrences.
@@ -134,6 +141,9 @@ impl Code {
             Self::GitFailed => ("GIT_FAILED", 8),
             Self::CleanupFailed => ("CLEANUP_FAILED", 8),
             Self::Interrupted => ("INTERRUPTED", 8),
+            Self::CandidateNotFound => ("CANDIDATE_NOT_FOUND", 12),
+            Self::CandidateChanged => ("CANDIDATE_CHANGED", 12),
+            Self::ApplyConflict => ("APPLY_CONFLICT", 12),
             Self::PathUndeclared => ("PATH_UNDECLARED", 9),
             Self::RevisionUnavailable => ("REVISION_UNAVAILABLE", 9),
             Self::RevisionStale => ("REVISION_STALE", 9),

@@ -127,7 +127,8 @@ impl Caller {
         }
     }
 
-    /// Asserts nothing changed except the new candidate refs `names`, which must exist.
+    /// Asserts nothing changed except the new candidate refs `names`, which must exist,
+    /// and the receipt ref beside each.
     pub fn assert_unchanged_but_refs(&self, root: &Path, names: &[String]) {
         let mut now = Self::capture(root);
         for name in names {
@@ -138,23 +139,18 @@ impl Caller {
                 now.refs.len() + 1,
                 "the candidate ref {name} must exist"
             );
+            if let Some(id_dir) = name.strip_suffix("/head") {
+                now.refs
+                    .retain(|r| !r.starts_with(&format!("{id_dir}/receipt ")));
+            }
         }
         assert_eq!(self, &now, "the caller's repository changed");
     }
 
-    /// Asserts nothing changed except, when given, the new candidate ref.
+    /// Asserts nothing changed except, when given, the new candidate ref (and its receipt).
     pub fn assert_unchanged(&self, root: &Path, new_ref: Option<&str>) {
-        let mut now = Self::capture(root);
-        if let Some(name) = new_ref {
-            let before = now.refs.len();
-            now.refs.retain(|r| !r.starts_with(&format!("{name} ")));
-            assert_eq!(
-                before,
-                now.refs.len() + 1,
-                "the candidate ref {name} must exist"
-            );
-        }
-        assert_eq!(self, &now, "the caller's repository changed");
+        let names: Vec<String> = new_ref.into_iter().map(str::to_owned).collect();
+        self.assert_unchanged_but_refs(root, &names);
     }
 }
 

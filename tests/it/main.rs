@@ -3,6 +3,7 @@
 //! per area.
 
 mod attempt;
+mod candidates;
 mod component;
 mod deliver;
 mod deliver_output;

@@ -9,6 +9,7 @@ use std::io::Write;
 use crate::code::{Code, USAGE_EXIT};
 
 pub mod attempt;
+pub mod candidates;
 pub mod check;
 pub mod component;
 pub mod deliver;
@@ -21,6 +22,7 @@ usage:
   satyrn-host check --repo REPO CONTRACT
   satyrn-host protocol < REQUEST.json
   satyrn-host deliver --repo REPO [--timeout SECONDS] CONTRACT -- COMMAND [ARG ...]
+  satyrn-host candidates list|show|diff|apply|drop --repo REPO [--json] ... (--help)
   satyrn-host attempt [--model MODEL] CONTRACT
   satyrn-host mcp --repo WORKTREE CONTRACT
   satyrn-host component export --out DIR
@@ -46,6 +48,7 @@ fn dispatch(args: &[OsString]) -> u8 {
         Some("check") => check::run(rest),
         Some("protocol") => protocol::run(rest),
         Some("deliver") => deliver::run(rest),
+        Some("candidates") => candidates::run(rest),
         Some("attempt") => {
             panic::trigger("attempt");
             attempt::run(rest)

@@ -226,6 +226,14 @@ fn unstage_temporaries(wt: &Git, base: &str) -> Result<(), GitError> {
     Ok(())
 }
 
+/// The receipt ref of `id`: an annotated tag object, beside the head ref, pointing at the
+/// candidate commit. Its tagger date is when the candidate was published (the commit's own
+/// date is fixed) and its message the receipt as `deliver` printed it.
+#[must_use]
+pub fn receipt_ref_name(id: &str) -> String {
+    format!("{REF_PREFIX}{id}/receipt")
+}
+
 /// How a publish ended.
 #[derive(Debug)]
 pub enum Published {
@@ -237,13 +245,39 @@ pub enum Published {
     Failed(GitError),
 }
 
-/// `git update-ref --no-deref <ref> <commit> ""`: creates the ref only if absent; after a
-/// failure, re-reads it.
+/// Writes the receipt tag of the candidate `commit` (`git mktag`): tagger the fixed
+/// identity at `created` (seconds since the epoch, UTC), message `receipt_json`.
+///
+/// # Errors
+///
+/// [`GitError`] when `mktag` fails.
+pub fn write_receipt_tag(
+    repo: &Git,
+    id: &str,
+    commit: &str,
+    created: u64,
+    receipt_json: &str,
+) -> Result<String, GitError> {
+    let body = format!(
+        "object {commit}\ntype commit\ntag satyrn-candidate-{id}\ntagger {IDENTITY_NAME} <{IDENTITY_EMAIL}> {created} +0000\n\n{receipt_json}\n"
+    );
+    let out = repo.run_input(&["mktag"], body.as_bytes())?;
+    Ok(String::from_utf8_lossy(&out).trim().to_owned())
+}
+
+/// Creates `name` at `commit` and, when given, the receipt ref at its tag, in one
+/// `git update-ref --stdin` transaction: both only if absent, both or neither. After a
+/// failure, re-reads `name`.
 ///
 /// # Errors
 ///
 /// [`GitError`] when git cannot be run at all.
-pub fn publish(repo: &Git, name: &str, commit: &str) -> Result<Published, GitError> {
+pub fn publish(
+    repo: &Git,
+    name: &str,
+    commit: &str,
+    receipt: Option<(&str, &str)>,
+) -> Result<Published, GitError> {
     let args = [
         "-c",
         "core.filesRefLockTimeout=2000",
@@ -251,11 +285,14 @@ pub fn publish(repo: &Git, name: &str, commit: &str) -> Result<Published, GitErr
         "--no-deref",
         "-m",
         "satyrn deliver",
-        name,
-        commit,
-        "",
+        "--stdin",
+        "-z",
     ];
-    let out = repo.output(&args)?;
+    let mut input = format!("create {name}\0{commit}\0").into_bytes();
+    if let Some((receipt_name, tag)) = receipt {
+        input.extend_from_slice(format!("create {receipt_name}\0{tag}\0").as_bytes());
+    }
+    let out = repo.output_input(&args, &input)?;
     if out.status.success() {
         return Ok(Published::Created);
     }

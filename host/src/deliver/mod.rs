@@ -236,15 +236,32 @@ pub fn deliver(request: &Request) -> Receipt {
         return progress.finish(Code::Interrupted, interrupted_message(s));
     }
     let name = candidate::ref_name(&contract.id);
-    match candidate::publish(&repo, &name, &commit) {
-        Ok(Published::Created) => {
-            progress.receipt.candidate_ref = Some(name);
-            progress.receipt.candidate_commit = Some(commit);
-            progress.receipt.paths = paths;
-            progress.receipt.warnings.extend(warnings);
-            progress.receipt.warnings.sort();
-            progress.finish(Code::Ok, "")
+    progress.receipt.candidate_ref = Some(name.clone());
+    progress.receipt.candidate_commit = Some(commit.clone());
+    progress.receipt.paths = paths;
+    progress.receipt.warnings.extend(warnings);
+    progress.receipt.warnings.sort();
+    let mut published = progress.receipt.clone();
+    published.code = Code::Ok;
+    published.outcome = Outcome::CandidateCreated;
+    let receipt_name = candidate::receipt_ref_name(&contract.id);
+    let tag = match candidate::write_receipt_tag(
+        &repo,
+        &contract.id,
+        &commit,
+        now_seconds(),
+        &published.to_json(),
+    ) {
+        Ok(tag) => tag,
+        Err(e) => {
+            return progress.finish(
+                Code::GitFailed,
+                format!("cannot write the receipt of {name}: {e}"),
+            );
         }
+    };
+    match candidate::publish(&repo, &name, &commit, Some((&receipt_name, &tag))) {
+        Ok(Published::Created) => progress.finish(Code::Ok, ""),
         Ok(Published::Exists) => progress.finish(
             Code::CandidateExists,
             format!("candidate ref {name} already exists; nothing was published"),
@@ -254,6 +271,13 @@ pub fn deliver(request: &Request) -> Receipt {
         }
         Err(e) => progress.finish(Code::GitFailed, format!("cannot publish {name}: {e}")),
     }
+}
+
+/// Seconds since the epoch now (0 for a clock before it).
+fn now_seconds() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
 }
 
 /// Steps 2–4 inside the worktree; returns the pending result (cleanup still to do).
@@ -373,7 +397,7 @@ fn head_moved(wt: &Git, base: &str) -> Result<Option<String>, GitError> {
 }
 
 /// Resolves `path` as a worktree root. `Ok(Err(message))` is `REPO_UNAVAILABLE`.
-fn resolve_root(path: &Path) -> Result<Result<Git, String>, GitError> {
+pub(crate) fn resolve_root(path: &Path) -> Result<Result<Git, String>, GitError> {
     let meta = match std::fs::metadata(path) {
         Ok(m) => m,
         Err(e) => {
@@ -418,8 +442,14 @@ fn resolve_root(path: &Path) -> Result<Result<Git, String>, GitError> {
     Ok(Ok(git))
 }
 
-/// The refusals that need nothing created: dirty tree, invalid id, existing candidate.
-fn preflight(repo: &Git, id: &str) -> Result<Option<(Code, String)>, GitError> {
+/// `None` when the worktree of `repo` is clean (no tracked, staged or deleted change, no
+/// untracked file; ignored files do not count), else up to five of its `status` entries.
+/// Reads only (`GIT_OPTIONAL_LOCKS=0`: the index is not even refreshed).
+///
+/// # Errors
+///
+/// [`GitError`] when `git status` fails.
+pub(crate) fn dirty_entries(repo: &Git) -> Result<Option<Vec<String>>, GitError> {
     let status = repo.run(&[
         "status",
         "--porcelain=v1",
@@ -428,13 +458,22 @@ fn preflight(repo: &Git, id: &str) -> Result<Option<(Code, String)>, GitError> {
         "--ignore-submodules=none",
     ])?;
     let entries = git::split_z(&status);
-    if !entries.is_empty() {
-        let shown: Vec<String> = entries
+    if entries.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(
+        entries
             .iter()
             .filter(|e| e.len() > 3 && e[2] == b' ')
             .take(5)
             .map(|e| String::from_utf8_lossy(e).into_owned())
-            .collect();
+            .collect(),
+    ))
+}
+
+/// The refusals that need nothing created: dirty tree, invalid id, existing candidate.
+fn preflight(repo: &Git, id: &str) -> Result<Option<(Code, String)>, GitError> {
+    if let Some(shown) = dirty_entries(repo)? {
         return Ok(Some((
             Code::RepoDirty,
             format!("the worktree has uncommitted changes or untracked files: {shown:?}"),
