@@ -367,6 +367,7 @@ fn drop_racing_a_republication_never_loses_it() {
         std::thread::sleep(spread * (rounds % 16) / 16);
         let republish = git(&root)
             .args(["update-ref", "-d", name, &c1])
+            .stderr(Stdio::null())
             .status()
             .expect("delete")
             .success()
@@ -400,14 +401,13 @@ fn drop_racing_a_republication_never_loses_it() {
                 "round {rounds}: {code}"
             );
         }
-        git(&root)
-            .args(["update-ref", "-d", name])
-            .status()
-            .expect("reset");
-        git(&root)
-            .args(["update-ref", "-d", receipt])
-            .status()
-            .expect("reset");
+        for r in [name, receipt] {
+            git(&root)
+                .args(["update-ref", "-d", r])
+                .stderr(Stdio::null())
+                .status()
+                .expect("reset");
+        }
         rounds += 1;
     }
     eprintln!("{rounds} rounds: {dropped} drops won, {republished} re-publications kept");

@@ -4,6 +4,7 @@
 
 mod attempt;
 mod candidates;
+mod candidates_remote;
 mod component;
 mod deliver;
 mod deliver_output;

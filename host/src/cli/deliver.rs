@@ -1,4 +1,4 @@
-//! `satyrn-host deliver --repo REPO [--timeout SECONDS] CONTRACT -- COMMAND [ARG ...]`:
+//! `satyrn-host deliver --repo REPO [--timeout SECONDS] [--push REMOTE] CONTRACT -- COMMAND [ARG ...]`:
 //! runs one attempt in a detached worktree and prints one receipt (see
 //! [`crate::deliver`] and `docs/delivery.md`).
 //!
@@ -13,6 +13,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::code::Code;
+use crate::deliver::candidate::MAX_ATTEMPTS;
 use crate::deliver::{self, DEFAULT_TIMEOUT, Request, receipt::Outcome, receipt::Receipt};
 
 /// Parses `deliver`'s arguments. `Err` is a usage message.
@@ -32,6 +33,8 @@ pub fn parse(args: &[OsString]) -> Result<Request, String> {
     let mut repo: Option<PathBuf> = None;
     let mut timeout: Option<Duration> = None;
     let mut contract: Option<PathBuf> = None;
+    let mut push: Option<String> = None;
+    let mut attempt: Option<u16> = None;
     let mut iter = ours.iter();
     while let Some(arg) = iter.next() {
         if arg == "--repo" {
@@ -45,6 +48,23 @@ pub fn parse(args: &[OsString]) -> Result<Request, String> {
                 Some(value) if timeout.is_none() => timeout = Some(parse_timeout(value)?),
                 Some(_) => return Err("--timeout given twice".to_owned()),
                 None => return Err("--timeout needs a value".to_owned()),
+            }
+        } else if arg == "--push" {
+            match iter.next().map(|v| v.to_str()) {
+                Some(Some(value)) if push.is_none() && !value.is_empty() => {
+                    push = Some(value.to_owned());
+                }
+                Some(_) if push.is_some() => return Err("--push given twice".to_owned()),
+                Some(_) => return Err("--push needs a UTF-8, non-empty REMOTE".to_owned()),
+                None => return Err("--push needs a value".to_owned()),
+            }
+        } else if arg == "--attempt" {
+            match iter.next() {
+                Some(value) if attempt.is_none() => {
+                    attempt = Some(parse_index("--attempt", value)?)
+                }
+                Some(_) => return Err("--attempt given twice".to_owned()),
+                None => return Err("--attempt needs a value".to_owned()),
             }
         } else if arg.to_string_lossy().starts_with('-') {
             return Err(format!("deliver: unknown option {arg:?}"));
@@ -62,7 +82,26 @@ pub fn parse(args: &[OsString]) -> Result<Request, String> {
         contract,
         timeout: timeout.unwrap_or(DEFAULT_TIMEOUT),
         argv: command.to_vec(),
+        push,
+        attempt,
     })
+}
+
+/// A decimal integer from 1 to [`MAX_ATTEMPTS`] (digits only).
+///
+/// # Errors
+///
+/// A usage message naming `option`.
+pub fn parse_index(option: &str, value: &OsString) -> Result<u16, String> {
+    let bad = || format!("{option} takes a number from 1 to {MAX_ATTEMPTS}, got {value:?}");
+    let text = value.to_str().ok_or_else(bad)?;
+    if text.is_empty() || text.len() > 3 || !text.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(bad());
+    }
+    text.parse::<u16>()
+        .ok()
+        .filter(|n| (1..=MAX_ATTEMPTS).contains(n))
+        .ok_or_else(bad)
 }
 
 /// Finite, positive seconds that fit a [`Duration`].

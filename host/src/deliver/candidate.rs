@@ -19,6 +19,23 @@ pub fn ref_name(id: &str) -> String {
     format!("{REF_PREFIX}{id}/head")
 }
 
+/// The largest attempt index of a series (`--attempt`, `--attempts`).
+pub const MAX_ATTEMPTS: u16 = 999;
+
+/// The candidate id of attempt `index` of contract `id`: `<id>/<index as 3 digits>`
+/// (`feature-1/007`), or `id` itself for a single attempt. A contract id never contains `/`,
+/// so an attempt's candidate never collides with a single-attempt one; the fixed width sorts
+/// the attempts by index; `refs/satyrn/candidates/<id>/head` and
+/// `refs/satyrn/candidates/<id>/007/head` can exist side by side (neither is a prefix
+/// directory of the other's ref file).
+#[must_use]
+pub fn attempt_id(id: &str, index: Option<u16>) -> String {
+    match index {
+        Some(i) => format!("{id}/{i:03}"),
+        None => id.to_owned(),
+    }
+}
+
 /// Why an id is refused (`INVALID_CANDIDATE_ID`), or `Ok` when it is one valid ref
 /// component without a [`deceptive`] character. Never normalized.
 ///

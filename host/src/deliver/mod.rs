@@ -18,6 +18,7 @@
 pub mod admin_lock;
 pub mod candidate;
 pub mod command;
+pub mod push;
 pub mod receipt;
 pub mod signals;
 pub mod spool;
@@ -52,6 +53,11 @@ pub struct Request {
     pub timeout: Duration,
     /// The command's argv (non-empty), preserved exactly.
     pub argv: Vec<OsString>,
+    /// `--push REMOTE`: after the local candidate exists, publish it there create-only.
+    pub push: Option<String>,
+    /// `--attempt I`: this is attempt `I` (1–999) of a series; the candidate id is
+    /// [`candidate::attempt_id`].
+    pub attempt: Option<u16>,
 }
 
 /// `path` made absolute against the current directory and lexically normalized: `.`,
@@ -159,12 +165,13 @@ pub fn deliver(request: &Request) -> Receipt {
         }
     };
     progress.receipt.contract_id = Some(contract.id.clone());
+    let id = candidate::attempt_id(&contract.id, request.attempt);
     let repo = match resolve_root(&repo_path) {
         Ok(Ok(git)) => git,
         Ok(Err(message)) => return progress.finish(Code::RepoUnavailable, message),
         Err(e) => return progress.finish(Code::GitFailed, e.to_string()),
     };
-    match preflight(&repo, &contract.id) {
+    match preflight(&repo, &contract.id, &id) {
         Ok(None) => {}
         Ok(Some((code, message))) => return progress.finish(code, message),
         Err(e) => return progress.finish(Code::GitFailed, e.to_string()),
@@ -191,14 +198,7 @@ pub fn deliver(request: &Request) -> Receipt {
         Err(e) => return progress.finish(Code::GitFailed, e.to_string()),
     };
     progress.started = true;
-    let pending = run_attempt(
-        request,
-        &contract.id,
-        &base,
-        &mut attempt,
-        &mut progress,
-        lock,
-    );
+    let pending = run_attempt(request, &id, &base, &mut attempt, &mut progress, lock);
 
     // 5. Cleanup before publishing; its failure supersedes.
     match attempt.cleanup() {
@@ -235,7 +235,7 @@ pub fn deliver(request: &Request) -> Receipt {
     if let Some(s) = signals::received() {
         return progress.finish(Code::Interrupted, interrupted_message(s));
     }
-    let name = candidate::ref_name(&contract.id);
+    let name = candidate::ref_name(&id);
     progress.receipt.candidate_ref = Some(name.clone());
     progress.receipt.candidate_commit = Some(commit.clone());
     progress.receipt.paths = paths;
@@ -244,10 +244,10 @@ pub fn deliver(request: &Request) -> Receipt {
     let mut published = progress.receipt.clone();
     published.code = Code::Ok;
     published.outcome = Outcome::CandidateCreated;
-    let receipt_name = candidate::receipt_ref_name(&contract.id);
+    let receipt_name = candidate::receipt_ref_name(&id);
     let tag = match candidate::write_receipt_tag(
         &repo,
-        &contract.id,
+        &id,
         &commit,
         now_seconds(),
         &published.to_json(),
@@ -261,7 +261,16 @@ pub fn deliver(request: &Request) -> Receipt {
         }
     };
     match candidate::publish(&repo, &name, &commit, Some((&receipt_name, &tag))) {
-        Ok(Published::Created) => progress.finish(Code::Ok, ""),
+        Ok(Published::Created) => match &request.push {
+            None => progress.finish(Code::Ok, ""),
+            Some(remote) => {
+                let refs = (
+                    (name.as_str(), commit.as_str()),
+                    (receipt_name.as_str(), tag.as_str()),
+                );
+                publish_remote(&repo, remote, refs, progress)
+            }
+        },
         Ok(Published::Exists) => progress.finish(
             Code::CandidateExists,
             format!("candidate ref {name} already exists; nothing was published"),
@@ -271,6 +280,45 @@ pub fn deliver(request: &Request) -> Receipt {
         }
         Err(e) => progress.finish(Code::GitFailed, format!("cannot publish {name}: {e}")),
     }
+}
+
+/// Step 5 of `--push`: the local candidate exists; push it create-only. A failed push
+/// withdraws the local refs, so the receipt's "nothing published" holds everywhere.
+fn publish_remote(
+    repo: &Git,
+    remote: &str,
+    (head, receipt): ((&str, &str), (&str, &str)),
+    mut progress: Progress,
+) -> Receipt {
+    let pushed = push::push(repo, remote, head, receipt);
+    let (code, message) = match pushed {
+        Ok(push::Pushed::Created) => (Code::Ok, String::new()),
+        Ok(push::Pushed::Exists) => (
+            Code::CandidateExists,
+            format!("{} already exists on {remote}", head.0),
+        ),
+        Ok(push::Pushed::Failed(e)) => (Code::GitFailed, format!("cannot push to {remote}: {e}")),
+        Err(e) => (Code::GitFailed, format!("cannot push to {remote}: {e}")),
+    };
+    progress.receipt.published = Some(push::Publication {
+        remote: remote.to_owned(),
+        pushed: code == Code::Ok,
+        message: message.clone(),
+    });
+    if code == Code::Ok {
+        return progress.finish(Code::Ok, "");
+    }
+    let kept = match push::withdraw(repo, head, receipt) {
+        Ok(()) => "the local candidate refs were withdrawn".to_owned(),
+        Err(e) => format!("the local candidate refs could not be withdrawn ({e})"),
+    };
+    progress.finish(
+        code,
+        format!(
+            "{message}; candidate commit {} was not published; {kept}",
+            head.1
+        ),
+    )
 }
 
 /// Seconds since the epoch now (0 for a clock before it).
@@ -471,15 +519,16 @@ pub(crate) fn dirty_entries(repo: &Git) -> Result<Option<Vec<String>>, GitError>
     ))
 }
 
-/// The refusals that need nothing created: dirty tree, invalid id, existing candidate.
-fn preflight(repo: &Git, id: &str) -> Result<Option<(Code, String)>, GitError> {
+/// The refusals that need nothing created: dirty tree, invalid contract id, existing
+/// candidate `id` (the contract id, or an attempt's id below it).
+fn preflight(repo: &Git, contract_id: &str, id: &str) -> Result<Option<(Code, String)>, GitError> {
     if let Some(shown) = dirty_entries(repo)? {
         return Ok(Some((
             Code::RepoDirty,
             format!("the worktree has uncommitted changes or untracked files: {shown:?}"),
         )));
     }
-    if let Err(m) = candidate::check_id(repo, id)? {
+    if let Err(m) = candidate::check_id(repo, contract_id)? {
         return Ok(Some((Code::InvalidCandidateId, m)));
     }
     let name = candidate::ref_name(id);
