@@ -8,6 +8,7 @@ mod candidates_remote;
 mod component;
 mod deliver;
 mod deliver_output;
+mod deliver_series;
 mod deliver_signals;
 mod deliver_warnings;
 mod edit_component;

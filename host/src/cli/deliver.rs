@@ -35,6 +35,8 @@ pub fn parse(args: &[OsString]) -> Result<Request, String> {
     let mut contract: Option<PathBuf> = None;
     let mut push: Option<String> = None;
     let mut attempt: Option<u16> = None;
+    let mut attempts: Option<u16> = None;
+    let mut jobs: Option<u16> = None;
     let mut iter = ours.iter();
     while let Some(arg) = iter.next() {
         if arg == "--repo" {
@@ -66,6 +68,18 @@ pub fn parse(args: &[OsString]) -> Result<Request, String> {
                 Some(_) => return Err("--attempt given twice".to_owned()),
                 None => return Err("--attempt needs a value".to_owned()),
             }
+        } else if arg == "--attempts" || arg == "--jobs" {
+            let name = arg.to_string_lossy();
+            let slot = if arg == "--attempts" {
+                &mut attempts
+            } else {
+                &mut jobs
+            };
+            match iter.next() {
+                Some(value) if slot.is_none() => *slot = Some(parse_index(&name, value)?),
+                Some(_) => return Err(format!("{name} given twice")),
+                None => return Err(format!("{name} needs a value")),
+            }
         } else if arg.to_string_lossy().starts_with('-') {
             return Err(format!("deliver: unknown option {arg:?}"));
         } else if contract.is_none() {
@@ -77,6 +91,14 @@ pub fn parse(args: &[OsString]) -> Result<Request, String> {
     let (Some(repo), Some(contract)) = (repo, contract) else {
         return Err("deliver needs --repo REPO and CONTRACT".to_owned());
     };
+    let series = match (attempts, jobs, attempt) {
+        (Some(_), _, Some(_)) => {
+            return Err("--attempt and --attempts exclude each other".to_owned());
+        }
+        (None, Some(_), _) => return Err("--jobs needs --attempts".to_owned()),
+        (Some(n), j, None) => Some((n, j.unwrap_or_else(default_jobs))),
+        (None, None, _) => None,
+    };
     Ok(Request {
         repo,
         contract,
@@ -84,6 +106,7 @@ pub fn parse(args: &[OsString]) -> Result<Request, String> {
         argv: command.to_vec(),
         push,
         attempt,
+        series,
     })
 }
 
@@ -102,6 +125,15 @@ pub fn parse_index(option: &str, value: &OsString) -> Result<u16, String> {
         .ok()
         .filter(|n| (1..=MAX_ATTEMPTS).contains(n))
         .ok_or_else(bad)
+}
+
+/// The default `--jobs`: the number of CPUs this process may use (1 when unknown).
+fn default_jobs() -> u16 {
+    std::thread::available_parallelism()
+        .ok()
+        .and_then(|n| u16::try_from(n.get()).ok())
+        .unwrap_or(1)
+        .min(MAX_ATTEMPTS)
 }
 
 /// Finite, positive seconds that fit a [`Duration`].
@@ -128,6 +160,9 @@ pub fn run(args: &[OsString]) -> u8 {
         Ok(r) => r,
         Err(message) => return super::usage_error(&message),
     };
+    if let Some((attempts, jobs)) = request.series {
+        return run_series(args, attempts, jobs, &request);
+    }
     let receipt = match deliver::signals::install() {
         Ok(()) => super::panic::catch(|| {
             super::panic::trigger("deliver");
@@ -154,6 +189,34 @@ pub fn run(args: &[OsString]) -> u8 {
     };
     super::print_json_line(&receipt.to_json());
     receipt.exit_status()
+}
+
+/// `--attempts N`: supervises N child `deliver`s and prints one summary line.
+fn run_series(args: &[OsString], attempts: u16, jobs: u16, request: &Request) -> u8 {
+    let refused = |message: String| {
+        let repo = deliver::normalize(&request.repo);
+        let receipt = Receipt::new(
+            Outcome::Refused,
+            Code::InternalError,
+            message,
+            &repo.to_string_lossy(),
+        );
+        super::print_json_line(&receipt.to_json());
+        receipt.exit_status()
+    };
+    if let Err(e) = deliver::signals::install() {
+        return refused(format!("cannot install signal handlers: {e}"));
+    }
+    let exe = match std::env::current_exe() {
+        Ok(exe) => exe,
+        Err(e) => return refused(format!("cannot find this executable: {e}")),
+    };
+    let summary = deliver::series::run(&exe, args, attempts, jobs);
+    match serde_json::to_string(&summary) {
+        Ok(line) => super::print_json_line(&line),
+        Err(e) => return refused(format!("cannot render the summary: {e}")),
+    }
+    summary.exit
 }
 
 #[cfg(test)]

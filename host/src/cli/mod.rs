@@ -21,7 +21,8 @@ const USAGE: &str = "\
 usage:
   satyrn-host check --repo REPO CONTRACT
   satyrn-host protocol < REQUEST.json
-  satyrn-host deliver --repo REPO [--timeout SECONDS] [--push REMOTE] CONTRACT -- COMMAND [ARG ...]
+  satyrn-host deliver --repo REPO [--timeout SECONDS] [--push REMOTE]
+                      [--attempt I | --attempts N [--jobs J]] CONTRACT -- COMMAND [ARG ...]
   satyrn-host candidates list|show|diff|apply|drop --repo REPO [--json] ... (--help)
   satyrn-host attempt [--model MODEL] CONTRACT
   satyrn-host mcp --repo WORKTREE CONTRACT

@@ -20,6 +20,7 @@ pub mod candidate;
 pub mod command;
 pub mod push;
 pub mod receipt;
+pub mod series;
 pub mod signals;
 pub mod spool;
 pub mod stale;
@@ -58,6 +59,9 @@ pub struct Request {
     /// `--attempt I`: this is attempt `I` (1–999) of a series; the candidate id is
     /// [`candidate::attempt_id`].
     pub attempt: Option<u16>,
+    /// `--attempts N` and `--jobs J` (default: the number of CPUs): run attempts 1 to `N`
+    /// as children, at most `J` at once ([`series`]).
+    pub series: Option<(u16, u16)>,
 }
 
 /// `path` made absolute against the current directory and lexically normalized: `.`,
