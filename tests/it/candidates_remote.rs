@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use crate::candidates::candidates;
 use crate::deliver::{Caller, FixedRepo, Run, deliver_cmd, deliver_os, finish, sh};
-use crate::support::{ContractFile, git, git_ok};
+use crate::support::{ContractFile, git_ok};
 
 /// An origin repository, a bare remote cloned from it, and two machines cloned from that.
 struct Fleet {
@@ -256,7 +256,9 @@ fn two_machines_racing_for_one_name_make_exactly_one_remote_ref() {
 }
 
 /// A `git daemon` serving `base` with receive-pack on a free port of 127.0.0.1; stopped
-/// (by its own pid) when dropped.
+/// (by its own pid) when dropped. The `git-daemon` program is started directly (from
+/// `git --exec-path`): `git daemon` would run it as a child of its own, which killing `git`
+/// leaves running.
 struct Daemon {
     child: Child,
     port: u16,
@@ -264,15 +266,17 @@ struct Daemon {
 
 impl Daemon {
     fn start(base: &Path) -> Self {
+        let exec_path = git_ok(base, &["--exec-path"]).trim().to_owned();
+        let program = Path::new(&exec_path).join("git-daemon");
         for _ in 0..5 {
             let port = TcpListener::bind("127.0.0.1:0")
                 .expect("bind")
                 .local_addr()
                 .expect("addr")
                 .port();
-            let mut child = git(base)
+            let mut child = Command::new(&program)
+                .current_dir(base)
                 .args([
-                    "daemon",
                     "--reuseaddr",
                     "--export-all",
                     "--enable=receive-pack",

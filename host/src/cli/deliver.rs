@@ -1,6 +1,7 @@
-//! `satyrn-host deliver --repo REPO [--timeout SECONDS] [--push REMOTE] CONTRACT -- COMMAND [ARG ...]`:
-//! runs one attempt in a detached worktree and prints one receipt (see
-//! [`crate::deliver`] and `docs/delivery.md`).
+//! `satyrn-host deliver --repo REPO [--timeout SECONDS] [--push REMOTE]
+//! [--attempt I | --attempts N [--jobs J]] CONTRACT -- COMMAND [ARG ...]`: runs one attempt in
+//! a detached worktree and prints one receipt, or (`--attempts`) a series of them and one
+//! summary (see [`crate::deliver`], [`crate::deliver::series`] and `docs/delivery.md`).
 //!
 //! - A literal `--` is required; every token after it is the command's argv, exactly.
 //!   A missing `--` or an empty command is a usage error: exit 2, no receipt.

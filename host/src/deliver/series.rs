@@ -82,9 +82,20 @@ struct Running {
     stdout: JoinHandle<Vec<u8>>,
 }
 
+/// The options of `deliver` that take a value (the next token, whatever it looks like).
+const VALUE_OPTIONS: [&str; 6] = [
+    "--repo",
+    "--timeout",
+    "--push",
+    "--attempt",
+    "--attempts",
+    "--jobs",
+];
+
 /// The arguments of attempt `index`'s child: `args` (those of `deliver`, without the
 /// subcommand) without `--attempts N` and `--jobs J` before the `--`, with `--attempt I` in
-/// front.
+/// front. Option values are skipped as `deliver`'s parser reads them (a `--repo` named
+/// `--jobs` stays a `--repo`).
 #[must_use]
 pub fn child_args(args: &[OsString], index: u16) -> Vec<OsString> {
     let sep = args.iter().position(|a| a == "--").unwrap_or(args.len());
@@ -95,14 +106,15 @@ pub fn child_args(args: &[OsString], index: u16) -> Vec<OsString> {
     ];
     let mut i = 0;
     while i < sep {
-        if args[i] == "--attempts" || args[i] == "--jobs" {
-            i += 2;
-        } else {
-            out.push(args[i].clone());
-            i += 1;
+        let takes_value = VALUE_OPTIONS.iter().any(|o| args[i] == *o);
+        let width = if takes_value { 2 } else { 1 };
+        let end = (i + width).min(sep);
+        if !(args[i] == "--attempts" || args[i] == "--jobs") {
+            out.extend(args[i..end].iter().cloned());
         }
+        i = end;
     }
-    out.extend(args[sep.min(args.len())..].iter().cloned());
+    out.extend(args[sep..].iter().cloned());
     out
 }
 
