@@ -564,3 +564,56 @@ fn apply_refuses_a_dirty_checkout_and_leaves_it_untouched() {
     assert_eq!(applied.code(), "OK");
     assert_eq!(std::fs::read(root.join("c.txt")).expect("read"), b"c\n");
 }
+
+#[test]
+fn apply_never_overwrites_an_ignored_file() {
+    let repo = FixedRepo::with_files(&[(".gitignore", b"build.out\nout/\n"), ("a.txt", b"a\n")]);
+    let root = repo.path();
+    make(
+        &root,
+        "unignores",
+        ": > .gitignore; echo cand > build.out; mkdir out; echo cand > out/x",
+    );
+    std::fs::write(root.join("build.out"), "mine\n").expect("write");
+    std::fs::create_dir(root.join("out")).expect("mkdir");
+    std::fs::write(root.join("out/x"), "mine too\n").expect("write");
+    let before = Caller::capture(&root);
+    let files = [
+        snapshot(&root.join("build.out")),
+        snapshot(&root.join("out/x")),
+    ];
+    let refused = candidates(&root, &["apply", "--json", "unignores"]);
+    assert_eq!(
+        (refused.status, refused.code()),
+        (12, "APPLY_CONFLICT".to_owned())
+    );
+    let message = refused.json()["message"]
+        .as_str()
+        .expect("message")
+        .to_owned();
+    assert!(
+        message.contains("build.out") && message.contains("out/x"),
+        "{message}"
+    );
+    before.assert_unchanged(&root, None);
+    assert_eq!(
+        files,
+        [
+            snapshot(&root.join("build.out")),
+            snapshot(&root.join("out/x"))
+        ]
+    );
+    assert_eq!(
+        std::fs::read(root.join(".gitignore")).expect("read"),
+        b"build.out\nout/\n"
+    );
+
+    std::fs::remove_file(root.join("build.out")).expect("rm");
+    std::fs::remove_dir_all(root.join("out")).expect("rm");
+    let applied = candidates(&root, &["apply", "--json", "unignores"]);
+    assert_eq!(applied.code(), "OK", "{}", applied.stdout);
+    assert_eq!(
+        std::fs::read(root.join("build.out")).expect("read"),
+        b"cand\n"
+    );
+}

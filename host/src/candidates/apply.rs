@@ -7,9 +7,11 @@
 //!    when `HEAD` is its base, else `git merge-tree --write-tree --merge-base=<base> HEAD
 //!    <candidate>` (a 3-way merge). Conflicts refuse the whole apply, naming every
 //!    conflicted path.
-//! 3. `git read-tree -m -u <HEAD> <tree>` moves the index and the working tree from `HEAD`'s
-//!    tree to the result; git refuses (and changes nothing) if that would overwrite a file it
-//!    does not track, ignored ones included.
+//! 3. A path the result adds that exists in the checkout (an ignored file or directory: the
+//!    checkout is clean), or below a non-directory that is not being removed, refuses the
+//!    whole apply (`git read-tree -m -u` would overwrite an ignored file silently).
+//! 4. `git read-tree -m -u <HEAD> <tree>` moves the index and the working tree from `HEAD`'s
+//!    tree to the result.
 
 use serde::Serialize;
 
@@ -77,6 +79,13 @@ pub fn apply(git: &Git, namespace: &Namespace, id: &str) -> Result<Applied, Erro
         .map(|p| String::from_utf8_lossy(p).into_owned())
         .collect();
     paths.sort();
+    let blocked = in_the_way(git, &head, &tree)?;
+    if !blocked.is_empty() {
+        return Err(Error::Overwrite {
+            id: id.to_owned(),
+            paths: blocked,
+        });
+    }
     git.run(&["read-tree", "-m", "-u", &head, &tree])?;
     Ok(Applied {
         id: id.to_owned(),
@@ -86,6 +95,55 @@ pub fn apply(git: &Git, namespace: &Namespace, id: &str) -> Result<Applied, Erro
         three_way,
         paths,
     })
+}
+
+/// The paths of the checkout that moving from `head` to `tree` would overwrite although
+/// git does not track them: an added path that exists (file, link or directory), or an
+/// ancestor of one that exists as a non-directory and is not removed by the move.
+fn in_the_way(git: &Git, head: &str, tree: &str) -> Result<Vec<String>, Error> {
+    use std::os::unix::ffi::OsStrExt;
+    let names = |filter: &str| {
+        git.run(&[
+            "diff-tree",
+            "-r",
+            "-z",
+            "--name-only",
+            "--no-renames",
+            "--ignore-submodules=none",
+            filter,
+            head,
+            tree,
+        ])
+    };
+    let added = names("--diff-filter=A")?;
+    let removed = names("--diff-filter=D")?;
+    let removed: Vec<&[u8]> = git::split_z(&removed);
+    let root = git.cwd();
+    let exists =
+        |rel: &[u8]| std::fs::symlink_metadata(root.join(std::ffi::OsStr::from_bytes(rel)));
+    let mut blocked: Vec<String> = Vec::new();
+    for path in git::split_z(&added) {
+        if exists(path).is_ok() {
+            blocked.push(String::from_utf8_lossy(path).into_owned());
+            continue;
+        }
+        let ancestors = path
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| **b == b'/')
+            .map(|(at, _)| &path[..at]);
+        for ancestor in ancestors {
+            let in_way =
+                exists(ancestor).is_ok_and(|m| !m.is_dir()) && !removed.contains(&ancestor);
+            if in_way {
+                blocked.push(String::from_utf8_lossy(ancestor).into_owned());
+                break;
+            }
+        }
+    }
+    blocked.sort();
+    blocked.dedup();
+    Ok(blocked)
 }
 
 /// The 3-way merge of `commit` onto `head` with `base` as merge base, written as a tree

@@ -57,6 +57,14 @@ pub enum Error {
         /// The conflicted paths, sorted by bytes.
         paths: Vec<String>,
     },
+    /// Applying would overwrite files in the checkout that git does not track — ignored
+    /// ones, since the checkout is clean (`APPLY_CONFLICT`).
+    Overwrite {
+        /// The candidate id.
+        id: String,
+        /// The paths in the way, sorted by bytes.
+        paths: Vec<String>,
+    },
     /// A git step failed (`GIT_FAILED`).
     Git(GitError),
     /// git answered something this module cannot read (`GIT_FAILED`).
@@ -72,7 +80,7 @@ impl Error {
             Self::NotFound(_) => Code::CandidateNotFound,
             Self::Changed { .. } => Code::CandidateChanged,
             Self::Dirty(_) => Code::RepoDirty,
-            Self::Conflict { .. } => Code::ApplyConflict,
+            Self::Conflict { .. } | Self::Overwrite { .. } => Code::ApplyConflict,
             Self::Git(_) | Self::Unexpected(_) => Code::GitFailed,
         }
     }
@@ -106,6 +114,10 @@ impl fmt::Display for Error {
             Self::Conflict { id, paths } => write!(
                 f,
                 "candidate {id:?} conflicts with HEAD in {paths:?}; nothing was applied"
+            ),
+            Self::Overwrite { id, paths } => write!(
+                f,
+                "candidate {id:?} would overwrite files git does not track (ignored) in {paths:?}; nothing was applied"
             ),
             Self::Git(e) => write!(f, "{e}"),
         }
