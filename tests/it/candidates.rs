@@ -617,3 +617,41 @@ fn apply_never_overwrites_an_ignored_file() {
         b"cand\n"
     );
 }
+
+/// A candidate fetched from elsewhere was never checked by this machine's `deliver`: an id
+/// with a bidirectional override is shown escaped on a terminal, exactly in JSON.
+#[test]
+fn ids_a_reader_could_not_see_as_they_are_are_escaped_in_text() {
+    let repo = FixedRepo::with_files(&[("a.txt", b"a\n")]);
+    let root = repo.path();
+    let commit = make(&root, "plain-id", "echo b > b.txt");
+    let tricky = "ev\u{202e}il";
+    git_ok(
+        &root,
+        &[
+            "update-ref",
+            &format!("refs/satyrn/candidates/{tricky}/head"),
+            &commit,
+        ],
+    );
+    let table = candidates(&root, &["list"]);
+    assert!(
+        table.stdout.contains("\"ev\\u{202e}il\""),
+        "{}",
+        table.stdout
+    );
+    assert!(!table.stdout.contains(tricky), "{}", table.stdout);
+    assert!(table.stdout.contains("\nplain-id "), "{}", table.stdout);
+    let listed = candidates(&root, &["list", "--json"]).json();
+    assert_eq!(entry(&listed, tricky)["commit"], commit.as_str());
+    assert!(
+        entry(&listed, tricky)["created"].is_null(),
+        "no receipt ref"
+    );
+    let shown = candidates(&root, &["show", tricky]);
+    assert!(
+        shown.stdout.starts_with("id:          \"ev\\u{202e}il\"\n"),
+        "{}",
+        shown.stdout
+    );
+}
