@@ -252,3 +252,48 @@ fn series_usage_errors_print_nothing() {
     let ok = deliver(&root, &contract.path, &sh("echo ok > ok.txt"));
     assert_eq!(ok.code(), "OK");
 }
+
+/// `SIGKILL` to the supervisor: no handler runs, but every attempt gets `SIGTERM` from the
+/// kernel (parent-death signal) and cleans up after itself.
+#[test]
+fn a_killed_series_still_has_every_attempt_clean_up() {
+    let repo = FixedRepo::with_files(&[("a.txt", b"a\n")]);
+    let root = repo.path();
+    let tmp = tempfile::tempdir().expect("tmp");
+    let marks = tempfile::tempdir().expect("marks");
+    let contract = ContractFile::new("killed", &[]);
+    let before = Caller::capture(&root);
+    let script = format!(
+        "touch {}/$SATYRN_ATTEMPT_INDEX; exec sleep 60",
+        marks.path().display()
+    );
+    let mut child = series_cmd(
+        &root,
+        &contract.path,
+        &["--attempts", "2", "--timeout", "120"],
+        &script,
+        tmp.path(),
+    )
+    .stderr(Stdio::null())
+    .spawn()
+    .expect("spawn");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while dir_entries(marks.path()).len() < 2 {
+        assert!(Instant::now() < deadline, "the attempts never ran");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.kill().expect("SIGKILL the supervisor");
+    child.wait().expect("reap");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !dir_entries(tmp.path()).is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "attempts left behind: {:?}",
+            dir_entries(tmp.path())
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // The attempts delete their temporary directory last, after the worktree.
+    before.assert_unchanged(&root, None);
+    assert_clean_after(&root, tmp.path());
+}
