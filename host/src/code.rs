@@ -16,7 +16,7 @@
 //! | 9 | `MUTATION_REFUSED`: the five policy refusals, `MUTATION_FAILED` and the batch refusals of `edit` |
 //! | 10 | `ATTEMPT_FAILED` |
 //! | 11 | `READ_REFUSED`: the four refusals of `read` |
-//! | 12 | `CANDIDATES_REFUSED`: `CANDIDATE_NOT_FOUND`, `CANDIDATE_CHANGED`, `APPLY_CONFLICT` |
+//! | 13 | `CANDIDATES_REFUSED`: `CANDIDATE_NOT_FOUND`, `CANDIDATE_CHANGED`, `APPLY_CONFLICT` |
 
 use std::fmt;
 
@@ -141,9 +141,9 @@ impl Code {
             Self::GitFailed => ("GIT_FAILED", 8),
             Self::CleanupFailed => ("CLEANUP_FAILED", 8),
             Self::Interrupted => ("INTERRUPTED", 8),
-            Self::CandidateNotFound => ("CANDIDATE_NOT_FOUND", 12),
-            Self::CandidateChanged => ("CANDIDATE_CHANGED", 12),
-            Self::ApplyConflict => ("APPLY_CONFLICT", 12),
+            Self::CandidateNotFound => ("CANDIDATE_NOT_FOUND", 13),
+            Self::CandidateChanged => ("CANDIDATE_CHANGED", 13),
+            Self::ApplyConflict => ("APPLY_CONFLICT", 13),
             Self::PathUndeclared => ("PATH_UNDECLARED", 9),
             Self::RevisionUnavailable => ("REVISION_UNAVAILABLE", 9),
             Self::RevisionStale => ("REVISION_STALE", 9),

@@ -248,12 +248,12 @@ fn unknown_ids_and_bad_repositories_are_refused_with_their_codes() {
         let answer = candidates(&root, args);
         assert_eq!(
             (answer.status, answer.code()),
-            (12, "CANDIDATE_NOT_FOUND".to_owned()),
+            (13, "CANDIDATE_NOT_FOUND".to_owned()),
             "{args:?}"
         );
     }
     let diff = candidates(&root, &["diff", "nope"]);
-    assert_eq!(diff.status, 12);
+    assert_eq!(diff.status, 13);
     assert!(diff.stdout.is_empty());
     assert!(
         diff.stderr
@@ -301,7 +301,7 @@ fn drop_deletes_only_the_listed_commit() {
     let refused = candidates(&root, &["drop", "--json", "--expect", &wrong, "dropped"]);
     assert_eq!(
         (refused.status, refused.code()),
-        (12, "CANDIDATE_CHANGED".to_owned())
+        (13, "CANDIDATE_CHANGED".to_owned())
     );
     before.assert_unchanged(&root, None);
 
@@ -484,7 +484,7 @@ fn apply_after_head_moved_merges_three_way_or_refuses_a_conflict_whole() {
     let conflict = candidates(&root, &["apply", "--json", "clash"]);
     assert_eq!(
         (conflict.status, conflict.code()),
-        (12, "APPLY_CONFLICT".to_owned())
+        (13, "APPLY_CONFLICT".to_owned())
     );
     let message = conflict.json()["message"]
         .as_str()
@@ -585,7 +585,7 @@ fn apply_never_overwrites_an_ignored_file() {
     let refused = candidates(&root, &["apply", "--json", "unignores"]);
     assert_eq!(
         (refused.status, refused.code()),
-        (12, "APPLY_CONFLICT".to_owned())
+        (13, "APPLY_CONFLICT".to_owned())
     );
     let message = refused.json()["message"]
         .as_str()
