@@ -20,21 +20,7 @@ fn main() {
     let host = env!("CARGO_BIN_EXE_satyrn-host");
     let tmp = tempfile::tempdir().expect("tempdir");
     let repo = tmp.path().join("repo");
-    std::fs::create_dir(&repo).expect("mkdir");
-    common::ok(common::git(&repo).args(["init", "-q", "-b", "main", "."]));
-    for i in 0..FILES {
-        let dir = repo.join(format!("d{:03}", i / PER_DIR));
-        if i % PER_DIR == 0 {
-            std::fs::create_dir(&dir).expect("mkdir");
-        }
-        std::fs::write(
-            dir.join(format!("f{i:05}.txt")),
-            format!("file {i}\n").repeat(8),
-        )
-        .expect("write");
-    }
-    common::ok(common::git(&repo).args(["add", "-A"]));
-    common::ok(common::git(&repo).args(["commit", "-q", "-m", "bench"]));
+    common::repo_of_files(&repo, FILES, PER_DIR);
     let contract = tmp.path().join("contract.yaml");
     let scratch = tmp.path().join("scratch");
     std::fs::create_dir(&scratch).expect("mkdir");

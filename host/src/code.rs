@@ -17,6 +17,7 @@
 //! | 10 | `ATTEMPT_FAILED` |
 //! | 11 | `READ_REFUSED`: the four refusals of `read` |
 //! | 12 | `PATH_PRIVATE`: the path is private, whatever the operation |
+//! | 13 | `CANDIDATES_REFUSED`: `CANDIDATE_NOT_FOUND`, `CANDIDATE_CHANGED`, `APPLY_CONFLICT` |
 
 use std::fmt;
 
@@ -72,6 +73,12 @@ pub enum Code {
     CleanupFailed,
     /// Delivery: `deliver` itself received SIGINT, SIGTERM or SIGHUP.
     Interrupted,
+    /// Candidates: no candidate has the given id.
+    CandidateNotFound,
+    /// Candidates: the candidate's ref no longer names the expected commit.
+    CandidateChanged,
+    /// Candidates: the candidate does not merge cleanly onto `HEAD`; nothing was applied.
+    ApplyConflict,
     /// Attempt: preparation, Pi or artifact publication failed.
     AttemptFailed,
     /// Edit: `occurrence` is not between 1 and the number of occurrences.
@@ -140,6 +147,9 @@ impl Code {
             Self::GitFailed => ("GIT_FAILED", 8),
             Self::CleanupFailed => ("CLEANUP_FAILED", 8),
             Self::Interrupted => ("INTERRUPTED", 8),
+            Self::CandidateNotFound => ("CANDIDATE_NOT_FOUND", 13),
+            Self::CandidateChanged => ("CANDIDATE_CHANGED", 13),
+            Self::ApplyConflict => ("APPLY_CONFLICT", 13),
             Self::PathUndeclared => ("PATH_UNDECLARED", 9),
             Self::RevisionUnavailable => ("REVISION_UNAVAILABLE", 9),
             Self::RevisionStale => ("REVISION_STALE", 9),

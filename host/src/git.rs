@@ -284,6 +284,58 @@ impl Git {
         self.run_env(args, &[])
     }
 
+    /// Runs git with `args`, writing `input` to its stdin (from a thread, so a large input
+    /// and a large output cannot block each other), and returns its output whatever the
+    /// exit status.
+    ///
+    /// # Errors
+    ///
+    /// [`GitError::Spawn`] when git cannot be started or its pipes fail.
+    pub fn output_input<S: AsRef<OsStr>>(
+        &self,
+        args: &[S],
+        input: &[u8],
+    ) -> Result<Output, GitError> {
+        use std::io::Write;
+        let spawn_error = |source| GitError::Spawn {
+            args: describe(args),
+            source,
+        };
+        let mut cmd = self.command(args)?;
+        cmd.stdin(Stdio::piped());
+        let mut child = cmd.spawn().map_err(spawn_error)?;
+        let mut stdin = child
+            .stdin
+            .take()
+            .ok_or_else(|| spawn_error(std::io::Error::other("git's stdin was not piped")))?;
+        let output = std::thread::scope(|scope| {
+            // A git that exits early closes the pipe: its status says why, not EPIPE.
+            scope.spawn(move || {
+                let _ = stdin.write_all(input);
+            });
+            child.wait_with_output()
+        });
+        output.map_err(spawn_error)
+    }
+
+    /// As [`Git::output_input`], returning stdout bytes on success.
+    ///
+    /// # Errors
+    ///
+    /// [`GitError::Spawn`], or [`GitError::Failed`] on a non-zero exit.
+    pub fn run_input<S: AsRef<OsStr>>(
+        &self,
+        args: &[S],
+        input: &[u8],
+    ) -> Result<Vec<u8>, GitError> {
+        let out = self.output_input(args, input)?;
+        if out.status.success() {
+            Ok(out.stdout)
+        } else {
+            Err(failed(args, &out))
+        }
+    }
+
     /// Runs git with `args` and returns its stdout as one trimmed UTF-8 line (an object
     /// id, a path).
     ///

@@ -13,6 +13,7 @@
 //! - [`cli`] has one module per subcommand.
 
 pub mod attempt;
+pub mod candidates;
 pub mod cli;
 pub mod code;
 pub mod contract;

@@ -136,6 +136,10 @@ impl Caller {
                 now.refs.len() + 1,
                 "the candidate ref {name} must exist"
             );
+            if let Some(id_dir) = name.strip_suffix("/head") {
+                now.refs
+                    .retain(|r| !r.starts_with(&format!("{id_dir}/receipt ")));
+            }
         }
         assert_eq!(self, &now, "the caller's repository changed");
     }
@@ -213,8 +217,16 @@ pub fn finish(out: std::process::Output, elapsed: Duration) -> Run {
     let mut in_order = keys.clone();
     in_order.sort_by_key(|k| FIELDS.iter().position(|f| f == k));
     // `warnings` is additive: absent when empty, else the last field and never empty.
-    let extra = usize::from(receipt.get("warnings").is_some());
-    if extra == 1 {
+    // `published` is additive too: only with `--push`, after `signal`.
+    let extra = usize::from(receipt.get("warnings").is_some())
+        + usize::from(receipt.get("published").is_some());
+    if let Some(at) = stdout.find("\"published\":") {
+        assert!(
+            stdout.find("\"signal\":") < Some(at),
+            "published after signal: {stdout}"
+        );
+    }
+    if receipt.get("warnings").is_some() {
         assert!(
             !receipt["warnings"].as_array().expect("array").is_empty(),
             "{stdout}"

@@ -3,10 +3,13 @@
 //! per area.
 
 mod attempt;
+mod candidates;
+mod candidates_remote;
 mod cli;
 mod component;
 mod deliver;
 mod deliver_output;
+mod deliver_series;
 mod deliver_signals;
 mod deliver_support;
 mod deliver_warnings;

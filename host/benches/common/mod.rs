@@ -115,3 +115,23 @@ pub fn git_init(repo: &Path) {
     std::fs::create_dir_all(repo).expect("mkdir");
     ok(git(repo).args(["init", "-q"]));
 }
+
+/// Creates `repo` with one commit of `files` small files, `per_dir` to a directory
+/// (`dNNN/fNNNNN.txt`), on branch `main`.
+pub fn repo_of_files(repo: &Path, files: usize, per_dir: usize) {
+    std::fs::create_dir_all(repo).expect("mkdir");
+    ok(git(repo).args(["init", "-q", "-b", "main", "."]));
+    for i in 0..files {
+        let dir = repo.join(format!("d{:03}", i / per_dir));
+        if i % per_dir == 0 {
+            std::fs::create_dir(&dir).expect("mkdir");
+        }
+        std::fs::write(
+            dir.join(format!("f{i:05}.txt")),
+            format!("file {i}\n").repeat(8),
+        )
+        .expect("write");
+    }
+    ok(git(repo).args(["add", "-A"]));
+    ok(git(repo).args(["commit", "-q", "-m", "bench"]));
+}

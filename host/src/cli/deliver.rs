@@ -1,6 +1,7 @@
-//! `satyrn-host deliver --repo REPO [--timeout SECONDS] CONTRACT -- COMMAND [ARG ...]`:
-//! runs one attempt in a detached worktree and prints one receipt (see
-//! [`crate::deliver`] and `docs/delivery.md`).
+//! `satyrn-host deliver --repo REPO [--timeout SECONDS] [--push REMOTE]
+//! [--attempt I | --attempts N [--jobs J]] CONTRACT -- COMMAND [ARG ...]`: runs one attempt in
+//! a detached worktree and prints one receipt, or (`--attempts`) a series of them and one
+//! summary (see [`crate::deliver`], [`crate::deliver::series`] and `docs/delivery.md`).
 //!
 //! - A literal `--` is required; every token after it is the command's argv, exactly.
 //!   A missing `--` or an empty command is a usage error: exit 2, no receipt.
@@ -13,6 +14,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::code::Code;
+use crate::deliver::candidate::MAX_ATTEMPTS;
 use crate::deliver::{self, Request, receipt::Outcome, receipt::Receipt};
 
 /// `deliver`'s arguments.
@@ -33,6 +35,21 @@ pub struct Args {
     /// finite positive seconds, fractions allowed.
     #[arg(long, value_name = "SECONDS", value_parser = parse_timeout, default_value = "600")]
     pub timeout: Duration,
+    /// After the candidate exists locally, publish it to REMOTE (a git remote name or URL)
+    /// create-only: the push fails when REMOTE already has the candidate (docs/candidates.md).
+    #[arg(long, value_name = "REMOTE", value_parser = parse_remote)]
+    pub push: Option<String>,
+    /// This delivery is attempt I (1-999) of a series: its candidate is ID/III. Set by
+    /// --attempts for each child.
+    #[arg(long, value_name = "I", value_parser = parse_number, conflicts_with = "attempts")]
+    pub attempt: Option<u16>,
+    /// Run N (1-999) attempts of the contract, each in its own worktree and its own
+    /// candidate ID/001..; one summary line follows their receipts.
+    #[arg(long, value_name = "N", value_parser = parse_number)]
+    pub attempts: Option<u16>,
+    /// How many attempts run at once (default: the number of CPUs); needs --attempts.
+    #[arg(long, value_name = "J", value_parser = parse_number, requires = "attempts")]
+    pub jobs: Option<u16>,
     /// The task contract (YAML); its id names the candidate ref.
     #[arg(value_name = "CONTRACT", value_parser = super::path())]
     pub contract: PathBuf,
@@ -49,8 +66,52 @@ impl From<Args> for Request {
             contract: args.contract,
             timeout: args.timeout,
             argv: args.command,
+            push: args.push,
+            attempt: args.attempt,
+            series: args
+                .attempts
+                .map(|n| (n, args.jobs.unwrap_or_else(default_jobs))),
         }
     }
+}
+
+/// A non-empty, UTF-8 remote name or URL.
+fn parse_remote(text: &str) -> Result<String, String> {
+    if text.is_empty() {
+        return Err("REMOTE must not be empty".to_owned());
+    }
+    Ok(text.to_owned())
+}
+
+/// An attempt count or index from 1 to [`MAX_ATTEMPTS`].
+fn parse_number(text: &str) -> Result<u16, String> {
+    parse_index("the value", &OsString::from(text))
+}
+
+/// A decimal integer from 1 to [`MAX_ATTEMPTS`] (digits only).
+///
+/// # Errors
+///
+/// A usage message naming `option`.
+pub fn parse_index(option: &str, value: &OsString) -> Result<u16, String> {
+    let bad = || format!("{option} takes a number from 1 to {MAX_ATTEMPTS}, got {value:?}");
+    let text = value.to_str().ok_or_else(bad)?;
+    if text.is_empty() || text.len() > 3 || !text.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(bad());
+    }
+    text.parse::<u16>()
+        .ok()
+        .filter(|n| (1..=MAX_ATTEMPTS).contains(n))
+        .ok_or_else(bad)
+}
+
+/// The default `--jobs`: the number of CPUs this process may use (1 when unknown).
+fn default_jobs() -> u16 {
+    std::thread::available_parallelism()
+        .ok()
+        .and_then(|n| u16::try_from(n.get()).ok())
+        .unwrap_or(1)
+        .min(MAX_ATTEMPTS)
 }
 
 /// Finite, positive seconds that fit a [`Duration`].
@@ -73,6 +134,9 @@ fn parse_timeout(text: &str) -> Result<Duration, String> {
 #[must_use]
 pub fn run(args: Args) -> u8 {
     let request = Request::from(args);
+    if let Some((attempts, jobs)) = request.series {
+        return run_series(&series_args(&request), attempts, jobs, &request);
+    }
     let receipt = match crate::os::signals::install() {
         Ok(()) => super::panic::catch(|| {
             super::panic::trigger("deliver");
@@ -99,6 +163,53 @@ pub fn run(args: Args) -> u8 {
     };
     super::print_json_line(&receipt.to_json());
     receipt.exit_status()
+}
+
+/// The command line of one attempt of `request`'s series, without the subcommand and
+/// without `--attempt` (which [`deliver::series::child_args`] puts in front).
+fn series_args(request: &Request) -> Vec<OsString> {
+    let mut args = vec![
+        OsString::from("--repo"),
+        request.repo.clone().into_os_string(),
+        OsString::from("--timeout"),
+        OsString::from(request.timeout.as_secs_f64().to_string()),
+    ];
+    if let Some(remote) = &request.push {
+        args.push(OsString::from("--push"));
+        args.push(OsString::from(remote));
+    }
+    args.push(request.contract.clone().into_os_string());
+    args.push(OsString::from("--"));
+    args.extend(request.argv.iter().cloned());
+    args
+}
+
+/// `--attempts N`: supervises N child `deliver`s and prints one summary line.
+fn run_series(args: &[OsString], attempts: u16, jobs: u16, request: &Request) -> u8 {
+    let refused = |message: String| {
+        let repo = deliver::normalize(&request.repo);
+        let receipt = Receipt::new(
+            Outcome::Refused,
+            Code::InternalError,
+            message,
+            &repo.to_string_lossy(),
+        );
+        super::print_json_line(&receipt.to_json());
+        receipt.exit_status()
+    };
+    if let Err(e) = crate::os::signals::install() {
+        return refused(format!("cannot install signal handlers: {e}"));
+    }
+    let exe = match std::env::current_exe() {
+        Ok(exe) => exe,
+        Err(e) => return refused(format!("cannot find this executable: {e}")),
+    };
+    let summary = deliver::series::run(&exe, args, attempts, jobs);
+    match serde_json::to_string(&summary) {
+        Ok(line) => super::print_json_line(&line),
+        Err(e) => return refused(format!("cannot render the summary: {e}")),
+    }
+    summary.exit
 }
 
 #[cfg(test)]

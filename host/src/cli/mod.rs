@@ -19,6 +19,7 @@ use clap::{CommandFactory, Parser, Subcommand};
 use crate::code::{Code, USAGE_EXIT};
 
 pub mod attempt;
+pub mod candidates;
 pub mod check;
 pub mod completions;
 pub mod component;
@@ -49,6 +50,7 @@ enum Command {
     Check(check::Args),
     Protocol(protocol::Args),
     Deliver(deliver::Args),
+    Candidates(candidates::Args),
     Attempt(attempt::Args),
     Mcp(mcp::Args),
     Component(component::Args),
@@ -84,6 +86,7 @@ fn dispatch(args: &[OsString]) -> u8 {
         Command::Check(args) => check::run(&args),
         Command::Protocol(args) => protocol::run(&args),
         Command::Deliver(args) => deliver::run(args),
+        Command::Candidates(args) => candidates::run(args),
         Command::Attempt(args) => {
             panic::trigger("attempt");
             attempt::run(args)

@@ -20,6 +20,23 @@ pub fn ref_name(id: &str) -> String {
     format!("{REF_PREFIX}{id}/head")
 }
 
+/// The largest attempt index of a series (`--attempt`, `--attempts`).
+pub const MAX_ATTEMPTS: u16 = 999;
+
+/// The candidate id of attempt `index` of contract `id`: `<id>/<index as 3 digits>`
+/// (`feature-1/007`), or `id` itself for a single attempt. A contract id never contains `/`,
+/// so an attempt's candidate never collides with a single-attempt one; the fixed width sorts
+/// the attempts by index; `refs/satyrn/candidates/<id>/head` and
+/// `refs/satyrn/candidates/<id>/007/head` can exist side by side (neither is a prefix
+/// directory of the other's ref file).
+#[must_use]
+pub fn attempt_id(id: &str, index: Option<u16>) -> String {
+    match index {
+        Some(i) => format!("{id}/{i:03}"),
+        None => id.to_owned(),
+    }
+}
+
 /// `Ok` when `id` is one valid ref component without a [`deceptive`] character. Never
 /// normalized.
 ///
@@ -230,6 +247,14 @@ fn unstage_temporaries(wt: &Git, base: &str) -> Result<(), GitError> {
     Ok(())
 }
 
+/// The receipt ref of `id`: an annotated tag object, beside the head ref, pointing at the
+/// candidate commit. Its tagger date is when the candidate was published (the commit's own
+/// date is fixed) and its message the receipt as `deliver` printed it.
+#[must_use]
+pub fn receipt_ref_name(id: &str) -> String {
+    format!("{REF_PREFIX}{id}/receipt")
+}
+
 /// How a publish ended.
 #[derive(Debug)]
 pub enum Published {
@@ -241,13 +266,39 @@ pub enum Published {
     Failed(GitError),
 }
 
-/// `git update-ref --no-deref <ref> <commit> ""`: creates the ref only if absent; after a
-/// failure, re-reads it.
+/// Writes the receipt tag of the candidate `commit` (`git mktag`): tagger the fixed
+/// identity at `created` (seconds since the epoch, UTC), message `receipt_json`.
+///
+/// # Errors
+///
+/// [`GitError`] when `mktag` fails.
+pub fn write_receipt_tag(
+    repo: &Git,
+    id: &str,
+    commit: &str,
+    created: u64,
+    receipt_json: &str,
+) -> Result<String, GitError> {
+    let body = format!(
+        "object {commit}\ntype commit\ntag satyrn-candidate-{id}\ntagger {IDENTITY_NAME} <{IDENTITY_EMAIL}> {created} +0000\n\n{receipt_json}\n"
+    );
+    let out = repo.run_input(&["mktag"], body.as_bytes())?;
+    Ok(String::from_utf8_lossy(&out).trim().to_owned())
+}
+
+/// Creates `name` at `commit` and, when given, the receipt ref at its tag, in one
+/// `git update-ref --stdin` transaction: both only if absent, both or neither. After a
+/// failure, re-reads `name`.
 ///
 /// # Errors
 ///
 /// [`GitError`] when git cannot be run at all.
-pub fn publish(repo: &Git, name: &str, commit: &str) -> Result<Published, GitError> {
+pub fn publish(
+    repo: &Git,
+    name: &str,
+    commit: &str,
+    receipt: Option<(&str, &str)>,
+) -> Result<Published, GitError> {
     let args = [
         "-c",
         "core.filesRefLockTimeout=2000",
@@ -255,11 +306,14 @@ pub fn publish(repo: &Git, name: &str, commit: &str) -> Result<Published, GitErr
         "--no-deref",
         "-m",
         "satyrn deliver",
-        name,
-        commit,
-        "",
+        "--stdin",
+        "-z",
     ];
-    let out = repo.output(&args)?;
+    let mut input = format!("create {name}\0{commit}\0").into_bytes();
+    if let Some((receipt_name, tag)) = receipt {
+        input.extend_from_slice(format!("create {receipt_name}\0{tag}\0").as_bytes());
+    }
+    let out = repo.output_input(&args, &input)?;
     if out.status.success() {
         return Ok(Published::Created);
     }

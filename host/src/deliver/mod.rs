@@ -20,7 +20,9 @@ pub mod candidate;
 pub mod command;
 pub mod error;
 pub mod output;
+pub mod push;
 pub mod receipt;
+pub mod series;
 pub mod spool;
 pub mod stale;
 pub mod warnings;
@@ -56,6 +58,14 @@ pub struct Request {
     pub timeout: Duration,
     /// The command's argv (non-empty), preserved exactly.
     pub argv: Vec<OsString>,
+    /// `--push REMOTE`: after the local candidate exists, publish it there create-only.
+    pub push: Option<String>,
+    /// `--attempt I`: this is attempt `I` (1–999) of a series; the candidate id is
+    /// [`candidate::attempt_id`].
+    pub attempt: Option<u16>,
+    /// `--attempts N` and `--jobs J` (default: the number of CPUs): run attempts 1 to `N`
+    /// as children, at most `J` at once ([`series`]).
+    pub series: Option<(u16, u16)>,
 }
 
 /// `path` made absolute against the current directory and lexically normalized: `.`,
@@ -163,11 +173,12 @@ pub fn deliver(request: &Request) -> Receipt {
         }
     };
     progress.receipt.contract_id = Some(contract.id.clone());
+    let id = candidate::attempt_id(&contract.id, request.attempt);
     let repo = match resolve_root(&repo_path) {
         Ok(git) => git,
         Err(e) => return progress.finish(e.code(), e.to_string()),
     };
-    if let Err(e) = preflight(&repo, &contract.id) {
+    if let Err(e) = preflight(&repo, &contract.id, &id) {
         return progress.finish(e.code(), e.to_string());
     }
     if let Some(s) = signals::received() {
@@ -192,14 +203,7 @@ pub fn deliver(request: &Request) -> Receipt {
         Err(e) => return progress.finish(Code::GitFailed, e.to_string()),
     };
     progress.started = true;
-    let pending = run_attempt(
-        request,
-        &contract.id,
-        &base,
-        &mut attempt,
-        &mut progress,
-        lock,
-    );
+    let pending = run_attempt(request, &id, &base, &mut attempt, &mut progress, lock);
 
     // 5. Cleanup before publishing; its failure supersedes.
     match attempt.cleanup() {
@@ -236,16 +240,42 @@ pub fn deliver(request: &Request) -> Receipt {
     if let Some(s) = signals::received() {
         return progress.finish(Code::Interrupted, interrupted_message(s));
     }
-    let name = candidate::ref_name(&contract.id);
-    match candidate::publish(&repo, &name, &commit) {
-        Ok(Published::Created) => {
-            progress.receipt.candidate_ref = Some(name);
-            progress.receipt.candidate_commit = Some(commit);
-            progress.receipt.paths = paths;
-            progress.receipt.warnings.extend(warnings);
-            progress.receipt.warnings.sort();
-            progress.finish(Code::Ok, "")
+    let name = candidate::ref_name(&id);
+    progress.receipt.candidate_ref = Some(name.clone());
+    progress.receipt.candidate_commit = Some(commit.clone());
+    progress.receipt.paths = paths;
+    progress.receipt.warnings.extend(warnings);
+    progress.receipt.warnings.sort();
+    let mut published = progress.receipt.clone();
+    published.code = Code::Ok;
+    published.outcome = Outcome::CandidateCreated;
+    let receipt_name = candidate::receipt_ref_name(&id);
+    let tag = match candidate::write_receipt_tag(
+        &repo,
+        &id,
+        &commit,
+        now_seconds(),
+        &published.to_json(),
+    ) {
+        Ok(tag) => tag,
+        Err(e) => {
+            return progress.finish(
+                Code::GitFailed,
+                format!("cannot write the receipt of {name}: {e}"),
+            );
         }
+    };
+    match candidate::publish(&repo, &name, &commit, Some((&receipt_name, &tag))) {
+        Ok(Published::Created) => match &request.push {
+            None => progress.finish(Code::Ok, ""),
+            Some(remote) => {
+                let refs = (
+                    (name.as_str(), commit.as_str()),
+                    (receipt_name.as_str(), tag.as_str()),
+                );
+                publish_remote(&repo, remote, refs, progress)
+            }
+        },
         Ok(Published::Exists) => progress.finish(
             Code::CandidateExists,
             format!("candidate ref {name} already exists; nothing was published"),
@@ -255,6 +285,52 @@ pub fn deliver(request: &Request) -> Receipt {
         }
         Err(e) => progress.finish(Code::GitFailed, format!("cannot publish {name}: {e}")),
     }
+}
+
+/// Step 5 of `--push`: the local candidate exists; push it create-only. A failed push
+/// withdraws the local refs, so the receipt's "nothing published" holds everywhere.
+fn publish_remote(
+    repo: &Git,
+    remote: &str,
+    (head, receipt): ((&str, &str), (&str, &str)),
+    mut progress: Progress,
+) -> Receipt {
+    let pushed = push::push(repo, remote, head, receipt);
+    let (code, message) = match pushed {
+        Ok(push::Pushed::Created) => (Code::Ok, String::new()),
+        Ok(push::Pushed::Exists) => (
+            Code::CandidateExists,
+            format!("{} already exists on {remote}", head.0),
+        ),
+        Ok(push::Pushed::Failed(e)) => (Code::GitFailed, format!("cannot push to {remote}: {e}")),
+        Err(e) => (Code::GitFailed, format!("cannot push to {remote}: {e}")),
+    };
+    progress.receipt.published = Some(push::Publication {
+        remote: remote.to_owned(),
+        pushed: code == Code::Ok,
+        message: message.clone(),
+    });
+    if code == Code::Ok {
+        return progress.finish(Code::Ok, "");
+    }
+    let kept = match push::withdraw(repo, head, receipt) {
+        Ok(()) => "the local candidate refs were withdrawn".to_owned(),
+        Err(e) => format!("the local candidate refs could not be withdrawn ({e})"),
+    };
+    progress.finish(
+        code,
+        format!(
+            "{message}; candidate commit {} was not published; {kept}",
+            head.1
+        ),
+    )
+}
+
+/// Seconds since the epoch now (0 for a clock before it).
+fn now_seconds() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
 }
 
 /// Steps 2–4 inside the worktree; returns the pending result (cleanup still to do).
@@ -378,7 +454,7 @@ fn head_moved(wt: &Git, base: &str) -> Result<Option<String>, GitError> {
 /// # Errors
 ///
 /// [`RootError`]: `REPO_UNAVAILABLE`, or `GIT_FAILED` when git cannot be run.
-fn resolve_root(path: &Path) -> Result<Git, RootError> {
+pub(crate) fn resolve_root(path: &Path) -> Result<Git, RootError> {
     let meta = std::fs::metadata(path).map_err(|source| RootError::Inaccessible {
         path: path.to_path_buf(),
         source,
@@ -417,32 +493,46 @@ fn resolve_root(path: &Path) -> Result<Git, RootError> {
     Ok(git)
 }
 
-/// The refusals that need nothing created: dirty tree, invalid id, existing candidate.
+/// `None` when the worktree of `repo` is clean (no tracked, staged or deleted change, no
+/// untracked file; ignored files do not count), else up to five of its `status` entries.
+/// Reads only (`GIT_OPTIONAL_LOCKS=0`: the index is not even refreshed).
 ///
 /// # Errors
 ///
-/// [`PreflightError`]: the refusal, or `GIT_FAILED` when git cannot be run.
-fn preflight(repo: &Git, id: &str) -> Result<(), PreflightError> {
-    let status = repo
-        .run(&[
-            "status",
-            "--porcelain=v1",
-            "-z",
-            "--untracked-files=all",
-            "--ignore-submodules=none",
-        ])
-        .map_err(PreflightError::Git)?;
+/// [`GitError`] when `git status` fails.
+pub(crate) fn dirty_entries(repo: &Git) -> Result<Option<Vec<String>>, GitError> {
+    let status = repo.run(&[
+        "status",
+        "--porcelain=v1",
+        "-z",
+        "--untracked-files=all",
+        "--ignore-submodules=none",
+    ])?;
     let entries = git::split_z(&status);
-    if !entries.is_empty() {
-        let shown: Vec<String> = entries
+    if entries.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(
+        entries
             .iter()
             .filter(|e| e.len() > 3 && e[2] == b' ')
             .take(5)
             .map(|e| String::from_utf8_lossy(e).into_owned())
-            .collect();
+            .collect(),
+    ))
+}
+
+/// The refusals that need nothing created: dirty tree, invalid contract id, existing
+/// candidate `id` (the contract id, or an attempt's id below it).
+///
+/// # Errors
+///
+/// [`PreflightError`]: the refusal, or `GIT_FAILED` when git cannot be run.
+fn preflight(repo: &Git, contract_id: &str, id: &str) -> Result<(), PreflightError> {
+    if let Some(shown) = dirty_entries(repo).map_err(PreflightError::Git)? {
         return Err(PreflightError::Dirty { shown });
     }
-    candidate::check_id(repo, id).map_err(PreflightError::Id)?;
+    candidate::check_id(repo, contract_id).map_err(PreflightError::Id)?;
     let name = candidate::ref_name(id);
     if candidate::ref_exists(repo, &name).map_err(PreflightError::Git)? {
         return Err(PreflightError::Exists { name });

@@ -17,10 +17,12 @@
 //! | `retained_worktree` | string or null | set only on `CLEANUP_FAILED` |
 //! | `exit_code` | int or null | the command's exit status, when it exited |
 //! | `signal` | int or null | the signal that ended the command, when one did |
+//! | `published` | object | only with `--push`: `{remote, pushed, message}` |
 //! | `warnings` | array of objects | only when there is one: `{kind, path, detail}` for a reviewer |
 
 use serde::Serialize;
 
+use super::push::Publication;
 use super::warnings::Warning;
 use crate::code::Code;
 
@@ -71,6 +73,10 @@ pub struct Receipt {
     pub exit_code: Option<i32>,
     /// The signal that terminated the command, when one did.
     pub signal: Option<i32>,
+    /// Only with `deliver --push`: where the candidate was pushed and whether that
+    /// succeeded; omitted from the JSON otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub published: Option<Publication>,
     /// What a reviewer should see (see [`super::warnings`]); omitted from the JSON when
     /// empty, so a receipt without warnings is byte-for-byte the 13-field receipt.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -99,6 +105,7 @@ impl Receipt {
             retained_worktree: None,
             exit_code: None,
             signal: None,
+            published: None,
             warnings: Vec::new(),
         }
     }

@@ -1,0 +1,225 @@
+//! Candidates at scale, two measures, each against a baseline in the same run:
+//!
+//! 1. `satyrn-host candidates list --json` over 1 000 candidates (each a commit with one
+//!    changed file and a receipt tag, as `deliver` makes them) against bare
+//!    `git for-each-ref refs/satyrn/candidates` (goal: list under 200 ms);
+//! 2. `deliver --attempts 8 --jobs 8 … -- true` (8 concurrent no-op attempts) against
+//!    `--attempts 8 --jobs 1` (the same 8, one after the other) on a 20 000-file repository:
+//!    the throughput ratio.
+//!
+//! Run: `cargo bench -p satyrn-host --bench candidates` (release binary).
+
+mod common;
+
+use std::fmt::Write as _;
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const CANDIDATES: usize = 1_000;
+const LIST_RUNS: usize = 10;
+const FILES: usize = 20_000;
+const PER_DIR: usize = 100;
+const ATTEMPTS: &str = "8";
+/// Each series checks out 8 × 20 000 files; on a shared 2-core machine one run of each is
+/// already minutes, so there is no warm-up round here (the first, concurrent, run pays the
+/// cold page cache: that favours the sequential baseline).
+const SERIES_RUNS: usize = 1;
+
+fn main() {
+    let mut out = std::io::stdout().lock();
+    let host = env!("CARGO_BIN_EXE_satyrn-host");
+    let _ = writeln!(out, "satyrn-host: {host}");
+    list_at_scale(&mut out, Path::new(host));
+    series_at_scale(&mut out, Path::new(host));
+}
+
+/// 1 000 candidates made in one `git fast-import` and one `git update-ref --stdin`.
+fn make_candidates(repo: &Path) {
+    common::ok(common::git(repo).args(["init", "-q", "-b", "main", "."]));
+    std::fs::write(repo.join("base.txt"), "base\n").expect("write");
+    common::ok(common::git(repo).args(["add", "-A"]));
+    common::ok(common::git(repo).args(["commit", "-q", "-m", "base"]));
+    let mut stream = String::new();
+    for i in 0..CANDIDATES {
+        let id = format!("c-{i:04}");
+        let message = format!("satyrn candidate {id}\n");
+        let content = format!("candidate {i}\n").repeat(4);
+        let receipt = format!("{{\"version\":1,\"code\":\"OK\",\"contract_id\":\"{id}\"}}\n");
+        let _ = write!(
+            stream,
+            "commit refs/satyrn/candidates/{id}/head\ncommitter satyrn <satyrn@satyrn.invalid> 946684800 +0000\ndata {}\n{message}from refs/heads/main\nM 100644 inline f-{id}.txt\ndata {}\n{content}\n",
+            message.len(),
+            content.len()
+        );
+        let _ = write!(
+            stream,
+            "tag bench-{id}\nfrom refs/satyrn/candidates/{id}/head\ntagger satyrn <satyrn@satyrn.invalid> 1764590000 +0000\ndata {}\n{receipt}\n",
+            receipt.len()
+        );
+    }
+    let mut child = common::git(repo)
+        .args(["fast-import", "--quiet"])
+        .stdin(Stdio::piped())
+        .spawn()
+        .expect("fast-import");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(stream.as_bytes())
+        .expect("feed fast-import");
+    assert!(child.wait().expect("wait").success());
+    // Move the tags to the receipt refs, as `deliver` names them.
+    let tags = common::git(repo)
+        .args([
+            "for-each-ref",
+            "--format=%(objectname) %(refname)",
+            "refs/tags/",
+        ])
+        .output()
+        .expect("for-each-ref");
+    let mut moves = String::new();
+    for line in String::from_utf8_lossy(&tags.stdout).lines() {
+        let (oid, name) = line.split_once(' ').expect("two fields");
+        let id = name.strip_prefix("refs/tags/bench-").expect("bench tag");
+        let _ = writeln!(moves, "create refs/satyrn/candidates/{id}/receipt {oid}");
+        let _ = writeln!(moves, "delete {name} {oid}");
+    }
+    let mut child = common::git(repo)
+        .args(["update-ref", "--stdin"])
+        .stdin(Stdio::piped())
+        .spawn()
+        .expect("update-ref");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(moves.as_bytes())
+        .expect("feed update-ref");
+    assert!(child.wait().expect("wait").success());
+}
+
+/// Runs `cmd`, expecting exit status `expected`; its duration and stdout.
+fn timed(cmd: &mut Command, expected: i32) -> (Duration, Vec<u8>) {
+    let started = Instant::now();
+    let output = cmd.stdin(Stdio::null()).output().expect("run");
+    let elapsed = started.elapsed();
+    assert_eq!(
+        output.status.code(),
+        Some(expected),
+        "{cmd:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    (elapsed, output.stdout)
+}
+
+fn list_at_scale(out: &mut impl Write, host: &Path) {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let repo = tmp.path().join("repo");
+    std::fs::create_dir(&repo).expect("mkdir");
+    make_candidates(&repo);
+    let mut ours = Vec::new();
+    let mut baseline = Vec::new();
+    for round in 0..=LIST_RUNS {
+        let (b, _) = timed(
+            common::git(&repo).args(["for-each-ref", "refs/satyrn/candidates"]),
+            0,
+        );
+        let (s, stdout) = timed(
+            Command::new(host)
+                .args(["candidates", "list", "--json", "--repo"])
+                .arg(&repo),
+            0,
+        );
+        let doc: serde_json::Value = serde_json::from_slice(&stdout).expect("JSON");
+        let listed = doc["candidates"].as_array().expect("candidates");
+        assert_eq!(listed.len(), CANDIDATES);
+        assert!(
+            listed
+                .iter()
+                .all(|c| c["files"].as_array().map(Vec::len) == Some(1) && !c["created"].is_null())
+        );
+        if round > 0 {
+            ours.push(s);
+            baseline.push(b);
+        }
+    }
+    let (s50, s95) = common::percentiles(&ours);
+    let (b50, b95) = common::percentiles(&baseline);
+    let _ = writeln!(
+        out,
+        "\n## candidates list: {CANDIDATES} candidates, {LIST_RUNS} interleaved runs\n"
+    );
+    let _ = writeln!(
+        out,
+        "| measure | p50 | p95 |\n|---|---|---|\n| `satyrn-host candidates list --json` | {} | {} |\n| `git for-each-ref refs/satyrn/candidates` | {} | {} |",
+        common::ms(s50),
+        common::ms(s95),
+        common::ms(b50),
+        common::ms(b95)
+    );
+    let _ = writeln!(
+        out,
+        "\nratio list / for-each-ref: p50 {:.1}×; goal p50 < 200 ms: {}",
+        s50.as_secs_f64() / b50.as_secs_f64(),
+        if s50 < Duration::from_millis(200) {
+            "met"
+        } else {
+            "NOT met"
+        }
+    );
+}
+
+fn series_at_scale(out: &mut impl Write, host: &Path) {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let repo = tmp.path().join("repo");
+    common::repo_of_files(&repo, FILES, PER_DIR);
+    let contract = tmp.path().join("contract.yaml");
+    std::fs::write(&contract, "id: bench-series\ntask: bench\n").expect("contract");
+    let series = |jobs: &str| {
+        let (elapsed, stdout) = timed(
+            Command::new(host)
+                .arg("deliver")
+                .arg("--repo")
+                .arg(&repo)
+                .args(["--attempts", ATTEMPTS, "--jobs", jobs])
+                .arg(&contract)
+                .args(["--", "true"]),
+            8,
+        );
+        let summary = String::from_utf8_lossy(&stdout).into_owned();
+        assert_eq!(
+            summary.matches("\"code\":\"NO_CHANGE\"").count(),
+            8 + 1,
+            "every attempt a no-op (and the summary says so): {summary}"
+        );
+        elapsed
+    };
+    let (mut concurrent, mut sequential) = (Vec::new(), Vec::new());
+    for _ in 0..SERIES_RUNS {
+        concurrent.push(series("8"));
+        sequential.push(series("1"));
+    }
+    let (c50, _) = common::percentiles(&concurrent);
+    let (s50, _) = common::percentiles(&sequential);
+    let cpus = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    let _ = writeln!(
+        out,
+        "\n## {ATTEMPTS} no-op attempts on {FILES} files ({cpus} CPUs), {SERIES_RUNS} interleaved runs\n"
+    );
+    let _ = writeln!(
+        out,
+        "| measure | p50 | per attempt |\n|---|---|---|\n| `deliver --attempts 8 --jobs 8 … -- true` | {} | {} |\n| `deliver --attempts 8 --jobs 1 … -- true` | {} | {} |",
+        common::ms(c50),
+        common::ms(c50 / 8),
+        common::ms(s50),
+        common::ms(s50 / 8)
+    );
+    let _ = writeln!(
+        out,
+        "\nthroughput concurrent / sequential: {:.2}×",
+        s50.as_secs_f64() / c50.as_secs_f64()
+    );
+}

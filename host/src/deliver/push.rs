@@ -1,0 +1,106 @@
+//! `deliver --push REMOTE`: after the local candidate exists, publish it to a shared remote
+//! **create-only**, so machines racing for one candidate name produce exactly one remote ref.
+//!
+//! One `git push --atomic` sends the head and receipt refs, each with a lease that expects
+//! absence (`--force-with-lease=<ref>:` with an empty expected value): git refuses the push
+//! when the remote has the ref (client side, from the advertisement) and the server applies
+//! the update only if the ref is still absent under its lock (the old value sent is zero),
+//! so a rival that created it between the two is refused too. After a refusal the remote is
+//! asked (`git ls-remote`) whether the head ref exists there now: `CANDIDATE_EXISTS`, else
+//! `GIT_FAILED`. Transport and credentials are git's own.
+
+use serde::Serialize;
+
+use crate::git::{Git, GitError};
+
+/// Where the candidate was pushed, in the receipt (`published`, present only with
+/// `--push`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, PartialOrd, Ord)]
+pub struct Publication {
+    /// The remote as given to `--push`.
+    pub remote: String,
+    /// Whether both refs were created there.
+    pub pushed: bool,
+    /// Empty when pushed, otherwise why not.
+    pub message: String,
+}
+
+/// How a push ended.
+#[derive(Debug)]
+pub enum Pushed {
+    /// Both refs were created on the remote.
+    Created,
+    /// The remote has the head ref already (`CANDIDATE_EXISTS`).
+    Exists,
+    /// The push failed otherwise (`GIT_FAILED`); git's message.
+    Failed(GitError),
+}
+
+/// Pushes `commit` to `head_ref` and `tag` to `receipt_ref` on `remote`, both create-only,
+/// atomically (a remote without atomic-push support refuses: `Failed`).
+///
+/// # Errors
+///
+/// [`GitError`] when git cannot be run at all.
+pub fn push(
+    repo: &Git,
+    remote: &str,
+    (head_ref, commit): (&str, &str),
+    (receipt_ref, tag): (&str, &str),
+) -> Result<Pushed, GitError> {
+    let lease = |name: &str| format!("--force-with-lease={name}:");
+    let head_spec = format!("{commit}:{head_ref}");
+    let receipt_spec = format!("{tag}:{receipt_ref}");
+    let args = [
+        "push",
+        "--quiet",
+        "--porcelain",
+        "--atomic",
+        "--no-verify",
+        "--no-signed",
+        "--recurse-submodules=no",
+        &lease(head_ref),
+        &lease(receipt_ref),
+        "--end-of-options",
+        remote,
+        &head_spec,
+        &receipt_spec,
+    ];
+    let out = repo.output(&args)?;
+    if out.status.success() {
+        return Ok(Pushed::Created);
+    }
+    let listed = repo.output(&["ls-remote", "--end-of-options", remote, head_ref])?;
+    if listed.status.success() && !listed.stdout.is_empty() {
+        Ok(Pushed::Exists)
+    } else {
+        Ok(Pushed::Failed(crate::git::failed(&args, &out)))
+    }
+}
+
+/// Deletes the local refs just published when the push failed, each only if it still names
+/// what was written (one `update-ref --stdin` transaction), so the local repository says what
+/// the receipt says: nothing published.
+///
+/// # Errors
+///
+/// [`GitError`] when the deletion fails (a concurrent change kept them).
+pub fn withdraw(
+    repo: &Git,
+    (head_ref, commit): (&str, &str),
+    (receipt_ref, tag): (&str, &str),
+) -> Result<(), GitError> {
+    let input = format!("delete {head_ref}\0{commit}\0delete {receipt_ref}\0{tag}\0");
+    repo.run_input(
+        &[
+            "update-ref",
+            "--no-deref",
+            "-m",
+            "satyrn deliver --push: not published",
+            "--stdin",
+            "-z",
+        ],
+        input.as_bytes(),
+    )?;
+    Ok(())
+}

@@ -1,0 +1,362 @@
+//! `deliver --push REMOTE` and `candidates … --remote REMOTE`: "machines" are clones of one
+//! bare repository; the remote is that bare repository on the file system, and once a real
+//! `git daemon` with receive-pack on 127.0.0.1.
+
+use std::ffi::OsStr;
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::candidates::candidates;
+use crate::deliver_support::{Caller, FixedRepo, Run, deliver_cmd, deliver_os, finish, sh};
+use crate::support::{ContractFile, git_ok};
+
+/// An origin repository, a bare remote cloned from it, and two machines cloned from that.
+struct Fleet {
+    origin: FixedRepo,
+    dir: tempfile::TempDir,
+}
+
+impl Fleet {
+    fn new() -> Self {
+        let origin = FixedRepo::with_files(&[("a.txt", b"a\n")]);
+        let dir = tempfile::tempdir().expect("tempdir");
+        let bare = dir.path().join("remote.git");
+        git_ok(
+            dir.path(),
+            &[
+                "clone",
+                "-q",
+                "--bare",
+                &origin.path().to_string_lossy(),
+                &bare.to_string_lossy(),
+            ],
+        );
+        for machine in ["m1", "m2"] {
+            git_ok(
+                dir.path(),
+                &["clone", "-q", &bare.to_string_lossy(), machine],
+            );
+        }
+        Self { origin, dir }
+    }
+
+    fn bare(&self) -> PathBuf {
+        self.dir.path().join("remote.git")
+    }
+
+    fn machine(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// The candidate refs on the remote: `refname objectname` lines.
+    fn remote_refs(&self) -> String {
+        let bare = self.bare();
+        git_ok(
+            &bare,
+            &[
+                "for-each-ref",
+                "--format=%(refname) %(objectname) %(*objectname)",
+                "refs/satyrn",
+            ],
+        )
+    }
+}
+
+/// `deliver --push REMOTE` of contract `id` running `script` in `root`.
+fn push_deliver(root: &Path, id: &str, script: &str, remote: &str) -> Run {
+    let contract = ContractFile::new(id, &[]);
+    let argv: Vec<&OsStr> = sh(script).into_iter().map(OsStr::new).collect();
+    deliver_os(root, &contract.path, &["--push", remote], &argv)
+}
+
+fn published(run: &Run) -> (bool, String) {
+    let p = &run.receipt["published"];
+    (
+        p["pushed"].as_bool().expect("pushed"),
+        p["remote"].as_str().expect("remote").to_owned(),
+    )
+}
+
+fn commit_of(run: &Run) -> String {
+    run.receipt["candidate_commit"]
+        .as_str()
+        .expect("commit")
+        .to_owned()
+}
+
+/// The remote after `winner` pushed candidate `id`: exactly its head and receipt refs.
+fn assert_remote_holds(fleet: &Fleet, id: &str, winner: &str) -> Vec<String> {
+    let lines: Vec<String> = fleet
+        .remote_refs()
+        .lines()
+        .filter(|l| l.starts_with(&format!("refs/satyrn/candidates/{id}/")))
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert_eq!(
+        lines[0],
+        format!("refs/satyrn/candidates/{id}/head {winner} ")
+    );
+    assert!(
+        lines[1].starts_with(&format!("refs/satyrn/candidates/{id}/receipt "))
+            && lines[1].ends_with(&format!(" {winner}")),
+        "the receipt tag of the winner: {lines:?}"
+    );
+    lines
+}
+
+/// The checks common to the file-system remote and the `git daemon` one.
+fn first_push_wins_and_the_reviewer_gathers_it(fleet: &Fleet, remote: &str) {
+    let (m1, m2) = (fleet.machine("m1"), fleet.machine("m2"));
+    let won = push_deliver(&m1, "shared", "echo one > one.txt", remote);
+    assert_eq!((won.status, won.code()), (0, "OK"), "{}", won.stdout);
+    assert_eq!(published(&won), (true, remote.to_owned()));
+    assert_eq!(won.receipt["published"]["message"], "");
+    let winner = commit_of(&won);
+    let remote_before = assert_remote_holds(fleet, "shared", &winner);
+
+    let before = Caller::capture(&m2);
+    let lost = push_deliver(&m2, "shared", "echo two > two.txt", remote);
+    assert_eq!(
+        (lost.status, lost.code()),
+        (8, "CANDIDATE_EXISTS"),
+        "{}",
+        lost.stdout
+    );
+    assert_eq!(lost.outcome(), "discarded");
+    assert_eq!(published(&lost), (false, remote.to_owned()));
+    assert!(lost.receipt["candidate_ref"].is_null());
+    // Nothing changed on the remote, and the local refs were withdrawn.
+    assert_eq!(assert_remote_holds(fleet, "shared", &winner), remote_before);
+    before.assert_unchanged(&m2, None);
+
+    let sibling = push_deliver(&m2, "sibling", "echo three > three.txt", remote);
+    assert_eq!(sibling.code(), "OK", "{}", sibling.stdout);
+
+    // The reviewer gathers both from the remote, and applies the winner.
+    let origin = fleet.origin.path();
+    let listed = candidates(&origin, &["list", "--json", "--remote", remote]);
+    assert_eq!(listed.status, 0, "{}", listed.stderr);
+    let doc = listed.json();
+    let ids: Vec<(&str, &str)> = doc["candidates"]
+        .as_array()
+        .expect("array")
+        .iter()
+        .map(|c| {
+            (
+                c["id"].as_str().expect("id"),
+                c["commit"].as_str().expect("commit"),
+            )
+        })
+        .collect();
+    assert_eq!(
+        ids,
+        [
+            ("shared", winner.as_str()),
+            ("sibling", commit_of(&sibling).as_str())
+        ]
+    );
+    let shown = candidates(&origin, &["show", "--json", "--remote", remote, "shared"]);
+    assert_eq!(
+        shown.json()["receipt"]["repo"],
+        m1.to_string_lossy().as_ref(),
+        "the receipt says which machine made it"
+    );
+    let applied = candidates(&origin, &["apply", "--json", "--remote", remote, "shared"]);
+    assert_eq!(applied.code(), "OK", "{}", applied.stdout);
+    assert_eq!(
+        std::fs::read(origin.join("one.txt")).expect("read"),
+        b"one\n"
+    );
+    assert!(
+        git_ok(&origin, &["for-each-ref", "refs/satyrn/candidates"]).is_empty(),
+        "the gathered candidates live under refs/satyrn/remotes/ only"
+    );
+}
+
+#[test]
+fn push_is_create_only_and_the_reviewer_lists_the_remote() {
+    let fleet = Fleet::new();
+    let remote = fleet.bare().to_string_lossy().into_owned();
+    first_push_wins_and_the_reviewer_gathers_it(&fleet, &remote);
+
+    // An unreachable remote: GIT_FAILED, and the local refs are withdrawn too.
+    let m1 = fleet.machine("m1");
+    let before = Caller::capture(&m1);
+    let missing = fleet.dir.path().join("missing.git");
+    let failed = push_deliver(&m1, "nowhere", "echo x > x.txt", &missing.to_string_lossy());
+    assert_eq!(
+        (failed.status, failed.code()),
+        (8, "GIT_FAILED"),
+        "{}",
+        failed.stdout
+    );
+    assert!(!published(&failed).0);
+    before.assert_unchanged(&m1, None);
+}
+
+/// Two machines push the same fresh candidate name at once, round after round: exactly one
+/// remote ref each round, the other gets `CANDIDATE_EXISTS` and keeps nothing.
+#[test]
+fn two_machines_racing_for_one_name_make_exactly_one_remote_ref() {
+    let fleet = Fleet::new();
+    let remote = fleet.bare().to_string_lossy().into_owned();
+    let (mut rounds, mut wins) = (0, [0, 0]);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while rounds < 4 || (Instant::now() < deadline && rounds < 30) {
+        let id = format!("race-{rounds}");
+        let contract = ContractFile::new(&id, &[]);
+        let children: Vec<(usize, Child)> = ["m1", "m2"]
+            .iter()
+            .enumerate()
+            .map(|(i, m)| {
+                let script = format!("echo {m} > who.txt");
+                let argv: Vec<&OsStr> = sh(&script).into_iter().map(OsStr::new).collect();
+                let child = deliver_cmd(
+                    &fleet.machine(m),
+                    &contract.path,
+                    &["--push", &remote],
+                    &argv,
+                )
+                .spawn()
+                .expect("spawn deliver");
+                (i, child)
+            })
+            .collect();
+        let runs: Vec<(usize, Run)> = children
+            .into_iter()
+            .map(|(i, c)| {
+                (
+                    i,
+                    finish(c.wait_with_output().expect("wait"), Duration::ZERO),
+                )
+            })
+            .collect();
+        let mut codes: Vec<&str> = runs.iter().map(|(_, r)| r.code()).collect();
+        codes.sort_unstable();
+        assert_eq!(codes, ["CANDIDATE_EXISTS", "OK"], "round {rounds}");
+        let (winner, run) = runs.iter().find(|(_, r)| r.code() == "OK").expect("winner");
+        wins[*winner] += 1;
+        assert_remote_holds(&fleet, &id, &commit_of(run));
+        let (loser, _) = runs.iter().find(|(_, r)| r.code() != "OK").expect("loser");
+        let loser_root = fleet.machine(["m1", "m2"][*loser]);
+        assert!(
+            git_ok(
+                &loser_root,
+                &["for-each-ref", &format!("refs/satyrn/candidates/{id}/")]
+            )
+            .is_empty(),
+            "round {rounds}: the loser keeps no candidate"
+        );
+        rounds += 1;
+    }
+    eprintln!("{rounds} rounds: m1 won {}, m2 won {}", wins[0], wins[1]);
+}
+
+/// A `git daemon` serving `base` with receive-pack on a free port of 127.0.0.1; stopped
+/// (by its own pid) when dropped. The `git-daemon` program is started directly (from
+/// `git --exec-path`): `git daemon` would run it as a child of its own, which killing `git`
+/// leaves running.
+struct Daemon {
+    child: Child,
+    port: u16,
+}
+
+impl Daemon {
+    fn start(base: &Path) -> Self {
+        let exec_path = git_ok(base, &["--exec-path"]).trim().to_owned();
+        let program = Path::new(&exec_path).join("git-daemon");
+        for _ in 0..5 {
+            let port = TcpListener::bind("127.0.0.1:0")
+                .expect("bind")
+                .local_addr()
+                .expect("addr")
+                .port();
+            let mut child = Command::new(&program)
+                .current_dir(base)
+                .args([
+                    "--reuseaddr",
+                    "--export-all",
+                    "--enable=receive-pack",
+                    "--listen=127.0.0.1",
+                ])
+                .arg(format!("--port={port}"))
+                .arg(format!("--base-path={}", base.display()))
+                .arg(base)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("spawn git daemon");
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while Instant::now() < deadline {
+                if child.try_wait().expect("try_wait").is_some() {
+                    break; // the port was taken meanwhile: try another
+                }
+                if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                    return Self { child, port };
+                }
+                std::thread::yield_now();
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        panic!("git daemon did not start");
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn push_over_a_real_git_daemon() {
+    let fleet = Fleet::new();
+    let daemon = Daemon::start(fleet.dir.path());
+    let url = format!("git://127.0.0.1:{}/remote.git", daemon.port);
+    first_push_wins_and_the_reviewer_gathers_it(&fleet, &url);
+    let mirrored = git_ok(
+        &fleet.origin.path(),
+        &[
+            "for-each-ref",
+            "--format=%(refname)",
+            "refs/satyrn/remotes/",
+        ],
+    );
+    assert!(
+        mirrored
+            .lines()
+            .all(|l| l.starts_with("refs/satyrn/remotes/url-")),
+        "a URL is mirrored under its digest: {mirrored}"
+    );
+    drop(daemon);
+}
+
+#[test]
+fn push_usage_errors_print_no_receipt() {
+    let fleet = Fleet::new();
+    let m1 = fleet.machine("m1");
+    let contract = ContractFile::new("u", &[]);
+    for opts in [
+        &["--push"][..],
+        &["--push", "a", "--push", "b"],
+        &["--push", ""],
+    ] {
+        let out = Command::new(crate::support::host_bin())
+            .arg("deliver")
+            .arg("--repo")
+            .arg(&m1)
+            .args(opts)
+            .arg(&contract.path)
+            .args(["--", "true"])
+            .output()
+            .expect("run");
+        assert_eq!(out.status.code(), Some(2), "{opts:?}");
+        assert!(out.stdout.is_empty(), "{opts:?}");
+    }
+}
