@@ -178,42 +178,43 @@ fn main() {
         common::ms(a50),
         common::ms(a95)
     );
-    let mut ratios = Vec::new();
+    let (mut ratios, mut cpu_ratios) = (Vec::new(), Vec::new());
     for files in [2_000, 20_000] {
         let repo = repository(tmp.path(), files);
         let (mut baseline, mut prep, mut real) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut baseline_cpu, mut prep_cpu) = (Vec::new(), Vec::new());
         for round in 0..=RUNS {
-            let started = Instant::now();
-            common::ok(
+            let (b, b_cpu) = common::wall_and_cpu(
                 Command::new("sh")
                     .current_dir(&repo)
                     .args(["-c", "git ls-files -z | xargs -0 sha256sum > /dev/null"]),
             );
-            let b = started.elapsed();
-            let started = Instant::now();
-            let run = attempt(&host, &repo, &contract)
-                .env("SATYRN_PI_BIN", "/bin/true")
-                .output()
-                .expect("attempt");
-            let p = started.elapsed();
-            assert!(
-                run.status.success(),
-                "attempt failed: {}",
-                String::from_utf8_lossy(&run.stderr)
+            let (p, p_cpu) = common::wall_and_cpu(
+                attempt(&host, &repo, &contract).env("SATYRN_PI_BIN", "/bin/true"),
             );
             let r = pi_start(&repo);
             if round > 0 {
                 baseline.push(b);
                 prep.push(p);
                 real.push(r);
+                baseline_cpu.push(b_cpu);
+                prep_cpu.push(p_cpu);
             }
         }
         let (b50, b95) = common::percentiles(&baseline);
         let (p50, p95) = common::percentiles(&prep);
         let (r50, r95) = common::percentiles(&real);
+        let (bc50, bc95) = common::percentiles(&baseline_cpu);
+        let (pc50, pc95) = common::percentiles(&prep_cpu);
         for (what, x50, x95) in [
             ("baseline: `git ls-files -z | xargs -0 sha256sum`", b50, b95),
             ("`satyrn-host attempt` whole, Pi exits at once", p50, p95),
+            ("baseline, CPU time (user + system)", bc50, bc95),
+            (
+                "`satyrn-host attempt`, Pi exits at once, CPU time (user + system)",
+                pc50,
+                pc95,
+            ),
             ("real Pi: attempt spawn → first model request", r50, r95),
         ] {
             let _ = writeln!(
@@ -223,6 +224,7 @@ fn main() {
                 common::ms(x95)
             );
         }
+        cpu_ratios.push((files, pc50.as_secs_f64() / bc50.as_secs_f64()));
         ratios.push((files, p50, b50, r50));
     }
     let _ = writeln!(out);
@@ -236,6 +238,12 @@ fn main() {
             common::ms(r50),
             common::ms(a50),
             common::ms(r50.saturating_sub(a50))
+        );
+    }
+    for (files, ratio) in cpu_ratios {
+        let _ = writeln!(
+            out,
+            "{files} files: CPU time satyrn / baseline (p50) {ratio:.2}×"
         );
     }
 }

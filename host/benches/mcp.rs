@@ -112,8 +112,8 @@ fn main() {
     );
 
     let mut session = Session::start(host, &repo, &contract);
-    let (mut reads, mut edits, mut pairs, mut baseline) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut reads, mut edits, mut pairs, mut baseline, mut durable) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let mut marker = 0u64;
     for round in 0..=ROUNDS {
         let started = Instant::now();
@@ -146,7 +146,9 @@ fn main() {
         );
         assert_eq!(edited["code"], "OK", "{edited}");
         let base = started.elapsed();
+        let durable_write = durable_write(&repo, text.as_bytes());
         if round > 0 {
+            durable.push(durable_write);
             reads.push(read);
             edits.push(edit);
             pairs.push(pair);
@@ -169,6 +171,14 @@ fn main() {
         "{}",
         row("spawn-per-call `protocol`: read + edit", &baseline)
     );
+    let _ = writeln!(
+        out,
+        "{}",
+        row(
+            "durability floor: write 10 KiB, fsync, rename, fsync the directory",
+            &durable
+        )
+    );
     let (p50, _) = common::percentiles(&pairs);
     let (b50, _) = common::percentiles(&baseline);
     let (e50, _) = common::percentiles(&edits);
@@ -185,6 +195,22 @@ fn main() {
         common::ms(split[1]),
         common::ms(split[2])
     );
+}
+
+/// The durable part of a publish alone, in the same directory: a temporary written and
+/// fsynced, renamed, the directory fsynced (what every edit must wait for on this disk).
+fn durable_write(repo: &Path, bytes: &[u8]) -> Duration {
+    let temp = repo.join(".durable.tmp");
+    let started = Instant::now();
+    let mut file = std::fs::File::create(&temp).expect("create");
+    file.write_all(bytes).expect("write");
+    file.sync_all().expect("fsync");
+    drop(file);
+    std::fs::rename(&temp, repo.join(".durable")).expect("rename");
+    std::fs::File::open(repo)
+        .and_then(|dir| dir.sync_all())
+        .expect("fsync the directory");
+    started.elapsed()
 }
 
 /// In-process p50s of one `read`: instantiating the component, the call on that fresh

@@ -1010,8 +1010,8 @@ fn sigterm_to_the_attempt_is_forwarded_to_pi_and_reported() {
              sys.stdout.write('{{\"type\":\"stopped\"}}\\n'); sys.stdout.flush(); sys.exit(143)\n\
              signal.signal(signal.SIGTERM, on_term)\n\
              ctx = json.load(open(os.environ['SATYRN_MUTATION_CONTEXT_FILE']))\n\
-             open({marker:?}, 'w').write(os.path.dirname(ctx['contract']))\n\
              sys.stdout.write('{{\"type\":\"session\"}}\\n'); sys.stdout.flush()\n\
+             open({marker:?}, 'w').write(os.path.dirname(ctx['contract']))\n\
              time.sleep(60)\n",
             got = got.to_str().expect("utf8"),
             marker = marker.to_str().expect("utf8"),

@@ -135,3 +135,35 @@ pub fn repo_of_files(repo: &Path, files: usize, per_dir: usize) {
     ok(git(repo).args(["add", "-A"]));
     ok(git(repo).args(["commit", "-q", "-m", "bench"]));
 }
+
+/// Runs `cmd` (stdout and stderr discarded) and returns its wall time and the CPU time
+/// (user + system) of its whole process tree, from `wait4`'s rusage (which includes every
+/// descendant the process waited for); panics unless it exits 0. The CPU time stays
+/// comparable when other work shares the machine.
+#[allow(dead_code)] // not every bench uses it
+#[allow(clippy::zombie_processes)] // reaped by wait4, which also reports the rusage
+pub fn wall_and_cpu(cmd: &mut Command) -> (Duration, Duration) {
+    let started = Instant::now();
+    let child = cmd
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let pid = i32::try_from(child.id()).expect("pid");
+    let mut status = 0;
+    // SAFETY: plain wait4 on our own child, not yet reaped, with valid out-pointers.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    let reaped = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    let wall = started.elapsed();
+    assert_eq!(reaped, pid, "wait4");
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "{cmd:?} failed"
+    );
+    let time = |t: libc::timeval| {
+        Duration::from_secs(u64::try_from(t.tv_sec).unwrap_or(0))
+            + Duration::from_micros(u64::try_from(t.tv_usec).unwrap_or(0))
+    };
+    (wall, time(usage.ru_utime) + time(usage.ru_stime))
+}

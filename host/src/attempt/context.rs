@@ -90,7 +90,8 @@ pub fn encode(
 }
 
 /// Writes `bytes` to the new file `path` (mode 0600 whatever the umask; never replaces an
-/// existing file).
+/// existing file). Not fsynced: the file lives only as long as the attempt and reaches the
+/// child through the page cache; a crash ends the attempt anyway.
 ///
 /// # Errors
 ///
@@ -101,7 +102,7 @@ pub fn write(path: &Path, bytes: &[u8]) -> Result<(), ContextError> {
         .create_new(true)
         .mode(0o600)
         .open(path)
-        .and_then(|mut file| file.write_all(bytes).and_then(|()| file.sync_all()))
+        .and_then(|mut file| file.write_all(bytes))
         .map_err(ContextError::Io)
 }
 

@@ -88,9 +88,8 @@ fn attempt(options: &Options, cleanup: &mut Cleanup) -> Result<(), Failure> {
     let (contract, contract_bytes) = contract::load_with_bytes(&contract_path)?;
     let root = RepoRoot::open(&cwd)?;
     let git = Git::at(&cwd);
-    let head = git
-        .line(&["rev-parse", "--verify", "--quiet", "HEAD^{commit}"])
-        .map_err(|e| failed(format!("HEAD is not a readable commit: {e}")))?;
+    let located = locate(&git)?;
+    let head = located.head;
     let host = std::env::current_exe()
         .map_err(|e| failed(format!("cannot locate satyrn-host itself: {e}")))?;
     if fsid::is_within(&contract_path, &cwd).unwrap_or(false) {
@@ -100,7 +99,7 @@ fn attempt(options: &Options, cleanup: &mut Cleanup) -> Result<(), Failure> {
         );
     }
 
-    let forbidden = forbidden_roots(&git)?;
+    let forbidden = forbidden_roots(&git, located.git_dirs)?;
     let transcript_dest = destination(TRANSCRIPT_VAR, &forbidden)?;
     let patch_dest = destination(PATCH_VAR, &forbidden)?;
     if let (Some(transcript), Some(patch)) = (&transcript_dest, &patch_dest)
@@ -253,16 +252,40 @@ fn sweep_temporaries(root: &RepoRoot, git: &Git) -> Result<(), String> {
     }
 }
 
+/// `HEAD` and git's administrative and common directories, from one `rev-parse`.
+struct Located {
+    head: String,
+    git_dirs: [PathBuf; 2],
+}
+
+fn locate(git: &Git) -> Result<Located, Failure> {
+    let out = git
+        .line(&[
+            "rev-parse",
+            "--path-format=absolute",
+            "--absolute-git-dir",
+            "--git-common-dir",
+            "--verify",
+            "--quiet",
+            "HEAD^{commit}",
+        ])
+        .map_err(|e| failed(format!("HEAD is not a readable commit: {e}")))?;
+    match out.lines().collect::<Vec<_>>()[..] {
+        [git_dir, common_dir, head] => Ok(Located {
+            head: head.to_string(),
+            git_dirs: [PathBuf::from(git_dir), PathBuf::from(common_dir)],
+        }),
+        _ => Err(failed(format!(
+            "locating git's directories and HEAD failed: unexpected output {out:?}"
+        ))),
+    }
+}
+
 /// Registered worktrees plus git's administrative and common directories.
-fn forbidden_roots(git: &Git) -> Result<Vec<PathBuf>, Failure> {
+fn forbidden_roots(git: &Git, git_dirs: [PathBuf; 2]) -> Result<Vec<PathBuf>, Failure> {
     let mut roots =
         git::worktree_paths(git).map_err(|e| failed(format!("listing worktrees failed: {e}")))?;
-    for query in ["--absolute-git-dir", "--git-common-dir"] {
-        let dir = git
-            .line(&["rev-parse", "--path-format=absolute", query])
-            .map_err(|e| failed(format!("locating git's directories failed: {e}")))?;
-        roots.push(PathBuf::from(dir));
-    }
+    roots.extend(git_dirs);
     Ok(roots)
 }
 
