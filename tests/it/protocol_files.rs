@@ -446,12 +446,12 @@ fn limit_file_size(cmd: &mut std::process::Command, limit: u64) {
 fn failed_publish_removes_the_temporary_and_keeps_the_file() {
     for named in [false, true] {
         let mut big = Vec::new();
-        for i in 0..4096 {
+        for i in 0..131_072 {
             big.extend_from_slice(format!("line {i:05} of a file that is large\n").as_bytes());
         }
         big.extend_from_slice(b"ANCHOR\n");
         let fx = Fixture::new(&[("dir/big.txt", &big)], &["dir/*"]);
-        let limit = 64 * 1024;
+        let limit = 1024 * 1024;
         assert!(big.len() as u64 > 2 * limit);
         let path = fx.file("dir/big.txt");
         let before = snapshot(&path);
