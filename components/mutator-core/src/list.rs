@@ -146,7 +146,7 @@ pub fn list<T: Tree + ?Sized>(tree: &T, request: &ListRequest<'_>) -> Result<Lis
         tree,
         start,
         &shown,
-        request.recursive,
+        (request.recursive, true),
         request.cursor,
         &private,
         |_, entry, path| {

@@ -336,7 +336,18 @@ impl Page {
             return self.skipped(path, SkipReason::TooLarge);
         }
         let Ok(bytes) = tree.read_file(dir, name, path, MAX_TEXT_FILE_BYTES) else {
-            return self.skipped(path, SkipReason::Unavailable);
+            // The walk reads no sizes (one inspection less per file): only a file that could
+            // not be read is inspected, to tell a large file from an unreadable one.
+            let large = matches!(
+                tree.stat(dir, name, path),
+                Ok(Some((EntryKind::File, size))) if size > MAX_TEXT_FILE_BYTES
+            );
+            let reason = if large {
+                SkipReason::TooLarge
+            } else {
+                SkipReason::Unavailable
+            };
+            return self.skipped(path, reason);
         };
         self.scanned = self.scanned.saturating_add(bytes.len() as u64);
         if memchr::memchr(0, &bytes).is_some() {
@@ -512,7 +523,7 @@ pub fn search<T: Tree + ?Sized>(
         tree,
         start,
         &shown,
-        true,
+        (true, false),
         request.cursor,
         &private,
         |dir, entry, path| page.visit(tree, dir, &entry.name, entry.kind, entry.size, path),

@@ -78,12 +78,13 @@ pub trait Tree {
     /// When `name` is missing, a symlink or not a directory.
     fn open_dir(&self, dir: &Self::Dir, name: &str, shown: &str) -> Result<Self::Dir, NotEditable>;
 
-    /// The entries of `dir` (without `.` and `..`).
+    /// The entries of `dir` (without `.` and `..`), with the sizes of regular files when
+    /// `sizes` (one more inspection per file; otherwise `size` is 0).
     ///
     /// # Errors
     ///
     /// When the directory cannot be read.
-    fn entries(&self, dir: &Self::Dir, shown: &str) -> Result<Entries, NotEditable>;
+    fn entries(&self, dir: &Self::Dir, shown: &str, sizes: bool) -> Result<Entries, NotEditable>;
 
     /// What `name` inside `dir` is, without following a symlink: `None` when it does not exist.
     ///

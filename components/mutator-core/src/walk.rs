@@ -64,9 +64,10 @@ fn frame<T: Tree + ?Sized>(
     tree: &T,
     dir: T::Dir,
     prefix: String,
+    sizes: bool,
     end: &mut WalkEnd,
 ) -> Result<Frame<T::Dir>, NotEditable> {
-    let entries = tree.entries(&dir, &prefix)?;
+    let entries = tree.entries(&dir, &prefix, sizes)?;
     end.unreadable = end.unreadable.saturating_add(entries.unnamed);
     let mut pending = entries.entries;
     pending.sort_unstable_by(|a, b| b.name.as_bytes().cmp(a.name.as_bytes()));
@@ -79,7 +80,8 @@ fn frame<T: Tree + ?Sized>(
 
 /// Walks the directory `start` (already opened, at worktree path `prefix`, `""` for the
 /// root), calling `visit` with each entry's directory, the entry and its worktree path,
-/// in order, after `cursor`. Enters directories when `recursive`.
+/// in order, after `cursor`. Enters directories when `recursive`; regular files come with
+/// their sizes when `sizes`.
 ///
 /// # Errors
 ///
@@ -88,13 +90,13 @@ pub(crate) fn walk<T: Tree + ?Sized>(
     tree: &T,
     start: T::Dir,
     prefix: &str,
-    recursive: bool,
+    (recursive, sizes): (bool, bool),
     cursor: Option<&str>,
     private: &PatternSet,
     mut visit: impl FnMut(&T::Dir, &DirEntry, &str) -> Visit,
 ) -> Result<WalkEnd, NotEditable> {
     let mut end = WalkEnd::default();
-    let mut stack = alloc::vec![frame(tree, start, String::from(prefix), &mut end)?];
+    let mut stack = alloc::vec![frame(tree, start, String::from(prefix), sizes, &mut end)?];
     let mut last: Option<String> = cursor.map(String::from);
     let mut examined = 0u32;
     while let Some(top) = stack.last_mut() {
@@ -140,7 +142,7 @@ pub(crate) fn walk<T: Tree + ?Sized>(
         let descend = recursive && entry.kind == EntryKind::Directory;
         let opened = descend.then(|| {
             tree.open_dir(&top.dir, &entry.name, &path)
-                .and_then(|dir| frame(tree, dir, path.clone(), &mut end))
+                .and_then(|dir| frame(tree, dir, path.clone(), sizes, &mut end))
         });
         if after {
             // Only a path after the cursor moves it: an ancestor of the cursor was shown

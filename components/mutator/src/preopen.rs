@@ -120,7 +120,7 @@ impl Tree for Preopen {
             .map_err(|e| io_error(shown, e))
     }
 
-    fn entries(&self, dir: &Dir, shown: &str) -> Result<Entries, NotEditable> {
+    fn entries(&self, dir: &Dir, shown: &str, sizes: bool) -> Result<Entries, NotEditable> {
         let parent = self.descriptor(dir);
         let stream = parent
             .read_directory()
@@ -131,7 +131,7 @@ impl Tree for Preopen {
                 Ok(Some(entry)) => {
                     let kind = kind_of(entry.type_);
                     // Sizes only for regular files: one more call per file, none per directory.
-                    let size = if kind == EntryKind::File {
+                    let size = if sizes && kind == EntryKind::File {
                         parent
                             .stat_at(PathFlags::empty(), &entry.name)
                             .map_or(0, |s| s.size)
@@ -171,8 +171,43 @@ impl Tree for Preopen {
         shown: &str,
         max_len: u64,
     ) -> Result<Vec<u8>, NotEditable> {
-        read_leaf(self.descriptor(dir), name, shown, max_len)
+        read_opened(self.descriptor(dir), name, shown, max_len)
     }
+}
+
+/// Reads the single-link regular file `leaf` in `parent` with the fewest calls, for the
+/// walk of `search`: a no-follow open (the host's `open-at` never blocks, so a FIFO swapped
+/// in is opened without waiting and then refused), then the checks on what was opened, then
+/// reads up to the size it had. Whatever was opened is what is checked and read.
+fn read_opened(
+    parent: &Descriptor,
+    leaf: &str,
+    shown: &str,
+    max_len: u64,
+) -> Result<Vec<u8>, NotEditable> {
+    let file = parent
+        .open_at(
+            PathFlags::empty(),
+            leaf,
+            OpenFlags::empty(),
+            DescriptorFlags::READ,
+        )
+        .map_err(|e| io_error(shown, e))?;
+    let opened = file.stat().map_err(|e| io_error(shown, e))?;
+    check_regular(&opened, shown, max_len)?;
+    let size = opened.size;
+    let mut content = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
+    while (content.len() as u64) < size {
+        let offset = content.len() as u64;
+        let (chunk, eof) = file
+            .read(CHUNK.min(size - offset), offset)
+            .map_err(|e| io_error(shown, e))?;
+        content.extend_from_slice(&chunk);
+        if eof || chunk.is_empty() {
+            break;
+        }
+    }
+    Ok(content)
 }
 
 fn shown_or_root(shown: &str) -> &str {
