@@ -604,12 +604,27 @@ fn a_parent_swapped_for_a_symlink_never_lets_a_create_or_a_search_escape() {
         let outside: PathBuf = t.outside.path().to_path_buf();
         std::thread::spawn(move || {
             let mut swaps = 0u32;
+            // While the real directory is parked, a create may make a fresh `src/swap`
+            // (missing parents are created): clear whatever stands there before each step.
+            let clear = |path: &Path| match std::fs::symlink_metadata(path) {
+                Ok(m) if m.is_dir() => std::fs::remove_dir_all(path).expect("clear dir"),
+                Ok(_) => std::fs::remove_file(path).expect("clear link"),
+                Err(_) => {}
+            };
+            let retry = |step: &dyn Fn() -> std::io::Result<()>| {
+                for _ in 0..1000 {
+                    clear(&real);
+                    if step().is_ok() {
+                        return;
+                    }
+                }
+                panic!("the swap step kept losing to creates");
+            };
             while !stop.load(Ordering::Relaxed) {
                 std::fs::rename(&real, &parked).expect("park");
-                std::os::unix::fs::symlink(&outside, &real).expect("symlink");
+                retry(&|| std::os::unix::fs::symlink(&outside, &real));
                 std::thread::yield_now();
-                std::fs::remove_file(&real).expect("unlink symlink");
-                std::fs::rename(&parked, &real).expect("restore");
+                retry(&|| std::fs::rename(&parked, &real));
                 swaps += 1;
             }
             swaps
