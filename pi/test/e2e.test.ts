@@ -205,6 +205,7 @@ test("deliver + attempt + real Pi: the toolbox adds, deletes and edits files; un
     const receipt = JSON.parse(result.stdout.toString("utf8")) as Record<string, unknown>;
     assert.equal(receipt.code, "OK", result.stderr);
     assert.equal(result.code, 0);
+    assert.deepEqual(receipt.paths, ["src/greeting.ts", "src/obsolete.ts", "test/greeting.test.ts"], "added and deleted paths are changed paths");
     const candidate = String(receipt.candidate_commit);
     assert.equal(git(repo, ["rev-parse", `${candidate}^`]).trim(), head, "the candidate's parent is the base");
     assert.equal(
