@@ -41,7 +41,7 @@ function optionalString(p: Args, key: string, allowEmpty = false): string | unde
   const v = p[key];
   if (v === undefined || v === null) return undefined;
   if (typeof v !== "string" || (!allowEmpty && v === "")) {
-    throw new EditRefused("INVALID_REQUEST", `\`${key}\` must be a non-empty string`);
+    throw new EditRefused("INVALID_REQUEST", `\`${key}\` must be ${allowEmpty ? "a string" : "a non-empty string"}`);
   }
   return v;
 }

@@ -130,7 +130,7 @@ test("every malformed shape fails closed with INVALID_REQUEST, before anything i
     ["grep", { pattern: "x", limit: 501 }, /`limit` must be a whole number from 1 to 500/],
     ["grep", { query: "x" }, /unknown field `query`/],
     ["write", { path: "src/n.ts" }, /`content` is required/],
-    ["write", { path: "src/n.ts", content: 5 }, /`content` must be/],
+    ["write", { path: "src/n.ts", content: 5 }, /`content` must be a string$/],
     ["write", { content: "x" }, /`path` is required/],
     ["write", { path: "src/n.ts", content: "x", expected_sha256: null }, /unknown field `expected_sha256`/],
     ["delete", {}, /`path` is required/],
