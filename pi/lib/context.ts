@@ -112,9 +112,17 @@ export function parseContext(env: NodeJS.ProcessEnv): ContextResult {
 }
 
 /**
- * The process-wide marker mutator.ts sets once both of its tools (`edit`, `read`) are
- * registered. engine.ts blocks every tool call of an attempt without it: Pi's
- * `--tools read,edit` allow-list would otherwise hand the model Pi's unconfined built-ins.
+ * satyrn's tools, exactly the names `satyrn-host attempt` passes to Pi's `--tools`
+ * (host/src/attempt/pi.rs). Inside an attempt engine.ts blocks every other tool name, and
+ * every call at all until mutator.ts has registered all of these.
+ */
+export const SATYRN_TOOLS: readonly string[] = ["read", "edit", "ls", "find", "grep", "write", "delete"];
+
+/**
+ * The process-wide marker mutator.ts sets once all of its tools ([`SATYRN_TOOLS`]) are
+ * registered. engine.ts blocks every tool call of an attempt without it: Pi's `--tools`
+ * allow-list would otherwise hand the model Pi's unconfined built-ins (`read`, `edit`,
+ * `ls`, `find`, `grep`, `write`).
  * It lives on `globalThis` under a registry symbol because Pi loads each extension as its
  * own module graph (jiti, no module cache), so module state is not shared between them.
  */

@@ -86,6 +86,25 @@ export class Editor {
     return this.poisonedBy;
   }
 
+  /** Records `sha` as the revision the session has now seen of `path` (a search, a write). */
+  remember(path: string, sha: string): void {
+    this.revisions.set(path, sha);
+  }
+
+  /** Forgets the revision of `path` (it was deleted). */
+  forget(path: string): void {
+    this.revisions.delete(path);
+  }
+
+  /**
+   * Poisons the editor: a mutation's outcome is unknown (it may have been published), so
+   * every later edit, write and delete of this attempt is refused without spawning. The
+   * first reason is kept.
+   */
+  poison(reason: string): void {
+    this.poisonedBy ??= reason;
+  }
+
   /** Builds the protocol `edit` request; throws `EditRefused` for a bad shape. */
   request(params: unknown): Record<string, unknown> {
     const { path, edits } = this.validate(prepareEditArguments(params));
@@ -201,19 +220,24 @@ export class Editor {
     return { path: this.worktreePath(p.path), edits };
   }
 
-  /**
-   * Models often pass absolute paths or `./x`: an absolute path inside the worktree becomes
-   * worktree-relative and one leading `./` is dropped. Everything else goes to the host as
-   * written, which refuses any unsafe shape.
-   */
-  private worktreePath(path: string): string {
-    if (isAbsolute(path)) {
-      const rel = relative(this.context.repo, path);
-      if (rel !== "" && !rel.startsWith("..") && !isAbsolute(rel)) return rel;
-      return path;
-    }
-    return path.startsWith("./") ? path.slice(2) : path;
+  /** `path` as the host expects it (see [`worktreePath`]). */
+  worktreePath(path: string): string {
+    return worktreePath(this.context.repo, path);
   }
+}
+
+/**
+ * Models often pass absolute paths or `./x`: an absolute path inside the worktree becomes
+ * worktree-relative and one leading `./` is dropped. Everything else goes to the host as
+ * written, which refuses any unsafe shape.
+ */
+export function worktreePath(repo: string, path: string): string {
+  if (isAbsolute(path)) {
+    const rel = relative(repo, path);
+    if (rel !== "" && !rel.startsWith("..") && !isAbsolute(rel)) return rel;
+    return path;
+  }
+  return path.startsWith("./") ? path.slice(2) : path;
 }
 
 const EDIT_KEYS = new Set(["op", "oldText", "anchorText", "newText", "occurrence"]);

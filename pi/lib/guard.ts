@@ -1,21 +1,28 @@
 /**
  * engine.ts's `tool_call` guard inside an attempt. An attempt is recognised by
  * `SATYRN_MUTATION_CONTEXT_FILE` (or the older inline `SATYRN_MUTATION_CONTEXT`) being set
- * at all — even to a missing or malformed file — because that is exactly
- * when Pi runs with `--tools read,edit`, and in Pi 0.73.1 that allow-list also enables Pi's
- * built-in `read` and `edit`, which are not confined to the worktree. So the guard fails
- * closed: until mutator.ts has registered satyrn's tools (lib/context.ts's marker), every
- * tool call is blocked. Once they are, the loop breaker (lib/loop.ts) decides.
+ * at all — even to a missing or malformed file — because that is exactly when Pi runs with
+ * `--tools read,edit,ls,find,grep,write,delete`, and in Pi 0.73.1 that allow-list also
+ * enables Pi's built-in `read`, `edit`, `ls`, `find`, `grep` and `write`, which are not
+ * confined to the worktree. So the guard fails closed: until mutator.ts has registered
+ * satyrn's tools (lib/context.ts's marker), every tool call is blocked; after that, a call
+ * of any tool not in [`SATYRN_TOOLS`] is blocked. Then the loop breaker (lib/loop.ts)
+ * decides.
  */
 
-import { inAttempt, toolsRegistered } from "./context.ts";
+import { inAttempt, SATYRN_TOOLS, toolsRegistered } from "./context.ts";
 import { LoopBreaker } from "./loop.ts";
 
 /** The reason given for every call while satyrn's tools are not registered. */
 export const UNREGISTERED_REASON =
-  "Blocked by satyrn: this attempt's confined read and edit tools are not registered " +
+  "Blocked by satyrn: this attempt's confined tools are not registered " +
   "(the mutation context is missing or malformed, or the satyrn mutator extension did not load), " +
   "so no tool may run. Stop: the attempt cannot proceed.";
+
+/** The reason given for a call of a tool that is not one of satyrn's. */
+export function unknownToolReason(toolName: string): string {
+  return `Blocked by satyrn: \`${toolName}\` is not one of this attempt's tools (${SATYRN_TOOLS.join(", ")}).`;
+}
 
 export class AttemptGuard {
   private readonly breaker = new LoopBreaker();
@@ -26,6 +33,7 @@ export class AttemptGuard {
   /** Returns a reason when the call must be blocked. */
   check(toolName: string, input: unknown): string | undefined {
     if (!this.registered()) return UNREGISTERED_REASON;
+    if (!SATYRN_TOOLS.includes(toolName)) return unknownToolReason(toolName);
     return this.breaker.check(toolName, input);
   }
 }

@@ -12,6 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
 
+import { SATYRN_TOOLS } from "../lib/context.ts";
 import { hostBin, ROOT } from "./helpers.ts";
 import { MODEL, offeredTools, startScriptedModel, toolResults, writeAgentDir, type Step } from "./scripted-model.ts";
 
@@ -89,7 +90,7 @@ function attemptEnv(agentDir: string, extra: NodeJS.ProcessEnv = {}): NodeJS.Pro
 function assertScriptedConversation(requests: Array<Record<string, unknown>>): void {
   assert.equal(requests.length, 4, "the model was asked four times");
   const tools = offeredTools(requests[0]);
-  assert.deepEqual([...tools.keys()].sort(), ["edit", "read"], "only read and satyrn's edit are offered");
+  assert.deepEqual([...tools.keys()].sort(), [...SATYRN_TOOLS].sort(), "exactly satyrn's tools are offered");
   assert.match(tools.get("edit") ?? "", /declared writable by the task contract/);
   assert.match(tools.get("read") ?? "", /inside the repository/, "satyrn's read replaces Pi's");
   const afterRefusal = toolResults(requests[2]).join("\n");
@@ -158,6 +159,78 @@ test("deliver + attempt + real Pi: a candidate ref with only the declared file, 
     assert.equal(readFileSync(join(repo, "src", "greeting.ts"), "utf8"), GREETING);
     assert.equal(git(repo, ["worktree", "list", "--porcelain"]).split("\n").filter((l) => l.startsWith("worktree ")).length, 1);
     assertScriptedConversation(model.requests);
+  } finally {
+    await model.close();
+  }
+});
+
+/**
+ * The toolbox through deliver: the real Pi finds files, greps, creates a test file, deletes
+ * an obsolete one and edits a third; a write to an undeclared path and one to a private path
+ * (matched by a writable pattern too: private wins) are refused in the same run. The
+ * candidate holds exactly A/D/M of the three files, the refused paths nowhere.
+ */
+test("deliver + attempt + real Pi: the toolbox adds, deletes and edits files; undeclared and private writes are refused", async () => {
+  const base = tempDir();
+  const repo = join(base, "repo");
+  mkdirSync(join(repo, "src"), { recursive: true });
+  writeFileSync(join(repo, "src", "greeting.ts"), GREETING);
+  writeFileSync(join(repo, "src", "obsolete.ts"), "export const legacy = true;\n");
+  writeFileSync(join(repo, "README.md"), "hello world\n");
+  git(repo, ["init", "-q", "-b", "main"]);
+  git(repo, ["add", "-A"]);
+  git(repo, ["commit", "-q", "-m", "init"]);
+  const contract = join(base, "contract.yaml");
+  writeFileSync(contract, "id: e2e-toolbox\ntask: Test the greeting, drop the obsolete module.\nwritable_paths:\n  - 'src/*.ts'\n  - 'test/*'\n");
+  const TEST = 'import { greeting } from "../src/greeting.ts";\nif (greeting() !== "hello satyrn") throw new Error("wrong");\n';
+  const model = await startScriptedModel([
+    { toolCalls: [{ name: "find", arguments: { pattern: "**/*.ts" } }] },
+    { toolCalls: [{ name: "grep", arguments: { pattern: "hello world", literal: true } }] },
+    { toolCalls: [{ name: "write", arguments: { path: "test/greeting.test.ts", content: TEST } }] },
+    { toolCalls: [{ name: "write", arguments: { path: "docs/notes.md", content: "undeclared\n" } }] },
+    { toolCalls: [{ name: "write", arguments: { path: "test/fixture.key", content: "private\n" } }] },
+    { toolCalls: [{ name: "delete", arguments: { path: "src/obsolete.ts" } }] },
+    { toolCalls: [{ name: "edit", arguments: { path: "src/greeting.ts", edits: [{ oldText: "hello world", newText: "hello satyrn" }] } }] },
+    { text: "Done." },
+  ]);
+  try {
+    const head = git(repo, ["rev-parse", "HEAD"]).trim();
+    const host = hostBin();
+    const result = await run(
+      host,
+      ["deliver", "--repo", repo, "--timeout", "120", contract, "--", host, "attempt", "--model", MODEL, contract],
+      repo,
+      attemptEnv(writeAgentDir(join(base, "agent"), model.baseUrl)),
+    );
+    const receipt = JSON.parse(result.stdout.toString("utf8")) as Record<string, unknown>;
+    assert.equal(receipt.code, "OK", result.stderr);
+    assert.equal(result.code, 0);
+    assert.deepEqual(receipt.paths, ["src/greeting.ts", "src/obsolete.ts", "test/greeting.test.ts"], "added and deleted paths are changed paths");
+    const candidate = String(receipt.candidate_commit);
+    assert.equal(git(repo, ["rev-parse", `${candidate}^`]).trim(), head, "the candidate's parent is the base");
+    assert.equal(
+      git(repo, ["diff", "--name-status", head, candidate]),
+      "M\tsrc/greeting.ts\nD\tsrc/obsolete.ts\nA\ttest/greeting.test.ts\n",
+    );
+    assert.equal(git(repo, ["show", `${candidate}:test/greeting.test.ts`]), TEST);
+    assert.equal(git(repo, ["show", `${candidate}:src/greeting.ts`]), GREETING.replace("hello world", "hello satyrn"));
+    assert.deepEqual(git(repo, ["ls-tree", "-r", "--name-only", candidate]).trim().split("\n"), ["README.md", "src/greeting.ts", "test/greeting.test.ts"]);
+    // What the model was told, step by step.
+    assert.equal(model.requests.length, 8);
+    const seen = model.requests.map((r) => toolResults(r).at(-1) ?? "");
+    assert.match(seen[1], /^src\/greeting\.ts \(\d+ bytes\) \[writable\]$/m);
+    assert.match(seen[1], /^src\/obsolete\.ts \(\d+ bytes\) \[writable\]$/m);
+    assert.match(seen[2], /^src\/greeting\.ts \[writable\] \(sha256 [0-9a-f]{64}\)\n2: {3}return "hello world";$/m);
+    assert.match(seen[2], /^README\.md \(sha256 [0-9a-f]{64}\)\n1: hello world$/m);
+    assert.match(seen[3], /^Created test\/greeting\.test\.ts \(sha256 [0-9a-f]{64}\)\.$/);
+    assert.match(seen[4], /PATH_UNDECLARED/);
+    assert.match(seen[5], /PATH_PRIVATE/);
+    assert.equal(seen[6], "Deleted src/obsolete.ts.");
+    assert.match(seen[7], /^Edited src\/greeting\.ts/);
+    // The caller's checkout is untouched.
+    assert.equal(git(repo, ["status", "--porcelain=v1", "--untracked-files=all"]), "");
+    assert.equal(git(repo, ["rev-parse", "HEAD"]).trim(), head);
+    assert.equal(readFileSync(join(repo, "src", "obsolete.ts"), "utf8"), "export const legacy = true;\n");
   } finally {
     await model.close();
   }
@@ -259,9 +332,11 @@ test("deliver + attempt + real Pi without PI_OFFLINE: a hostile repository's and
       user[0],
       "Task:\nMake the greeting say hello satyrn.\n\nFiles you may edit (every other file is read-only):\n- src/greeting.ts\n\n" +
         "Writable patterns of the task contract (fnmatch; `*` matches across `/`):\n- src/*.ts\n\nRules:\n" +
-        "- You may read any file in the repository with the read tool.\n" +
-        "- To change a file you must use the edit tool; there is no other way to write.\n" +
-        "- You cannot create, delete or rename files; only the writable files can be edited.\n" +
+        "- You may read any file in the repository with the read tool, and find files with ls, find and grep.\n" +
+        "- To change a file use the edit tool; to create a file, or rewrite a whole file you have read, use write; " +
+        "to remove a file you have read, use delete. There is no other way to write.\n" +
+        "- You may create, change and delete only files whose path matches a writable pattern below; every other path is read-only, " +
+        "and private files (secrets) are never shown.\n" +
         "- Read a file before editing it. An edit names exact text of the file: it replaces it, or inserts after it; " +
         "when the text occurs more than once, say which occurrence. All edits of one call apply together or not at all.\n" +
         "- A refused edit changes nothing and says why, with line numbers; fix the edit (or read the file again) and retry.\n" +
@@ -271,7 +346,7 @@ test("deliver + attempt + real Pi without PI_OFFLINE: a hostile repository's and
     for (const marker of ["HOSTILE", "repo-skill", "agents-skill"]) {
       assert.ok(!everything.includes(marker), `${marker} reached the model`);
     }
-    assert.deepEqual([...offeredTools(model.requests[0]).keys()].sort(), ["edit", "read"]);
+    assert.deepEqual([...offeredTools(model.requests[0]).keys()].sort(), [...SATYRN_TOOLS].sort());
     // The caller's checkout is untouched, and nothing was written beside the hostile files.
     assert.equal(git(repo, ["status", "--porcelain=v1", "--untracked-files=all"]), "");
     assert.equal(readFileSync(join(repo, "README.md"), "utf8"), "hello world\n");
@@ -473,15 +548,15 @@ function attemptPiArgs(extensions: string[]): string[] {
     "--print", "--mode", "json", "--no-session", "--model", MODEL,
     "--system-prompt", readFileSync(join(ROOT, "host", "src", "attempt", "system_prompt.md"), "utf8"), "--no-extensions",
     ...extensions.flatMap((e) => ["--extension", join(ROOT, "pi", e)]),
-    "--no-skills", "--no-prompt-templates", "--no-themes", "--no-context-files", "--tools", "read,edit",
+    "--no-skills", "--no-prompt-templates", "--no-themes", "--no-context-files", "--tools", SATYRN_TOOLS.join(","),
     "Task: read the readme.",
   ];
 }
 
 /**
- * Fail closed: inside an attempt, `--tools read,edit` also enables Pi's own unconfined
- * `read`. When satyrn's tools are not registered, engine.ts must block every call, so the
- * file's content never reaches the model. (The sibling — both extensions, the read
+ * Fail closed: inside an attempt, Pi's `--tools` allow-list also enables Pi's own unconfined
+ * `read` and `write`. When satyrn's tools are not registered, engine.ts must block every call,
+ * so the file's content never reaches the model and nothing is written. (The sibling — both extensions, the read
  * succeeds — is every attempt above; the previous test asserts satyrn's read returns src/twice.ts.)
  */
 for (const [label, extensions, context] of [
@@ -492,7 +567,7 @@ for (const [label, extensions, context] of [
     const { base, repo } = repository();
     writeFileSync(join(repo, "README.md"), "CONTENT THAT MUST NOT LEAK\n");
     const model = await startScriptedModel([
-      { toolCalls: [{ name: "read", arguments: { path: "README.md" } }] },
+      { toolCalls: [{ name: "read", arguments: { path: "README.md" } }, { name: "write", arguments: { path: "pwned.txt", content: "x" } }] },
       { text: "Done." },
     ]);
     try {
@@ -509,10 +584,13 @@ for (const [label, extensions, context] of [
       const result = await run(PI, attemptPiArgs(extensions), repo, env);
       assert.equal(result.code, 0, result.stderr);
       assert.equal(model.requests.length, 2);
-      assert.ok(offeredTools(model.requests[0]).has("read"), "Pi offers its built-in read: the guard is what stands in the way");
-      const seen = toolResults(model.requests[1]).join("\n");
-      assert.match(seen, /Blocked by satyrn: this attempt's confined read and edit tools are not registered/);
-      assert.doesNotMatch(seen, /MUST NOT LEAK/);
+      const offered = offeredTools(model.requests[0]);
+      assert.ok(offered.has("read") && offered.has("write"), "Pi offers its built-ins: the guard is what stands in the way");
+      const seen = toolResults(model.requests[1]);
+      assert.equal(seen.length, 2);
+      for (const text of seen) assert.match(text, /Blocked by satyrn: this attempt's confined tools are not registered/);
+      assert.equal(existsSync(join(repo, "pwned.txt")), false, "Pi's built-in write ran");
+      assert.doesNotMatch(seen.join("\n"), /MUST NOT LEAK/);
       assert.doesNotMatch(result.stdout.toString("utf8"), /MUST NOT LEAK/);
     } finally {
       await model.close();

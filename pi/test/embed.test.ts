@@ -30,3 +30,11 @@ test("satyrn-host embeds exactly the files an attempt's engine.ts and mutator.ts
   }));
   assert.deepEqual([...embedded].sort(), [...closure(["engine.ts", "mutator.ts"])].sort());
 });
+
+test("satyrn-host's `--tools` list is exactly SATYRN_TOOLS, the names the guard allows (host/src/attempt/pi.rs)", async () => {
+  const { SATYRN_TOOLS } = await import("../lib/context.ts");
+  const rust = readFileSync(join(ROOT, "host", "src", "attempt", "pi.rs"), "utf8");
+  const tools = /pub const TOOLS: &str = "([^"]*)";/.exec(rust);
+  assert.ok(tools !== null, "pi.rs defines TOOLS");
+  assert.equal(tools[1], SATYRN_TOOLS.join(","));
+});

@@ -8,8 +8,8 @@ import type { ExtensionAPI } from "@mariozechner/pi-coding-agent";
 
 import satyrnEngine from "../engine.ts";
 import satyrnMutator from "../mutator.ts";
-import { markToolsRegistered, toolsRegistered } from "../lib/context.ts";
-import { AttemptGuard, guardFor, UNREGISTERED_REASON } from "../lib/guard.ts";
+import { markToolsRegistered, SATYRN_TOOLS, toolsRegistered } from "../lib/context.ts";
+import { AttemptGuard, guardFor, UNREGISTERED_REASON, unknownToolReason } from "../lib/guard.ts";
 
 const MARKER = Symbol.for("satyrn.tools.registered");
 const SHA = "a".repeat(64);
@@ -41,8 +41,8 @@ test("the guard exists whenever the context variable is set, even malformed; nev
 
 test("without satyrn's tools every call is blocked, the first included", () => {
   const guard = new AttemptGuard(() => false);
-  for (const [name, input] of [["read", { path: "a" }], ["edit", { path: "a", edits: [] }], ["bash", { command: "ls" }]] as const) {
-    assert.equal(guard.check(name, input), UNREGISTERED_REASON);
+  for (const name of [...SATYRN_TOOLS, "bash"]) {
+    assert.equal(guard.check(name, { path: "a" }), UNREGISTERED_REASON, name);
   }
   assert.match(UNREGISTERED_REASON, /not registered/);
 });
@@ -56,6 +56,17 @@ test("once satyrn's tools are registered, calls pass and the loop breaker still 
   assert.equal(guard.check("read", { path: "a" }), undefined);
   assert.match(guard.check("read", { path: "a" }) ?? "", /loop breaker.*call number 3/);
   assert.equal(guard.check("read", { path: "b" }), undefined);
+});
+
+test("once registered, exactly satyrn's tools pass; every other name is blocked", () => {
+  assert.deepEqual([...SATYRN_TOOLS].sort(), ["delete", "edit", "find", "grep", "ls", "read", "write"]);
+  const guard = new AttemptGuard(() => true);
+  for (const name of SATYRN_TOOLS) assert.equal(guard.check(name, { path: name }), undefined, name);
+  for (const name of ["bash", "Read", "read ", "", "multi_edit", "ls,find", "toString", "__proto__"]) {
+    const reason = guard.check(name, { path: "a" });
+    assert.equal(reason, unknownToolReason(name), JSON.stringify(name));
+    assert.match(reason ?? "", /is not one of this attempt's tools \(read, edit, ls, find, grep, write, delete\)/);
+  }
 });
 
 test("the default guard reads the process-wide marker, defined once in lib/context.ts", () => {
@@ -83,16 +94,18 @@ function fakePi(failOnTool?: string) {
   return { api: api as unknown as ExtensionAPI, tools, handlers };
 }
 
-test("mutator.ts sets the marker only after both tools are registered", () => {
+test("mutator.ts sets the marker only after all of satyrn's tools are registered", () => {
   process.env.SATYRN_MUTATION_CONTEXT_FILE = CONTEXT;
   process.env.SATYRN_HOST_BIN = "/bin/satyrn-host";
-  const failing = fakePi("read");
-  assert.throws(() => satyrnMutator(failing.api), /cannot register read/);
-  assert.deepEqual(failing.tools, ["edit"]);
-  assert.equal(toolsRegistered(), false);
+  for (const name of SATYRN_TOOLS) {
+    const failing = fakePi(name);
+    assert.throws(() => satyrnMutator(failing.api), new RegExp(`cannot register ${name}`));
+    assert.ok(!failing.tools.includes(name));
+    assert.equal(toolsRegistered(), false, `marker set although ${name} failed`);
+  }
   const ok = fakePi();
   satyrnMutator(ok.api);
-  assert.deepEqual(ok.tools, ["edit", "read"]);
+  assert.deepEqual([...ok.tools].sort(), [...SATYRN_TOOLS].sort());
   assert.equal(toolsRegistered(), true);
 });
 

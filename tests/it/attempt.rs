@@ -200,7 +200,7 @@ fn pi_gets_the_exact_argv_context_and_environment() {
             "--no-themes",
             "--no-context-files",
             "--tools",
-            "read,edit"
+            "read,edit,ls,find,grep,write,delete"
         ]
     );
     assert!(

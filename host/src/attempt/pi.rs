@@ -43,6 +43,7 @@ pub const EXTENSION_FILES: &[(&str, &str)] = &[
     ),
     ("lib/guard.ts", include_str!("../../../pi/lib/guard.ts")),
     ("lib/loop.ts", include_str!("../../../pi/lib/loop.ts")),
+    ("lib/toolbox.ts", include_str!("../../../pi/lib/toolbox.ts")),
 ];
 
 /// Writes [`EXTENSION_FILES`] under `dir`; returns the paths of `engine.ts` and `mutator.ts`.
@@ -179,6 +180,11 @@ fn user_agent_dir() -> Option<PathBuf> {
     }
 }
 
+/// The tools Pi may offer the model (`--tools`): exactly satyrn's, which `pi/mutator.ts`
+/// registers over Pi's built-ins of the same names and `pi/engine.ts` enforces
+/// (`SATYRN_TOOLS` in `pi/lib/context.ts`).
+pub const TOOLS: &str = "read,edit,ls,find,grep,write,delete";
+
 /// Pi's argv (after the program name). There is no prompt argument: the prompt is Pi's
 /// standard input (Pi reads a piped stdin as the first message), so no task or path text
 /// can be read as an option or an `@file`.
@@ -208,7 +214,7 @@ pub fn args(model: &str, engine: &Path, mutator: &Path) -> Vec<OsString> {
         "--no-themes",
         "--no-context-files",
         "--tools",
-        "read,edit",
+        TOOLS,
     ] {
         args.push(flag.into());
     }

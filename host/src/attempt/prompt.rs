@@ -5,7 +5,8 @@
 //! first [`MAX_LISTED_FILES`] writable files in byte order (and at most
 //! [`MAX_LISTING_BYTES`] of them), the first [`MAX_LISTED_PATTERNS`] patterns, and the total
 //! counts. Beyond the bound it tells the model how to find files: every path that matches a
-//! writable pattern is editable, and `read` takes any path. It reaches Pi on its standard
+//! writable pattern is editable (and may be created), and `ls`, `find`, `grep` and `read`
+//! take any path. It reaches Pi on its standard
 //! input, so no path or task text can be read as an option.
 
 use std::fmt::Write;
@@ -90,17 +91,19 @@ pub fn build(task: &str, patterns: &[String], writable: &[&str]) -> Result<Strin
     }
     prompt.push_str(
         "\nRules:\n\
-         - You may read any file in the repository with the read tool.\n\
-         - To change a file you must use the edit tool; there is no other way to write.\n\
-         - You cannot create, delete or rename files; only the writable files can be edited.\n\
+         - You may read any file in the repository with the read tool, and find files with ls, find and grep.\n\
+         - To change a file use the edit tool; to create a file, or rewrite a whole file you have read, use write; \
+         to remove a file you have read, use delete. There is no other way to write.\n\
+         - You may create, change and delete only files whose path matches a writable pattern below; every other path is read-only, \
+         and private files (secrets) are never shown.\n\
          - Read a file before editing it. An edit names exact text of the file: it replaces it, or inserts after it; \
          when the text occurs more than once, say which occurrence. All edits of one call apply together or not at all.\n\
          - A refused edit changes nothing and says why, with line numbers; fix the edit (or read the file again) and retry.\n",
     );
     if bounded {
         prompt.push_str(
-            "- Not every editable file is listed: to find one, read the files the task or the listed files name \
-             (paths are relative to the repository root); an edit of a path that is not writable is refused, not applied.\n",
+            "- Not every editable file is listed: to find one, use find or grep, or read the files the task or the listed files name \
+             (paths are relative to the repository root); a change to a path that is not writable is refused, not applied.\n",
         );
     }
     prompt.push_str("- Stop when the task is done.\n");
@@ -123,6 +126,18 @@ mod tests {
         assert!(p.contains("\n- src/*.rs\n\nRules:\n"));
         assert!(p.ends_with("- Stop when the task is done.\n"));
         assert!(!p.contains("more:"), "a short list is complete");
+        for tool in [
+            "read tool",
+            "ls, find and grep",
+            "edit tool",
+            "use write",
+            "use delete",
+        ] {
+            assert!(p.contains(tool), "the rules name {tool}");
+        }
+        assert!(p.contains(
+            "You may create, change and delete only files whose path matches a writable pattern"
+        ));
     }
 
     #[test]

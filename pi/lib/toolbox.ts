@@ -1,0 +1,329 @@
+/**
+ * satyrn's `ls`, `find`, `grep`, `write` and `delete` for Pi: Pi's argument shapes in (where
+ * Pi has the tool), one `satyrn-host protocol` request out (`list`, `search`, `write`,
+ * `delete`), concise text back for the model, as the MCP server renders the same results
+ * (host/src/mcp/render.rs).
+ *
+ * - Arguments are validated strictly: an unknown field, a wrong type or a bad number is an
+ *   `INVALID_REQUEST` tool error before anything is spawned.
+ * - The revision map is the editor's (lib/editor.ts): `write` of an existing file and
+ *   `delete` send the revision the session last saw (or `null`, which the host refuses for
+ *   an existing file); a `search` hit and a `write` record the file's revision, a `delete`
+ *   forgets it.
+ * - A refusal (`ok:false`) becomes a tool error naming the code and message.
+ * - A transport failure of `write` or `delete` **poisons** the editor (the change may have
+ *   been published), so every later edit, write and delete is refused without spawning;
+ *   one of `ls`, `find` or `grep` is only a tool error (nothing can have been written).
+ */
+
+import { isAbsolute, relative } from "node:path";
+
+import { EditRefused, type Editor } from "./editor.ts";
+import type { MutationContext } from "./context.ts";
+import { describe, exchange, type ExchangeOptions } from "./exchange.ts";
+
+type Args = Record<string, unknown>;
+
+/** A validated argument object: `keys` are the only fields allowed. */
+function object(params: unknown, tool: string, keys: readonly string[]): Args {
+  if (typeof params !== "object" || params === null || Array.isArray(params)) {
+    throw new EditRefused("INVALID_REQUEST", `the ${tool} arguments must be an object {${keys.join(", ")}}`);
+  }
+  const p = params as Args;
+  for (const key of Object.keys(p)) {
+    if (!keys.includes(key)) throw new EditRefused("INVALID_REQUEST", `unknown field \`${key}\` (known: ${keys.join(", ")})`);
+  }
+  return p;
+}
+
+/** `p[key]` when it is a string (non-empty unless `allowEmpty`), undefined when absent or null. */
+function optionalString(p: Args, key: string, allowEmpty = false): string | undefined {
+  const v = p[key];
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== "string" || (!allowEmpty && v === "")) {
+    throw new EditRefused("INVALID_REQUEST", `\`${key}\` must be ${allowEmpty ? "a string" : "a non-empty string"}`);
+  }
+  return v;
+}
+
+function requiredString(p: Args, key: string, allowEmpty = false): string {
+  const v = optionalString(p, key, allowEmpty);
+  if (v === undefined) throw new EditRefused("INVALID_REQUEST", `\`${key}\` is required (a string)`);
+  return v;
+}
+
+/** A whole number in `min..=max`, or undefined when absent or null. */
+function optionalInteger(p: Args, key: string, min: number, max: number): number | undefined {
+  const v = p[key];
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== "number" || !Number.isInteger(v) || v < min || v > max) {
+    throw new EditRefused("INVALID_REQUEST", `\`${key}\` must be a whole number from ${min} to ${max}`);
+  }
+  return v;
+}
+
+function optionalBoolean(p: Args, key: string): boolean | undefined {
+  const v = p[key];
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== "boolean") throw new EditRefused("INVALID_REQUEST", `\`${key}\` must be true or false`);
+  return v;
+}
+
+/**
+ * A Pi-style glob as satyrn's fnmatch pattern: satyrn's `*` already matches across `/`, so
+ * `**` is `*` and a leading `**` + `/` is dropped (`**` + `/*.ts` finds root files too).
+ */
+export function fnmatchPattern(glob: string): string {
+  return glob.replace(/^(\*\*\/)+/, "*").replace(/\*\*\/?/g, "*");
+}
+
+/** Sets `request[key] = value` unless value is undefined: absent optional fields are omitted. */
+function put(request: Args, key: string, value: unknown): void {
+  if (value !== undefined) request[key] = value;
+}
+
+const LS_KEYS = ["path", "limit", "cursor"] as const;
+const FIND_KEYS = ["pattern", "path", "limit", "cursor"] as const;
+const GREP_KEYS = ["pattern", "path", "glob", "ignoreCase", "literal", "context", "limit", "cursor"] as const;
+const WRITE_KEYS = ["path", "content"] as const;
+const DELETE_KEYS = ["path"] as const;
+
+/** The largest `limit` of `ls`/`find` (the host's page maximum). */
+export const MAX_LIST_LIMIT = 1000;
+/** The largest `limit` of `grep` (the host's `max_matches` maximum). */
+export const MAX_GREP_LIMIT = 500;
+/** The most context lines of `grep`. */
+export const MAX_GREP_CONTEXT = 10;
+
+export class Toolbox {
+  constructor(
+    private readonly context: MutationContext,
+    private readonly editor: Editor,
+    private readonly options: ExchangeOptions = {},
+  ) {}
+
+  private base(operation: string): Args {
+    return { version: 1, operation, repo: this.context.repo, contract: this.context.contract };
+  }
+
+  private path(p: Args, key = "path"): string | undefined {
+    const v = optionalString(p, key);
+    if (v === undefined) return undefined;
+    // The root itself, however spelled, is the default: the field is omitted.
+    if (isAbsolute(v) ? relative(this.context.repo, v) === "" : v === "." || v === "./") return undefined;
+    return this.editor.worktreePath(v);
+  }
+
+  /** `ls {path?, limit?, cursor?}` → `list` of one directory. */
+  lsRequest(params: unknown): Args {
+    const p = object(params, "ls", LS_KEYS);
+    const request = this.base("list");
+    put(request, "path", this.path(p));
+    put(request, "limit", optionalInteger(p, "limit", 1, MAX_LIST_LIMIT));
+    put(request, "cursor", optionalString(p, "cursor"));
+    return request;
+  }
+
+  /**
+   * `find {pattern, path?, limit?, cursor?}` → a recursive `list` filtered by `pattern`,
+   * taken relative to `path` (the pattern is matched against the path from the search
+   * directory, as Pi's find does; see [`fnmatchPattern`]).
+   */
+  findRequest(params: unknown): Args {
+    const p = object(params, "find", FIND_KEYS);
+    const pattern = fnmatchPattern(requiredString(p, "pattern"));
+    const dir = this.path(p);
+    const request = this.base("list");
+    put(request, "path", dir);
+    request.pattern = dir === undefined || pattern.startsWith("*") ? pattern : `${dir}/${pattern}`;
+    request.recursive = true;
+    put(request, "limit", optionalInteger(p, "limit", 1, MAX_LIST_LIMIT));
+    put(request, "cursor", optionalString(p, "cursor"));
+    return request;
+  }
+
+  /** `grep {pattern, path?, glob?, ignoreCase?, literal?, context?, limit?, cursor?}` → `search`. */
+  grepRequest(params: unknown): Args {
+    const p = object(params, "grep", GREP_KEYS);
+    const request = this.base("search");
+    request.query = requiredString(p, "pattern");
+    put(request, "path", this.path(p));
+    // Pi's grep takes a regular expression unless `literal`.
+    request.regex = optionalBoolean(p, "literal") !== true;
+    put(request, "ignore_case", optionalBoolean(p, "ignoreCase"));
+    const glob = optionalString(p, "glob");
+    put(request, "glob", glob === undefined ? undefined : fnmatchPattern(glob));
+    put(request, "context", optionalInteger(p, "context", 0, MAX_GREP_CONTEXT));
+    put(request, "max_matches", optionalInteger(p, "limit", 1, MAX_GREP_LIMIT));
+    put(request, "cursor", optionalString(p, "cursor"));
+    return request;
+  }
+
+  /** `write {path, content}` → `write` with the revision last seen (null: create). */
+  writeRequest(params: unknown): Args {
+    const p = object(params, "write", WRITE_KEYS);
+    const path = this.editor.worktreePath(requiredString(p, "path"));
+    const request = this.base("write");
+    request.path = path;
+    request.expected_sha256 = this.editor.revision(path) ?? null;
+    request.content = requiredString(p, "content", true);
+    return request;
+  }
+
+  /** `delete {path}` → `delete` with the revision last seen (null: refused by the host). */
+  deleteRequest(params: unknown): Args {
+    const p = object(params, "delete", DELETE_KEYS);
+    const path = this.editor.worktreePath(requiredString(p, "path"));
+    const request = this.base("delete");
+    request.path = path;
+    request.expected_sha256 = this.editor.revision(path) ?? null;
+    return request;
+  }
+
+  /** Lists one directory. Rejects only with `EditRefused`. */
+  ls(params: unknown): Promise<string> {
+    return this.query("LIST", () => this.lsRequest(params), renderList);
+  }
+
+  /** Finds files by pattern. Rejects only with `EditRefused`. */
+  find(params: unknown): Promise<string> {
+    return this.query("LIST", () => this.findRequest(params), renderList);
+  }
+
+  /** Searches file contents; every hit's revision is recorded. Rejects only with `EditRefused`. */
+  grep(params: unknown): Promise<string> {
+    return this.query("SEARCH", () => this.grepRequest(params), (result) => {
+      for (const file of files(result)) {
+        if (typeof file.path === "string" && typeof file.sha256 === "string") this.editor.remember(file.path, file.sha256);
+      }
+      return renderSearch(result);
+    });
+  }
+
+  /** Creates or overwrites a file; records its new revision. Rejects only with `EditRefused`. */
+  write(params: unknown): Promise<string> {
+    return this.mutate("WRITE", () => this.writeRequest(params), (request, result) => {
+      const { path, sha256, created } = result;
+      if (path !== request.path || typeof sha256 !== "string" || typeof created !== "boolean") return undefined;
+      this.editor.remember(path, sha256);
+      return `${created ? "Created" : "Wrote"} ${path} (sha256 ${sha256}).`;
+    });
+  }
+
+  /** Deletes a file; forgets its revision. Rejects only with `EditRefused`. */
+  delete(params: unknown): Promise<string> {
+    return this.mutate("DELETE", () => this.deleteRequest(params), (request, result) => {
+      if (result.path !== request.path) return undefined;
+      this.editor.forget(request.path as string);
+      return `Deleted ${request.path}.`;
+    });
+  }
+
+  /** A read-only operation: a transport failure is `<kind>_UNAVAILABLE` and poisons nothing. */
+  private async query(kind: string, build: () => Args, render: (result: Args) => string): Promise<string> {
+    try {
+      const outcome = await exchange(this.context.host, build(), this.options);
+      if (outcome.kind === "transport") throw new EditRefused(`${kind}_UNAVAILABLE`, outcome.reason);
+      const { response } = outcome;
+      if (!response.ok) throw new EditRefused(response.code, response.message);
+      return render(response.result ?? {});
+    } catch (error) {
+      if (error instanceof EditRefused) throw error;
+      throw new EditRefused(`${kind}_FAILED`, `unexpected error: ${describe(error)}`);
+    }
+  }
+
+  /**
+   * A mutation: refused without spawning once the editor is poisoned; a transport failure
+   * or a malformed success (`render` returns undefined) poisons it.
+   */
+  private async mutate(kind: string, build: () => Args, render: (request: Args, result: Args) => string | undefined): Promise<string> {
+    try {
+      const poisoned = this.editor.poisoned;
+      if (poisoned !== undefined) {
+        throw new EditRefused(
+          `${kind}_UNAVAILABLE`,
+          `an earlier change's outcome is unknown (${poisoned}); no further changes are possible in this attempt`,
+        );
+      }
+      const request = build();
+      const outcome = await exchange(this.context.host, request, this.options);
+      if (outcome.kind === "transport") {
+        this.editor.poison(outcome.reason);
+        throw new EditRefused(
+          `${kind}_UNAVAILABLE`,
+          `${outcome.reason}; the change may or may not have been applied, and no further changes are possible in this attempt`,
+        );
+      }
+      const { response } = outcome;
+      if (!response.ok) {
+        // The host's advice names the protocol field; this tool passes the revision itself.
+        const exists = response.code === "TARGET_EXISTS" ? " With this tool: read the file first, then write again." : "";
+        throw new EditRefused(response.code, `${response.message}${exists}`);
+      }
+      const text = render(request, response.result ?? {});
+      if (text === undefined) {
+        this.editor.poison(`a malformed ${kind.toLowerCase()} success`);
+        throw new EditRefused(`${kind}_UNAVAILABLE`, "malformed success from satyrn-host; no further changes are possible");
+      }
+      return text;
+    } catch (error) {
+      if (error instanceof EditRefused) throw error;
+      throw new EditRefused(`${kind}_FAILED`, `unexpected error: ${describe(error)}`);
+    }
+  }
+}
+
+function array(value: unknown): Args[] {
+  return Array.isArray(value) ? (value.filter((v) => typeof v === "object" && v !== null) as Args[]) : [];
+}
+
+function files(result: Args): Args[] {
+  return array(result.files);
+}
+
+/** "More: call again with cursor …" when the page is not the last. */
+function continuation(result: Args): string {
+  return typeof result.next_cursor === "string" ? `More results: call again with cursor ${JSON.stringify(result.next_cursor)}.\n` : "";
+}
+
+function notice(result: Args): string {
+  return typeof result.notice === "string" && result.notice !== "" ? `${result.notice}\n` : "";
+}
+
+/**
+ * One entry per line: `path/` for a directory, `path (symlink, not followed)`, `path (N
+ * bytes)` for a file, ` [writable]` when declared; then hidden and unreadable counts.
+ */
+export function renderList(result: Args): string {
+  const entries = array(result.entries);
+  let text = "";
+  for (const e of entries) {
+    const line =
+      e.kind === "directory" ? `${e.path}/` : e.kind === "symlink" ? `${e.path} (symlink, not followed)` : e.kind === "file" ? `${e.path} (${e.size} bytes)` : `${e.path} (special file)`;
+    text += `${line}${e.writable === true ? " [writable]" : ""}\n`;
+  }
+  if (entries.length === 0) text += "(no entries)\n";
+  if (typeof result.hidden === "number" && result.hidden > 0) text += `${result.hidden} private entries are not shown.\n`;
+  if (typeof result.unreadable === "number" && result.unreadable > 0) text += `${result.unreadable} entries could not be read.\n`;
+  return (text + notice(result) + continuation(result)).trimEnd();
+}
+
+/**
+ * Per matched file `path (sha256 …)`, then `N: text` for a matching line and `N- text` for
+ * context, as `grep -n` prints them; then what was skipped.
+ */
+export function renderSearch(result: Args): string {
+  const found = files(result);
+  let text = "";
+  for (const f of found) {
+    text += `${f.path}${f.writable === true ? " [writable]" : ""} (sha256 ${f.sha256})\n`;
+    for (const l of array(f.lines)) text += `${l.line}${l.matched === true ? ":" : "-"} ${l.text}\n`;
+    if (typeof f.omitted === "number" && f.omitted > 0) text += `(${f.omitted} more matching lines not shown)\n`;
+  }
+  if (found.length === 0) text += `No match in ${typeof result.files_searched === "number" ? result.files_searched : 0} searched files.\n`;
+  for (const s of array(result.skipped)) text += `skipped ${s.path} (${s.reason})\n`;
+  if (typeof result.skipped_omitted === "number" && result.skipped_omitted > 0) text += `${result.skipped_omitted} more files skipped\n`;
+  if (typeof result.hidden === "number" && result.hidden > 0) text += `${result.hidden} private files were not searched.\n`;
+  return (text + notice(result) + continuation(result)).trimEnd();
+}
