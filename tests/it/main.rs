@@ -29,3 +29,4 @@ mod publish_panic;
 mod race;
 mod reuse;
 mod support;
+mod toolbox_component;

@@ -78,8 +78,8 @@ pub trait Tree {
     /// When `name` is missing, a symlink or not a directory.
     fn open_dir(&self, dir: &Self::Dir, name: &str, shown: &str) -> Result<Self::Dir, NotEditable>;
 
-    /// The entries of `dir` (without `.` and `..`), with the sizes of regular files when
-    /// `sizes` (one more inspection per file; otherwise `size` is 0).
+    /// The entries of `dir` (without `.` and `..`), with the sizes of all but directories when
+    /// `sizes` (one more inspection per entry; otherwise `size` is 0).
     ///
     /// # Errors
     ///

@@ -80,7 +80,7 @@ fn frame<T: Tree + ?Sized>(
 
 /// Walks the directory `start` (already opened, at worktree path `prefix`, `""` for the
 /// root), calling `visit` with each entry's directory, the entry and its worktree path,
-/// in order, after `cursor`. Enters directories when `recursive`; regular files come with
+/// in order, after `cursor`. Enters directories when `recursive`; entries other than directories come with
 /// their sizes when `sizes`.
 ///
 /// # Errors

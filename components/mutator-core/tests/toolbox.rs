@@ -2,120 +2,28 @@
 //! system, against plain reference models. The component runs the same code through its
 //! WASI preopen (`tests/it/protocol_toolbox.rs`).
 
-use std::collections::BTreeMap;
 use std::fs;
-use std::path::Path;
 
 use proptest::prelude::*;
 use satyrn_mutator_core::delete::{self, DeleteRequest};
-use satyrn_mutator_core::gates::{RefusalCode, is_private};
-use satyrn_mutator_core::list::{self, ListEntry, ListRequest};
+use satyrn_mutator_core::gates::RefusalCode;
+use satyrn_mutator_core::list::{self, ListRequest};
 use satyrn_mutator_core::read::{ReadCode, ReadError};
 use satyrn_mutator_core::replace::ReplaceError;
 use satyrn_mutator_core::revision::Revision;
 use satyrn_mutator_core::search::{self, SearchRequest, SkipReason};
-use satyrn_mutator_core::tree::EntryKind;
 use satyrn_mutator_core::write::{self, WritePlan, WriteRequest};
 
 mod common;
 use common::disk::Disk;
+use common::tree_model::{expected_list, expected_search, materialize, tree};
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Node {
-    Dir,
-    File(String),
-    Symlink,
-}
-
-const NAMES: &[&str] = &[
-    "a", "b", "a.txt", ".env", "x.rs", ".git", "key.pem", "B", "é",
-];
-const WORDS: &[&str] = &[
-    "fn main",
-    "needle",
-    "let x",
-    "Needle here",
-    "",
-    "needle needle",
-];
-
-/// A generated tree: paths (segment lists) to nodes; every parent is a `Dir`.
-fn tree() -> impl Strategy<Value = BTreeMap<Vec<String>, Node>> {
-    let entry = (
-        prop::collection::vec(0..NAMES.len(), 1..4),
-        0..6usize,
-        prop::collection::vec(0..WORDS.len(), 0..6),
-    );
-    prop::collection::vec(entry, 0..40).prop_map(|entries| {
-        let mut model = BTreeMap::new();
-        for (segments, kind, words) in entries {
-            let path: Vec<String> = segments.iter().map(|&i| NAMES[i].to_string()).collect();
-            let parents_ok = (1..path.len()).all(|n| match model.get(&path[..n]) {
-                None | Some(Node::Dir) => true,
-                Some(_) => false,
-            });
-            if !parents_ok || model.contains_key(&path) {
-                continue;
-            }
-            for n in 1..path.len() {
-                model.entry(path[..n].to_vec()).or_insert(Node::Dir);
-            }
-            let lines: Vec<&str> = words.iter().map(|&w| WORDS[w]).collect();
-            let node = match kind {
-                0 => Node::Dir,
-                1 => Node::Symlink,
-                _ => Node::File(lines.join("\n")),
-            };
-            model.insert(path, node);
-        }
-        model
-    })
-}
-
-fn materialize(root: &Path, model: &BTreeMap<Vec<String>, Node>) {
-    for (segments, node) in model {
-        let path = root.join(segments.join("/"));
-        match node {
-            Node::Dir => fs::create_dir_all(&path).expect("mkdir"),
-            Node::File(text) => fs::write(&path, text).expect("write"),
-            Node::Symlink => std::os::unix::fs::symlink("../../outside", &path).expect("symlink"),
-        }
-    }
-}
-
-fn hidden_from_walk(segments: &[String], private: &[String]) -> bool {
-    segments.iter().any(|s| s.eq_ignore_ascii_case(".git"))
-        || (1..=segments.len()).any(|n| is_private(&segments[..n].join("/"), private))
-}
-
-/// The model's walk order: the segment lists' order, which `BTreeMap` already keeps.
-fn expected_list(
-    model: &BTreeMap<Vec<String>, Node>,
+fn all_pages(
+    disk: &Disk,
+    limit: u32,
     writable: &[String],
     private: &[String],
-) -> Vec<ListEntry> {
-    model
-        .iter()
-        .filter(|(s, _)| !hidden_from_walk(s, private))
-        .map(|(s, node)| {
-            let path = s.join("/");
-            let (kind, size) = match node {
-                Node::Dir => (EntryKind::Directory, 0),
-                Node::File(t) => (EntryKind::File, t.len() as u64),
-                Node::Symlink => (EntryKind::Symlink, "../../outside".len() as u64),
-            };
-            ListEntry {
-                writable: kind != EntryKind::Directory
-                    && satyrn_mutator_core::fnmatch::matches_any(&path, writable),
-                path,
-                kind,
-                size,
-            }
-        })
-        .collect()
-}
-
-fn all_pages(disk: &Disk, limit: u32, writable: &[String], private: &[String]) -> Vec<ListEntry> {
+) -> Vec<(String, &'static str, u64, bool)> {
     let mut out = Vec::new();
     let mut cursor: Option<String> = None;
     for _ in 0..1000 {
@@ -133,7 +41,11 @@ fn all_pages(disk: &Disk, limit: u32, writable: &[String], private: &[String]) -
         )
         .expect("list");
         assert!(page.entries.len() <= limit as usize);
-        out.extend(page.entries);
+        out.extend(
+            page.entries
+                .into_iter()
+                .map(|e| (e.path, e.kind.as_str(), e.size, e.writable)),
+        );
         match page.next_cursor {
             Some(c) => cursor = Some(c),
             None => return out,
@@ -169,7 +81,7 @@ proptest! {
         materialize(&root, &model);
         let private = vec![".env".to_string(), "*.pem".to_string()];
         let disk = Disk(root);
-        let mut found: Vec<(String, Vec<u32>, Revision)> = Vec::new();
+        let mut found: Vec<(String, Vec<u32>, String)> = Vec::new();
         let mut skipped = Vec::new();
         let mut cursor: Option<String> = None;
         for round in 0.. {
@@ -181,28 +93,14 @@ proptest! {
             }).expect("search");
             for f in page.files {
                 prop_assert_eq!(f.omitted, 0);
-                found.push((f.path, f.lines.iter().filter(|l| l.matched).map(|l| l.line).collect(), f.revision));
+                found.push((f.path, f.lines.iter().filter(|l| l.matched).map(|l| l.line).collect(), f.revision.to_hex()));
             }
             skipped.extend(page.skipped.into_iter().map(|s| (s.path, s.reason)));
             match page.next_cursor { Some(c) => cursor = Some(c), None => break }
         }
-        let mut expected = Vec::new();
-        let mut expected_skipped = Vec::new();
-        for (segments, node) in &model {
-            if hidden_from_walk(segments, &private) { continue; }
-            match node {
-                Node::File(text) => {
-                    let lines: Vec<u32> = text.split('\n').enumerate()
-                        .filter(|(_, l)| l.contains("needle"))
-                        .map(|(i, _)| i as u32 + 1).collect();
-                    if !lines.is_empty() {
-                        expected.push((segments.join("/"), lines, Revision::of(text.as_bytes())));
-                    }
-                }
-                Node::Symlink => expected_skipped.push((segments.join("/"), SkipReason::Symlink)),
-                Node::Dir => {}
-            }
-        }
+        let (expected, expected_skipped) = expected_search(&model, &private, "needle");
+        let expected_skipped: Vec<(String, SkipReason)> =
+            expected_skipped.into_iter().map(|p| (p, SkipReason::Symlink)).collect();
         prop_assert_eq!(found, expected);
         prop_assert_eq!(skipped, expected_skipped);
     }

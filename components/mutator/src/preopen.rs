@@ -130,8 +130,9 @@ impl Tree for Preopen {
             match stream.read_directory_entry() {
                 Ok(Some(entry)) => {
                     let kind = kind_of(entry.type_);
-                    // Sizes only for regular files: one more call per file, none per directory.
-                    let size = if sizes && kind == EntryKind::File {
+                    // `lstat`'s size for everything but a directory (whose size means
+                    // nothing portable): one more call per entry, none per directory.
+                    let size = if sizes && kind != EntryKind::Directory {
                         parent
                             .stat_at(PathFlags::empty(), &entry.name)
                             .map_or(0, |s| s.size)
