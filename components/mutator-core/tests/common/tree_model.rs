@@ -107,13 +107,16 @@ pub fn expected_list(
         .collect()
 }
 
+/// A matched file: path, matching line numbers, revision (hex).
+pub type Found = (String, Vec<u32>, String);
+
 /// The model's search for a literal: the matched files (path, matching line numbers,
 /// revision hex) and the skipped symlinks, in walk order.
 pub fn expected_search(
     model: &Model,
     private: &[String],
     needle: &str,
-) -> (Vec<(String, Vec<u32>, String)>, Vec<String>) {
+) -> (Vec<Found>, Vec<String>) {
     let mut found = Vec::new();
     let mut skipped = Vec::new();
     for (segments, node) in model {
