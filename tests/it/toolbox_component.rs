@@ -7,7 +7,6 @@ use proptest::prelude::*;
 use satyrn_host::engine::{ListRequest, Loaded, SearchRequest, SkipReason};
 use satyrn_host::operation::kind_name;
 
-#[allow(dead_code)]
 #[path = "../../components/mutator-core/tests/common/tree_model.rs"]
 mod tree_model;
 
