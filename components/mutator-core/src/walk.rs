@@ -34,9 +34,12 @@ pub(crate) struct WalkEnd {
     pub next_cursor: Option<String>,
     /// Whether it stopped because [`MAX_WALK_ENTRIES`] were examined.
     pub budget_spent: bool,
-    /// Private entries of this page's range left out (a private directory counts once).
+    /// The private entries of the directories read for this page (a private directory
+    /// counts once, its contents not at all): the same whatever the cursor, so it never
+    /// hints at a private name.
     pub hidden: u32,
-    /// Entries with non-UTF-8 names and subdirectories that could not be read.
+    /// Entries with non-UTF-8 names or paths over `MAX_PATH_BYTES`, and subdirectories
+    /// that could not be read.
     pub unreadable: u32,
 }
 
@@ -64,11 +67,29 @@ fn frame<T: Tree + ?Sized>(
     tree: &T,
     dir: T::Dir,
     prefix: String,
-    sizes: bool,
+    (sizes, private): (bool, &PatternSet),
     end: &mut WalkEnd,
 ) -> Result<Frame<T::Dir>, NotEditable> {
     let entries = tree.entries(&dir, &prefix, sizes)?;
     end.unreadable = end.unreadable.saturating_add(entries.unnamed);
+    // Every private entry of the directory counts, wherever the cursor stands: a count that
+    // depended on the cursor would let chosen cursors spell out a private name.
+    let private_here = entries
+        .entries
+        .iter()
+        .filter(|e| !e.name.eq_ignore_ascii_case(".git"))
+        .filter(|e| {
+            let path = if prefix.is_empty() {
+                e.name.clone()
+            } else {
+                alloc::format!("{prefix}/{}", e.name)
+            };
+            is_private_in(&path, private)
+        })
+        .count();
+    end.hidden = end
+        .hidden
+        .saturating_add(u32::try_from(private_here).unwrap_or(u32::MAX));
     let mut pending = entries.entries;
     pending.sort_unstable_by(|a, b| b.name.as_bytes().cmp(a.name.as_bytes()));
     Ok(Frame {
@@ -96,7 +117,13 @@ pub(crate) fn walk<T: Tree + ?Sized>(
     mut visit: impl FnMut(&T::Dir, &DirEntry, &str) -> Visit,
 ) -> Result<WalkEnd, NotEditable> {
     let mut end = WalkEnd::default();
-    let mut stack = alloc::vec![frame(tree, start, String::from(prefix), sizes, &mut end)?];
+    let mut stack = alloc::vec![frame(
+        tree,
+        start,
+        String::from(prefix),
+        (sizes, private),
+        &mut end
+    )?];
     let mut last: Option<String> = cursor.map(String::from);
     let mut examined = 0u32;
     while let Some(top) = stack.last_mut() {
@@ -116,6 +143,11 @@ pub(crate) fn walk<T: Tree + ?Sized>(
         if entry.name.eq_ignore_ascii_case(".git") {
             continue;
         }
+        // A path no request could name again (as a cursor, a read, an edit) is left out.
+        if path.len() > crate::path::MAX_PATH_BYTES {
+            end.unreadable = end.unreadable.saturating_add(1);
+            continue;
+        }
         let after = cursor.is_none_or(|c| cmp_paths(&path, c) == Ordering::Greater);
         let on_the_way = cursor.is_some_and(|c| is_ancestor_or_self(&path, c));
         if !after && !on_the_way {
@@ -124,9 +156,6 @@ pub(crate) fn walk<T: Tree + ?Sized>(
         // Checked on the way to the cursor too: a cursor inside a private directory
         // does not open it.
         if is_private_in(&path, private) {
-            if after {
-                end.hidden = end.hidden.saturating_add(1);
-            }
             continue;
         }
         if examined == MAX_WALK_ENTRIES {
@@ -142,7 +171,7 @@ pub(crate) fn walk<T: Tree + ?Sized>(
         let descend = recursive && entry.kind == EntryKind::Directory;
         let opened = descend.then(|| {
             tree.open_dir(&top.dir, &entry.name, &path)
-                .and_then(|dir| frame(tree, dir, path.clone(), sizes, &mut end))
+                .and_then(|dir| frame(tree, dir, path.clone(), (sizes, private), &mut end))
         });
         if after {
             // Only a path after the cursor moves it: an ancestor of the cursor was shown
