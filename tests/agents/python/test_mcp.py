@@ -220,7 +220,7 @@ class ReadEdit(McpTest):
             self.assertEqual(snapshot(a), before)
             # An unknown tool is a protocol error.
             with self.assertRaises(MCPError):
-                await s.call_tool("write", {"path": "src/new.txt"})
+                await s.call_tool("rename", {"path": "src/new.txt"})
             self.assertFalse((self.repo / "src" / "new.txt").exists())
             # The session survives the bad calls.
             self.assert_ok(await s.call_tool("read", {"path": "src/a.txt"}))
