@@ -5,11 +5,9 @@
 //! at most [`MAX_TEXT_FILE_BYTES`] reached without symlinks (never a directory, never a
 //! symlink: refused, not followed), its bytes hashing to the revision.
 
-use alloc::format;
 use alloc::string::{String, ToString};
 
 use crate::gates::{MAX_TEXT_FILE_BYTES, Refusal, RefusalCode, policy_gates};
-use crate::path;
 use crate::replace::ReplaceError;
 use crate::revision::Revision;
 use crate::worktree::Worktree;
@@ -17,7 +15,7 @@ use crate::worktree::Worktree;
 /// One delete, as received.
 #[derive(Debug, Clone, Copy)]
 pub struct DeleteRequest<'a> {
-    /// Worktree-relative path (see [`path::segments`]).
+    /// Worktree-relative path (see [`crate::path::segments`]).
     pub path: &'a str,
     /// The contract's `writable_paths` patterns.
     pub writable_paths: &'a [String],
@@ -46,13 +44,8 @@ pub fn decide<W: Worktree + ?Sized>(
     request: &DeleteRequest<'_>,
 ) -> Result<DeletePlan, ReplaceError> {
     let path = request.path;
-    let segments =
-        path::segments(path).map_err(|e| ReplaceError::InvalidRequest(format!("path: {e}")))?;
-    let expected = request
-        .expected_sha256
-        .map(Revision::parse)
-        .transpose()
-        .map_err(|e| ReplaceError::InvalidRequest(format!("expected_sha256: {e}")))?;
+    let (segments, expected) = crate::gates::request_shape(path, request.expected_sha256)
+        .map_err(ReplaceError::InvalidRequest)?;
     let (expected, bytes) = policy_gates(
         worktree,
         path,

@@ -164,6 +164,24 @@ pub fn git_admin_message(path: &str) -> String {
     format!("`{path}` is inside git's administrative files (`.git`), which are never writable")
 }
 
+/// The shape of a writer's request: its path's segments ([`crate::path::segments`]) and its
+/// expected revision, if any.
+///
+/// # Errors
+///
+/// The message of an `InvalidRequest`, naming the field (`path: …`, `expected_sha256: …`).
+pub(crate) fn request_shape<'a>(
+    path: &'a str,
+    expected_sha256: Option<&str>,
+) -> Result<(Vec<&'a str>, Option<Revision>), String> {
+    let segments = crate::path::segments(path).map_err(|e| format!("path: {e}"))?;
+    let expected = expected_sha256
+        .map(Revision::parse)
+        .transpose()
+        .map_err(|e| format!("expected_sha256: {e}"))?;
+    Ok((segments, expected))
+}
+
 /// The gates every writer shares before it touches the file system, in order: not inside
 /// `.git` and not private ([`RefusalCode::PathPrivate`]; `.git` is
 /// [`RefusalCode::PathUndeclared`]), then declared writable ([`RefusalCode::PathUndeclared`]).

@@ -77,13 +77,8 @@ pub fn decide<W: Worktree + ?Sized>(
     worktree: &W,
     request: &ReplaceRequest<'_>,
 ) -> Result<Plan, ReplaceError> {
-    let segments = path::segments(request.path)
-        .map_err(|e| ReplaceError::InvalidRequest(format!("path: {e}")))?;
-    let expected = request
-        .expected_sha256
-        .map(Revision::parse)
-        .transpose()
-        .map_err(|e| ReplaceError::InvalidRequest(format!("expected_sha256: {e}")))?;
+    let (segments, expected) = crate::gates::request_shape(request.path, request.expected_sha256)
+        .map_err(ReplaceError::InvalidRequest)?;
     if request.old_text.is_empty() {
         return Err(ReplaceError::InvalidRequest(
             "old_text: must not be empty".to_string(),

@@ -12,7 +12,6 @@ use alloc::format;
 use alloc::string::{String, ToString};
 
 use crate::gates::{MAX_TEXT_FILE_BYTES, Plan, Refusal, RefusalCode, declared_gates, policy_gates};
-use crate::path;
 use crate::replace::ReplaceError;
 use crate::revision::Revision;
 use crate::tree::{EntryKind, Tree};
@@ -21,7 +20,7 @@ use crate::worktree::{NotEditable, Worktree};
 /// One write, as received.
 #[derive(Debug, Clone, Copy)]
 pub struct WriteRequest<'a> {
-    /// Worktree-relative path (see [`path::segments`]).
+    /// Worktree-relative path (see [`crate::path::segments`]).
     pub path: &'a str,
     /// The contract's `writable_paths` patterns.
     pub writable_paths: &'a [String],
@@ -67,13 +66,8 @@ pub fn decide<W: Worktree + Tree + ?Sized>(
     request: &WriteRequest<'_>,
 ) -> Result<WritePlan, ReplaceError> {
     let path = request.path;
-    let segments =
-        path::segments(path).map_err(|e| ReplaceError::InvalidRequest(format!("path: {e}")))?;
-    let expected = request
-        .expected_sha256
-        .map(Revision::parse)
-        .transpose()
-        .map_err(|e| ReplaceError::InvalidRequest(format!("expected_sha256: {e}")))?;
+    let (segments, expected) = crate::gates::request_shape(path, request.expected_sha256)
+        .map_err(ReplaceError::InvalidRequest)?;
     if request.content.len() as u64 > MAX_TEXT_FILE_BYTES {
         return Err(ReplaceError::InvalidRequest(format!(
             "content: {} bytes; at most {MAX_TEXT_FILE_BYTES} bytes are allowed",

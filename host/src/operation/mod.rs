@@ -9,7 +9,7 @@
 //!
 //! One file per operation: [`replace`], [`read`], [`edit`], [`list`], [`search`],
 //! [`write`], [`delete`]; the toolbox operations' arguments are one serde model
-//! ([`args`]) that every front end deserializes.
+//! (`operation/args.rs`) that every front end deserializes.
 
 use crate::code::{Code, Failure};
 use crate::contract::Contract;

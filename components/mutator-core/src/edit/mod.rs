@@ -32,7 +32,6 @@ use memchr::memmem;
 
 use crate::gates::{Plan, Refusal, RefusalCode, policy_gates};
 use crate::lines::{LineIndex, LineStyle, has_line_break, quote};
-use crate::path;
 
 mod near_miss;
 mod preview;
@@ -124,7 +123,7 @@ impl<'a> EditOp<'a> {
 /// One batch, as received.
 #[derive(Debug, Clone, Copy)]
 pub struct EditRequest<'a> {
-    /// Worktree-relative path (see [`path::segments`]).
+    /// Worktree-relative path (see [`crate::path::segments`]).
     pub path: &'a str,
     /// The contract's `writable_paths` patterns.
     pub writable_paths: &'a [String],
@@ -341,13 +340,8 @@ pub fn decide<W: Worktree + ?Sized>(
     request: &EditRequest<'_>,
 ) -> Result<EditPlan, EditError> {
     let path = request.path;
-    let segments =
-        path::segments(path).map_err(|e| EditError::InvalidRequest(format!("path: {e}")))?;
-    let expected = request
-        .expected_sha256
-        .map(Revision::parse)
-        .transpose()
-        .map_err(|e| EditError::InvalidRequest(format!("expected_sha256: {e}")))?;
+    let (segments, expected) = crate::gates::request_shape(path, request.expected_sha256)
+        .map_err(EditError::InvalidRequest)?;
     if request.edits.is_empty() {
         return Err(EditError::InvalidRequest(
             "edits: at least one edit is required".to_string(),
