@@ -1,6 +1,6 @@
 //! The list operation: the entries under a directory of the worktree, one page at a time.
 //!
-//! Entries come in the walk's order : depth first, names sorted by bytes,
+//! Entries come in the walk's order (`walk.rs`): depth first, names sorted by bytes,
 //! a directory right before its contents. A page holds at most [`MAX_LIST_ENTRIES`]
 //! entries; when more follow, it names the cursor to pass for the next page. Never inside
 //! `.git`, never through a symlink (a symlink is listed as one, with its own size), never a
