@@ -2,7 +2,7 @@
 //! regular expression, with a little context and each matched file's revision (so an edit
 //! can follow a search directly), one page at a time.
 //!
-//! Files are visited in the walk's order . Skipped, and named with the
+//! Files are visited in the walk's order (`walk.rs`). Skipped, and named with the
 //! reason: symlinks (never followed), other non-regular files, files over
 //! [`MAX_TEXT_FILE_BYTES`], binary files (a NUL byte), files that are not UTF-8, and files
 //! that cannot be read (a hard link, for instance). Private files are never read and
