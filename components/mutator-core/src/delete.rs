@@ -2,12 +2,12 @@
 //!
 //! The gates of `replace` up to the revision, with the revision required: not inside
 //! `.git`, not private, declared writable, a revision given, a single-link regular file of
-//! at most [`MAX_TEXT_FILE_BYTES`] reached without symlinks (never a directory, never a
+//! at most [`crate::gates::MAX_TEXT_FILE_BYTES`] reached without symlinks (never a directory, never a
 //! symlink: refused, not followed), its bytes hashing to the revision.
 
 use alloc::string::{String, ToString};
 
-use crate::gates::{MAX_TEXT_FILE_BYTES, Refusal, RefusalCode, policy_gates};
+use crate::gates::seen_file;
 use crate::replace::ReplaceError;
 use crate::revision::Revision;
 use crate::worktree::Worktree;
@@ -21,7 +21,7 @@ pub struct DeleteRequest<'a> {
     pub writable_paths: &'a [String],
     /// The contract's `private_paths` patterns (private wins over writable).
     pub private_paths: &'a [String],
-    /// The revision the caller saw; `None` is [`RefusalCode::RevisionUnavailable`].
+    /// The revision the caller saw; `None` is [`crate::gates::RefusalCode::RevisionUnavailable`].
     pub expected_sha256: Option<&'a str>,
 }
 
@@ -46,22 +46,14 @@ pub fn decide<W: Worktree + ?Sized>(
     let path = request.path;
     let (segments, expected) = crate::gates::request_shape(path, request.expected_sha256)
         .map_err(ReplaceError::InvalidRequest)?;
-    let (expected, bytes) = policy_gates(
+    let base = seen_file(
         worktree,
         path,
         &segments,
         (request.writable_paths, request.private_paths),
         expected,
-        MAX_TEXT_FILE_BYTES,
     )
     .map_err(ReplaceError::Refused)?;
-    let base = Revision::of(&bytes);
-    if base != expected {
-        return Err(ReplaceError::Refused(Refusal::new(
-            RefusalCode::RevisionStale,
-            crate::gates::stale_message(path, &expected, &base),
-        )));
-    }
     Ok(DeletePlan {
         path: path.to_string(),
         base,

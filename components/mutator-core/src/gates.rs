@@ -239,6 +239,38 @@ pub(crate) fn policy_gates<W: Worktree + ?Sized>(
     Ok((expected, bytes))
 }
 
+/// [`policy_gates`] and then the revision gate, for the writers that take a file whole
+/// (`write` over an existing file, `delete`): returns the file's revision, which equals the
+/// expected one.
+///
+/// # Errors
+///
+/// The first refusal; [`RefusalCode::RevisionStale`] when the bytes are not the ones seen.
+pub(crate) fn seen_file<W: Worktree + ?Sized>(
+    worktree: &W,
+    path: &str,
+    segments: &[&str],
+    patterns: (&[String], &[String]),
+    expected: Option<Revision>,
+) -> Result<Revision, Refusal> {
+    let (expected, bytes) = policy_gates(
+        worktree,
+        path,
+        segments,
+        patterns,
+        expected,
+        MAX_TEXT_FILE_BYTES,
+    )?;
+    let base = Revision::of(&bytes);
+    if base != expected {
+        return Err(Refusal::new(
+            RefusalCode::RevisionStale,
+            stale_message(path, &expected, &base),
+        ));
+    }
+    Ok(base)
+}
+
 /// The message of a stale revision.
 #[must_use]
 pub fn stale_message(path: &str, expected: &Revision, current: &Revision) -> String {

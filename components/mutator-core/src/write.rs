@@ -11,7 +11,7 @@
 use alloc::format;
 use alloc::string::{String, ToString};
 
-use crate::gates::{MAX_TEXT_FILE_BYTES, Plan, Refusal, RefusalCode, declared_gates, policy_gates};
+use crate::gates::{MAX_TEXT_FILE_BYTES, Plan, Refusal, RefusalCode, declared_gates, seen_file};
 use crate::replace::ReplaceError;
 use crate::revision::Revision;
 use crate::tree::{EntryKind, Tree};
@@ -90,22 +90,14 @@ pub fn decide<W: Worktree + Tree + ?Sized>(
             next,
         });
     };
-    let (expected, bytes) = policy_gates(
+    let base = seen_file(
         worktree,
         path,
         &segments,
         (request.writable_paths, request.private_paths),
         Some(expected),
-        MAX_TEXT_FILE_BYTES,
     )
     .map_err(ReplaceError::Refused)?;
-    let base = Revision::of(&bytes);
-    if base != expected {
-        return Err(refuse(
-            RefusalCode::RevisionStale,
-            crate::gates::stale_message(path, &expected, &base),
-        ));
-    }
     Ok(WritePlan::Overwrite(Plan {
         path: path.to_string(),
         base,
