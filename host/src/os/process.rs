@@ -249,13 +249,34 @@ mod tests {
         assert_eq!(Stat::parse(0, b"0 (x) S 1 2 3"), None, "not a pid");
     }
 
+    /// A child in a session of its own: the test's own session may be 0 or a leader outside
+    /// the pid namespace (a container), so it proves nothing there.
     #[test]
-    fn this_process_is_found_alive_in_its_group_and_session() {
-        let me = Stat::of(rustix::process::getpid()).expect("own stat");
+    fn a_session_leader_child_is_found_alive_in_its_group_and_session_then_gone() {
+        use std::os::unix::process::CommandExt;
+        let mut command = std::process::Command::new("sleep");
+        command.arg("30");
+        // SAFETY: setsid(2) is async-signal-safe and touches no memory of the parent.
+        unsafe {
+            command.pre_exec(|| {
+                rustix::process::setsid()?;
+                Ok(())
+            });
+        }
+        let mut child = command.spawn().expect("spawn sleep");
+        let leader = pid_of(&child).expect("pid");
+        let me = Stat::of(leader).expect("child stat");
+        assert_eq!(
+            (me.pgrp, me.session),
+            (leader.as_raw_nonzero().get(), leader.as_raw_nonzero().get())
+        );
         assert!(!me.dead);
-        let pgrp = Pid::from_raw(me.pgrp).expect("pgrp");
-        assert!(group_alive(pgrp));
-        let sid = Pid::from_raw(me.session).expect("sid");
-        assert!(session_members(sid).contains(&rustix::process::getpid()));
+        assert!(group_alive(leader));
+        assert_eq!(session_members(leader), vec![leader]);
+        assert!(!session_members(leader).contains(&rustix::process::getpid()));
+        kill_group_and_session(leader);
+        child.wait().expect("reap");
+        assert!(!group_alive(leader));
+        assert!(session_members(leader).is_empty());
     }
 }
