@@ -73,7 +73,7 @@ pub struct EditRequest<'a> {
     pub private_paths: &'a [String],
     /// The revision the caller saw, or `None` when it never read the file.
     pub expected_sha256: Option<&'a str>,
-    /// The edits; between 1 and [`MAX_EDITS`].
+    /// The edits; between 1 and [`MAX_EDITS`](super::MAX_EDITS).
     pub edits: &'a [EditOp<'a>],
 }
 
@@ -129,7 +129,7 @@ pub struct SelectorMatch {
     pub occurrence: u32,
     /// The line it starts on, 1-indexed.
     pub line: u32,
-    /// That line's text (cut at [`MAX_QUOTE_BYTES`]).
+    /// That line's text (cut at [`MAX_QUOTE_BYTES`](super::MAX_QUOTE_BYTES)).
     pub text: String,
 }
 
@@ -180,7 +180,7 @@ pub struct Problem {
     pub message: String,
     /// How often the selector occurs (0 when not counted).
     pub match_count: u32,
-    /// The first [`MAX_LISTED_MATCHES`] occurrences, for ambiguous and out-of-range selectors.
+    /// The first [`MAX_LISTED_MATCHES`](super::MAX_LISTED_MATCHES) occurrences, for ambiguous and out-of-range selectors.
     pub matches: Vec<SelectorMatch>,
     /// For a missing selector, its nearest near miss, if any.
     pub near_miss: Option<NearMiss>,
@@ -204,7 +204,7 @@ pub struct Hunk {
     pub start_line: u32,
     /// Last line shown.
     pub end_line: u32,
-    /// The lines, each ended by `\n` (long lines cut at [`MAX_QUOTE_BYTES`]).
+    /// The lines, each ended by `\n` (long lines cut at [`MAX_QUOTE_BYTES`](super::MAX_QUOTE_BYTES)).
     pub text: String,
 }
 
@@ -215,7 +215,7 @@ pub struct Applied {
     pub content: Vec<u8>,
     /// The changed line ranges of the new content, in order.
     pub changed: Vec<LineRange>,
-    /// The preview, at most [`MAX_PREVIEW_BYTES`] of text.
+    /// The preview, at most [`MAX_PREVIEW_BYTES`](super::MAX_PREVIEW_BYTES) of text.
     pub preview: Vec<Hunk>,
     /// Lines of the preview left out by the byte cap.
     pub preview_omitted_lines: u32,
@@ -234,14 +234,14 @@ pub struct EditPlan {
     pub preview_omitted_lines: u32,
 }
 
-/// A refused batch: every problem (up to [`MAX_PROBLEMS`]).
+/// A refused batch: every problem (up to [`MAX_PROBLEMS`](super::MAX_PROBLEMS)).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Rejection {
     /// A summary naming the problems.
     pub message: String,
     /// The problems, in edit order.
     pub problems: Vec<Problem>,
-    /// Problems found beyond [`MAX_PROBLEMS`].
+    /// Problems found beyond [`MAX_PROBLEMS`](super::MAX_PROBLEMS).
     pub omitted: u32,
 }
 
