@@ -250,7 +250,7 @@ pub struct Rejection {
 pub enum EditError {
     /// The request is malformed; not a policy decision.
     InvalidRequest(String),
-    /// A gate refused (never [`RefusalCode::RevisionStale`]: see [`EditError::Stale`]).
+    /// A gate refused (never [`RefusalCode::RevisionStale`](crate::gates::RefusalCode::RevisionStale): see [`EditError::Stale`]).
     Refused(Refusal),
     /// The file's revision is not the expected one.
     Stale {
