@@ -35,8 +35,8 @@ pub use bindings::satyrn::mutator::types::{
 
 // The `read` and `edit` operations' types (see `wit/mutator.wit`).
 pub use bindings::satyrn::mutator::types::{
-    EditError, EditOp, EditPlan, EditRequest, InsertAfterEdit, NearMiss, Problem, ProblemCode,
-    ReadCode, ReadError, ReadPage, ReadRequest, ReplaceEdit,
+    EditError, EditOp, EditPlan, EditRequest, InsertAfterEdit, LineRange, NearMiss, PreviewHunk,
+    Problem, ProblemCode, ReadCode, ReadError, ReadPage, ReadRequest, ReplaceEdit, SelectorMatch,
 };
 
 // The toolbox operations' types: `list`, `search`, `write`, `delete-file`.

@@ -170,7 +170,7 @@ pub fn git_admin_message(path: &str) -> String {
 /// # Errors
 ///
 /// The message of an `InvalidRequest`, naming the field (`path: …`, `expected_sha256: …`).
-pub(crate) fn request_shape<'a>(
+pub fn request_shape<'a>(
     path: &'a str,
     expected_sha256: Option<&str>,
 ) -> Result<(Vec<&'a str>, Option<Revision>), String> {

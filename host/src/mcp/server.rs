@@ -17,17 +17,19 @@ use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{CallToolResult, ContentBlock, Implementation, ServerCapabilities, ServerConfig};
 use rmcp::{ErrorData, ServerHandler, tool, tool_handler, tool_router};
 
-use super::args::{EditArgs, NoArgs, ReadArgs};
-use super::output::{BoundaryOutput, EditOutput, ReadOutput};
+use super::args::NoArgs;
+use super::output::BoundaryOutput;
 use super::render;
 use super::workers::Workers;
-use crate::code::{Code, Failure};
+use crate::code::Failure;
 use crate::contract::Contract;
 use crate::engine::{EngineError, Instances, Loaded};
 use crate::git::Git;
 use crate::operation::{self, Scope};
-use crate::operation::{DeleteArgs, ListArgs, SearchArgs, WriteArgs};
-use crate::protocol::Payload;
+use crate::operation::{
+    DeleteArgs, EditArgs, EditDetails, EditResult, ListArgs, ReadArgs, ReadResult, SearchArgs,
+    WriteArgs,
+};
 use crate::repo::RepoRoot;
 
 /// What a session holds: fixed at start, never changed by a tool argument.
@@ -147,18 +149,18 @@ pub const MAX_CONCURRENT_CALLS: usize = 8;
 
 /// A refusal as the model reads it: `CODE: message`, then the batch's problems one per
 /// line, then the same as JSON. `isError` is set.
-fn refused(failure: &Failure, details: Option<&Payload>) -> CallToolResult {
+fn refused(failure: &Failure, details: Option<&EditDetails>) -> CallToolResult {
     let mut text = format!("{}: {}", failure.code, failure.message);
     let mut json = serde_json::json!({"code": failure.code, "message": failure.message});
     match details {
-        Some(Payload::Rejected(rejection)) => {
+        Some(EditDetails::Rejected(rejection)) => {
             for problem in &rejection.problems {
                 text.push_str(&format!("\n- {}: {}", problem.code, problem.message));
             }
             json["problems"] = serde_json::to_value(&rejection.problems).unwrap_or_default();
             json["problems_omitted"] = rejection.problems_omitted.into();
         }
-        Some(Payload::Stale(stale)) => {
+        Some(EditDetails::Stale(stale)) => {
             json["current_sha256"] = stale.current_sha256.clone().into();
         }
         _ => {}
@@ -168,9 +170,23 @@ fn refused(failure: &Failure, details: Option<&Payload>) -> CallToolResult {
     CallToolResult::error(vec![ContentBlock::text(text)])
 }
 
+/// A success with `value` as structured content, its fields that are `null` left out (an
+/// absent optional field is what the output schema allows; the protocol writes `null`), and
+/// `text` for clients that show text only.
 fn structured<T: serde::Serialize>(value: &T, text: String) -> Result<CallToolResult, ErrorData> {
-    let json = serde_json::to_value(value)
+    fn drop_nulls(value: &mut serde_json::Value) {
+        match value {
+            serde_json::Value::Object(map) => {
+                map.retain(|_, v| !v.is_null());
+                map.values_mut().for_each(drop_nulls);
+            }
+            serde_json::Value::Array(items) => items.iter_mut().for_each(drop_nulls),
+            _ => {}
+        }
+    }
+    let mut json = serde_json::to_value(value)
         .map_err(|e| ErrorData::internal_error(format!("cannot encode the result: {e}"), None))?;
+    drop_nulls(&mut json);
     let mut result = CallToolResult::structured(json);
     result.content = vec![ContentBlock::text(text)];
     Ok(result)
@@ -199,7 +215,7 @@ impl Server {
                        how to continue. Paths are relative to the repository root; files outside it, symbolic links, \
                        .git and binary files cannot be read. The result's sha256 is recorded: a later edit of the file \
                        needs no revision.",
-        output_schema = schema_for_output::<ReadOutput>(),
+        output_schema = schema_for_output::<ReadResult>(),
         annotations(read_only_hint = true, open_world_hint = false)
     )]
     async fn read(
@@ -207,26 +223,18 @@ impl Server {
         Parameters(args): Parameters<ReadArgs>,
     ) -> Result<CallToolResult, ErrorData> {
         let outcome = off_thread(&self.session, move |session| {
-            operation::read(
-                session.scope(),
-                operation::ReadArgs {
-                    path: &args.path,
-                    offset: args.offset,
-                    limit: args.limit,
-                },
-            )
-            .inspect(|page| session.record(&page.path, &page.sha256))
+            operation::read(session.scope(), &args)
+                .inspect(|page| session.record(&page.path, &page.sha256))
         })
         .await?;
         match outcome {
             Ok(page) => {
-                let output = ReadOutput::from(page);
-                let mut text = output.text.clone();
-                if let Some(notice) = &output.notice {
+                let mut text = page.text.clone();
+                if let Some(notice) = &page.notice {
                     text.push_str("\n\n");
                     text.push_str(notice);
                 }
-                structured(&output, text)
+                structured(&page, text)
             }
             Err(failure) => Ok(refused(&failure, None)),
         }
@@ -240,7 +248,7 @@ impl Server {
                        matched byte for byte against the file as you read it. When the text occurs more than once, add \
                        occurrence (1 = the first). A refused batch changes nothing and lists every problem with line \
                        numbers. Leave expected_sha256 out: the revision of your last read is used.",
-        output_schema = schema_for_output::<EditOutput>(),
+        output_schema = schema_for_output::<EditResult>(),
         annotations(
             read_only_hint = false,
             destructive_hint = true,
@@ -252,44 +260,27 @@ impl Server {
         &self,
         Parameters(args): Parameters<EditArgs>,
     ) -> Result<CallToolResult, ErrorData> {
-        let items: Vec<serde_json::Value> = args.edits.iter().map(|e| e.to_protocol()).collect();
-        let edits = match crate::protocol::parse_edit_list(items) {
-            Ok(edits) => edits,
-            // As rmcp reports arguments that do not match the schema: a tool error the
-            // model can correct (MCP 2025-11-25), with protocol's code and message.
-            Err(message) => {
-                return Ok(refused(&Failure::new(Code::InvalidRequest, message), None));
-            }
-        };
         // The revision the model has seen when it sends the call, not when a slot frees up:
         // a concurrent edit's result, which the model never saw, must not become the base.
-        let expected = args
-            .expected_sha256
-            .clone()
-            .or_else(|| self.session.recorded(&args.path));
+        let mut args = args;
+        if args.expected_sha256.is_none() {
+            args.expected_sha256 = self.session.recorded(&args.path);
+        }
         let outcome = off_thread(&self.session, move |session| {
-            operation::edit(
-                session.scope(),
-                operation::EditArgs {
-                    path: &args.path,
-                    expected_sha256: expected.as_deref(),
-                    edits: &edits,
-                },
-            )
-            .inspect(|edited| session.record(&edited.path, &edited.sha256))
+            operation::edit(session.scope(), &args)
+                .inspect(|edited| session.record(&edited.path, &edited.sha256))
         })
         .await?;
         match outcome {
             Ok(edited) => {
-                let output = EditOutput::from(edited);
-                let mut text = format!("Edited {} (new sha256 {}).", output.path, output.sha256);
-                for hunk in &output.preview {
+                let mut text = format!("Edited {} (new sha256 {}).", edited.path, edited.sha256);
+                for hunk in &edited.preview {
                     text.push_str(&format!(
                         "\nLines {}-{}:\n{}",
                         hunk.start_line, hunk.end_line, hunk.text
                     ));
                 }
-                structured(&output, text)
+                structured(&edited, text)
             }
             Err((failure, details)) => Ok(refused(&failure, details.as_deref())),
         }

@@ -1,12 +1,238 @@
-//! The arguments of the toolbox operations (`list`, `search`, `write`, `delete`): one
-//! request model, deserialized strictly (`deny_unknown_fields`) by every front end — the
-//! protocol from its request object, the MCP server from a tool call — with the JSON
-//! schema the MCP server publishes.
+//! The arguments of every operation: one request model, deserialized strictly
+//! (`deny_unknown_fields`) by every front end — the protocol from its request object, the
+//! MCP server from a tool call — with the JSON schema the MCP server publishes.
+//!
+//! [`RequestShape::shape`] is the check a front end may make before it opens the contract
+//! and the repository (the protocol does: a malformed request is `INVALID_REQUEST` whatever
+//! else is wrong). It calls the core's own functions, and the component makes the same
+//! checks again as its first gate, so a front end that skips it loses nothing.
 
 use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::schema::portable;
+use crate::engine;
+use satyrn_mutator_core::edit::MAX_EDITS;
+use satyrn_mutator_core::gates::request_shape;
+
+/// The shape of a request's arguments, judged without the contract or the repository.
+pub trait RequestShape {
+    /// # Errors
+    ///
+    /// Why the arguments are malformed, naming the field (`path: …`, `edits[2]: …`).
+    fn shape(&self) -> Result<(), String>;
+}
+
+/// `read`'s arguments.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(transform = portable)]
+pub struct ReadArgs {
+    /// Path of the file, relative to the repository root.
+    pub path: String,
+    /// The first line to show, 1-indexed (default 1).
+    #[serde(default)]
+    #[schemars(with = "u32")]
+    pub offset: Option<u32>,
+    /// The most lines to show (default and maximum 2000; a page also stops at 50 KiB).
+    #[serde(default)]
+    #[schemars(with = "u32")]
+    pub limit: Option<u32>,
+}
+
+impl RequestShape for ReadArgs {
+    fn shape(&self) -> Result<(), String> {
+        request_shape(&self.path, None)?;
+        positive("offset", self.offset)?;
+        positive("limit", self.limit)
+    }
+}
+
+/// `replace`'s arguments (the protocol's one-anchor edit).
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(transform = portable)]
+pub struct ReplaceArgs {
+    /// Path of the file, relative to the repository root.
+    pub path: String,
+    /// The revision (SHA-256) the caller saw; `null` is `REVISION_UNAVAILABLE` for a
+    /// declared path.
+    #[serde(default)]
+    #[schemars(with = "String")]
+    pub expected_sha256: Option<String>,
+    /// The anchor: exact text that must occur exactly once (not empty).
+    pub old_text: String,
+    /// The replacement.
+    pub new_text: String,
+}
+
+impl RequestShape for ReplaceArgs {
+    fn shape(&self) -> Result<(), String> {
+        request_shape(&self.path, self.expected_sha256.as_deref())?;
+        if self.old_text.is_empty() {
+            return Err("`old_text` must not be empty".to_string());
+        }
+        Ok(())
+    }
+}
+
+// The variants carry no doc comments on purpose: the schema is then a plain string `enum`,
+// which every client accepts.
+/// The kind of one edit: `replace` (`old_text` by `new_text`) or `insert_after` (`new_text`
+/// right after `anchor_text`).
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+#[allow(missing_docs)]
+pub enum EditKind {
+    Replace,
+    InsertAfter,
+}
+
+/// One edit of a batch: `{op: "replace", old_text, new_text}` or `{op: "insert_after",
+/// anchor_text, new_text}`, each with an optional `occurrence`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(transform = portable)]
+pub struct EditEntry {
+    /// `replace` or `insert_after`.
+    pub op: EditKind,
+    /// For `replace`: exact text of the file to replace (whitespace included).
+    #[serde(default)]
+    #[schemars(with = "String")]
+    pub old_text: Option<String>,
+    /// For `insert_after`: exact text of the file after which `new_text` is inserted.
+    #[serde(default)]
+    #[schemars(with = "String")]
+    pub anchor_text: Option<String>,
+    /// The replacement, or the inserted text.
+    pub new_text: String,
+    /// Which occurrence of the selected text, 1 = the first; needed when it occurs more
+    /// than once.
+    #[serde(default)]
+    #[schemars(with = "u32")]
+    pub occurrence: Option<u32>,
+}
+
+impl EditEntry {
+    /// The selector of this entry's kind; an entry carrying the other kind's selector, or
+    /// none, is malformed.
+    fn selector(&self) -> Result<&str, String> {
+        let (op, wanted, wanted_name, other, other_name) = match self.op {
+            EditKind::Replace => (
+                "replace",
+                &self.old_text,
+                "old_text",
+                &self.anchor_text,
+                "anchor_text",
+            ),
+            EditKind::InsertAfter => (
+                "insert_after",
+                &self.anchor_text,
+                "anchor_text",
+                &self.old_text,
+                "old_text",
+            ),
+        };
+        if other.is_some() {
+            return Err(format!("unknown field `{other_name}` in a {op} edit"));
+        }
+        wanted
+            .as_deref()
+            .ok_or_else(|| format!("missing field `{wanted_name}`"))
+    }
+
+    /// The edit as the component takes it.
+    ///
+    /// # Errors
+    ///
+    /// The entry's malformation ([`EditArgs::shape`] names its index).
+    pub fn to_op(&self) -> Result<engine::EditOp, String> {
+        let selector = self.selector()?.to_string();
+        positive("occurrence", self.occurrence)?;
+        let new_text = self.new_text.clone();
+        let occurrence = self.occurrence;
+        Ok(match self.op {
+            EditKind::Replace => engine::EditOp::Replace(engine::ReplaceEdit {
+                old_text: selector,
+                new_text,
+                occurrence,
+            }),
+            EditKind::InsertAfter => engine::EditOp::InsertAfter(engine::InsertAfterEdit {
+                anchor_text: selector,
+                new_text,
+                occurrence,
+            }),
+        })
+    }
+}
+
+/// `edit`'s arguments.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(transform = portable)]
+pub struct EditArgs {
+    /// Path of the file to edit, relative to the repository root.
+    pub path: String,
+    /// The edits, applied all together or not at all; each is resolved against the file as
+    /// it was read.
+    pub edits: Vec<EditEntry>,
+    /// The revision (SHA-256) the edit is based on. A session front end (MCP) may leave it
+    /// out: the revision of the session's last `read` (or `edit`) of the file is used.
+    #[serde(default)]
+    #[schemars(with = "String")]
+    pub expected_sha256: Option<String>,
+}
+
+impl EditArgs {
+    /// The edits as the component takes them: 1 to [`MAX_EDITS`] well-formed entries.
+    ///
+    /// # Errors
+    ///
+    /// Why the list or an entry is malformed, naming the entry (`edits[3]: …`).
+    pub fn ops(&self) -> Result<Vec<engine::EditOp>, String> {
+        self.count()?;
+        self.edits
+            .iter()
+            .enumerate()
+            .map(|(i, e)| e.to_op().map_err(|m| format!("edits[{i}]: {m}")))
+            .collect()
+    }
+
+    fn count(&self) -> Result<(), String> {
+        if self.edits.is_empty() {
+            return Err("`edits` must hold at least one edit".to_string());
+        }
+        if self.edits.len() > MAX_EDITS {
+            return Err(format!(
+                "`edits` holds {} edits; at most {MAX_EDITS} are allowed",
+                self.edits.len()
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl RequestShape for EditArgs {
+    fn shape(&self) -> Result<(), String> {
+        request_shape(&self.path, self.expected_sha256.as_deref())?;
+        self.count()?;
+        for (i, entry) in self.edits.iter().enumerate() {
+            entry
+                .selector()
+                .and_then(|_| positive("occurrence", entry.occurrence))
+                .map_err(|m| format!("edits[{i}]: {m}"))?;
+        }
+        Ok(())
+    }
+}
+
+/// `Some(0)` is malformed: lines and occurrences are numbered from 1.
+fn positive(key: &str, value: Option<u32>) -> Result<(), String> {
+    if value == Some(0) {
+        return Err(format!("`{key}` must be a positive integer, not 0"));
+    }
+    Ok(())
+}
 
 /// `list`'s arguments.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
@@ -100,4 +326,34 @@ pub struct DeleteArgs {
     #[serde(default)]
     #[schemars(with = "String")]
     pub expected_sha256: Option<String>,
+}
+
+impl RequestShape for ListArgs {
+    fn shape(&self) -> Result<(), String> {
+        if let Some(path) = &self.path {
+            request_shape(path, None)?;
+        }
+        Ok(())
+    }
+}
+
+impl RequestShape for SearchArgs {
+    fn shape(&self) -> Result<(), String> {
+        if let Some(path) = &self.path {
+            request_shape(path, None)?;
+        }
+        Ok(())
+    }
+}
+
+impl RequestShape for WriteArgs {
+    fn shape(&self) -> Result<(), String> {
+        request_shape(&self.path, self.expected_sha256.as_deref()).map(drop)
+    }
+}
+
+impl RequestShape for DeleteArgs {
+    fn shape(&self) -> Result<(), String> {
+        request_shape(&self.path, self.expected_sha256.as_deref()).map(drop)
+    }
 }

@@ -8,8 +8,8 @@
 //! rendered.
 //!
 //! One file per operation: [`replace`], [`read`], [`edit`], [`list`], [`search`],
-//! [`write`], [`delete`]; the toolbox operations' arguments are one serde model
-//! (`operation/args.rs`) that every front end deserializes.
+//! [`write`], [`delete`], each with its typed result; every operation's arguments are one
+//! serde model (`operation/args.rs`) that every front end deserializes.
 
 use crate::code::{Code, Failure};
 use crate::contract::Contract;
@@ -27,12 +27,18 @@ pub mod schema;
 mod search;
 mod write;
 
-pub use args::{DeleteArgs, ListArgs, SearchArgs, WriteArgs};
+pub use args::{
+    DeleteArgs, EditArgs, EditEntry, EditKind, ListArgs, ReadArgs, ReplaceArgs, RequestShape,
+    SearchArgs, WriteArgs,
+};
 pub use delete::{DeleteResult, delete};
-pub use edit::{EditArgs, EditRefusal, edit, problem_spelling};
+pub use edit::{
+    EditDetails, EditRefusal, EditRejection, EditResult, Hunk, LineRange, NearMiss, Problem,
+    SelectorMatch, StaleDetails, edit, problem_spelling,
+};
 pub use list::{ListResult, ListedEntry, kind_name, list};
-pub use read::{ReadArgs, read};
-pub use replace::{ReplaceArgs, replace};
+pub use read::{ReadResult, read};
+pub use replace::{ReplaceResult, replace};
 pub use search::{FoundFile, FoundLine, SearchResult, SkippedFile, search};
 pub use write::{WriteResult, write};
 
@@ -86,18 +92,21 @@ fn internal(e: impl std::fmt::Display) -> Failure {
 pub fn refusal(e: engine::ReplaceError) -> Failure {
     match e {
         engine::ReplaceError::InvalidRequest(m) => Failure::new(Code::InvalidRequest, m),
-        engine::ReplaceError::Refused(r) => {
-            let code = match r.code {
-                engine::RefusalCode::PathPrivate => Code::PathPrivate,
-                engine::RefusalCode::PathUndeclared => Code::PathUndeclared,
-                engine::RefusalCode::TargetExists => Code::TargetExists,
-                engine::RefusalCode::RevisionUnavailable => Code::RevisionUnavailable,
-                engine::RefusalCode::RevisionStale => Code::RevisionStale,
-                engine::RefusalCode::AnchorMissing => Code::AnchorMissing,
-                engine::RefusalCode::AnchorAmbiguous => Code::AnchorAmbiguous,
-                engine::RefusalCode::MutationFailed => Code::MutationFailed,
-            };
-            Failure::new(code, r.message)
+        engine::ReplaceError::Refused(r) => Failure::new(r.code.into(), r.message),
+    }
+}
+
+impl From<engine::RefusalCode> for Code {
+    fn from(code: engine::RefusalCode) -> Self {
+        match code {
+            engine::RefusalCode::PathPrivate => Code::PathPrivate,
+            engine::RefusalCode::PathUndeclared => Code::PathUndeclared,
+            engine::RefusalCode::TargetExists => Code::TargetExists,
+            engine::RefusalCode::RevisionUnavailable => Code::RevisionUnavailable,
+            engine::RefusalCode::RevisionStale => Code::RevisionStale,
+            engine::RefusalCode::AnchorMissing => Code::AnchorMissing,
+            engine::RefusalCode::AnchorAmbiguous => Code::AnchorAmbiguous,
+            engine::RefusalCode::MutationFailed => Code::MutationFailed,
         }
     }
 }

@@ -1,20 +1,39 @@
 //! `read`: one page of a file, decided in the component. No lock: a read never publishes,
 //! and every publish is an atomic rename.
 
-use super::{Scope, internal, read_failure};
+use schemars::JsonSchema;
+use serde::Serialize;
+
+use super::{ReadArgs, Scope, internal, read_failure};
 use crate::code::{Code, Failure};
 use crate::engine;
-use crate::protocol::ReadResult;
 
-/// One read, as asked.
-#[derive(Debug, Clone, Copy)]
-pub struct ReadArgs<'a> {
-    /// Worktree-relative path.
-    pub path: &'a str,
-    /// The first line, 1-indexed; `None` is 1.
-    pub offset: Option<u32>,
-    /// The most lines; `None` (or more than 2000) is 2000.
-    pub limit: Option<u32>,
+/// The result of a successful `read`: one page of the file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+#[schemars(transform = super::schema::portable)]
+pub struct ReadResult {
+    /// The read path.
+    pub path: String,
+    /// The revision of the whole file.
+    pub sha256: String,
+    /// Whether the contract declares the path writable.
+    pub writable: bool,
+    /// Whether the file starts with a UTF-8 byte-order mark (not part of `text`).
+    pub bom: bool,
+    /// The first line of the page, 1-indexed.
+    pub offset: u32,
+    /// How many lines the page holds.
+    pub lines: u32,
+    /// How many lines the file has.
+    pub total_lines: u32,
+    /// The page's lines exactly as in the file.
+    pub text: String,
+    /// The `offset` of the next page, or `null` at the end.
+    #[schemars(with = "u32")]
+    pub next_offset: Option<u32>,
+    /// What was shown and how to continue, or `null` at the end.
+    #[schemars(with = "String")]
+    pub notice: Option<String>,
 }
 
 impl From<engine::ReadCode> for Code {
@@ -34,10 +53,10 @@ impl From<engine::ReadCode> for Code {
 /// # Errors
 ///
 /// The refusal, as a [`Failure`] with its code.
-pub fn read(scope: Scope<'_>, args: ReadArgs<'_>) -> Result<ReadResult, Failure> {
+pub fn read(scope: Scope<'_>, args: &ReadArgs) -> Result<ReadResult, Failure> {
     let mut mutator = scope.mutator()?;
     let request = engine::ReadRequest {
-        path: args.path.to_string(),
+        path: args.path.clone(),
         writable_paths: scope.contract.writable_paths.clone(),
         private_paths: scope.contract.private_paths.clone(),
         offset: args.offset,

@@ -1,22 +1,19 @@
 //! `replace`: one exact-text replacement — lock, decide in the component, publish.
 
-use super::{Scope, internal, lock, plan_base, refusal};
+use serde::Serialize;
+
+use super::{ReplaceArgs, Scope, internal, lock, plan_base, refusal};
 use crate::code::Failure;
 use crate::engine;
-use crate::protocol::ReplaceResult;
 use crate::publish;
 
-/// One replacement, as asked.
-#[derive(Debug, Clone, Copy)]
-pub struct ReplaceArgs<'a> {
-    /// Worktree-relative path.
-    pub path: &'a str,
-    /// The revision the caller saw; `None` is `REVISION_UNAVAILABLE` for a declared path.
-    pub expected_sha256: Option<&'a str>,
-    /// The anchor: must occur exactly once.
-    pub old_text: &'a str,
-    /// The replacement.
-    pub new_text: &'a str,
+/// The result of a successful `replace`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ReplaceResult {
+    /// The edited path.
+    pub path: String,
+    /// The file's revision after the edit.
+    pub sha256: String,
 }
 
 /// Performs one replacement under the worktree lock.
@@ -24,20 +21,20 @@ pub struct ReplaceArgs<'a> {
 /// # Errors
 ///
 /// The first refusal, as a [`Failure`] with its code.
-pub fn replace(scope: Scope<'_>, args: ReplaceArgs<'_>) -> Result<ReplaceResult, Failure> {
+pub fn replace(scope: Scope<'_>, args: &ReplaceArgs) -> Result<ReplaceResult, Failure> {
     let _lock = lock(scope.root)?;
     let mut mutator = scope.mutator()?;
     let request = engine::ReplaceRequest {
-        path: args.path.to_string(),
+        path: args.path.clone(),
         writable_paths: scope.contract.writable_paths.clone(),
         private_paths: scope.contract.private_paths.clone(),
-        expected_sha256: args.expected_sha256.map(str::to_string),
-        old_text: args.old_text.to_string(),
-        new_text: args.new_text.to_string(),
+        expected_sha256: args.expected_sha256.clone(),
+        old_text: args.old_text.clone(),
+        new_text: args.new_text.clone(),
     };
     let decision = mutator.call(|m| m.replace(&request)).map_err(internal)?;
     let plan = decision.map_err(refusal)?;
-    let base = plan_base(&plan, args.path, args.expected_sha256)?;
+    let base = plan_base(&plan, &args.path, args.expected_sha256.as_deref())?;
     publish::publish(scope.root.dir(), &plan.path, &base, &plan.new_content)?;
     Ok(ReplaceResult {
         path: plan.path,

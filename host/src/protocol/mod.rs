@@ -33,7 +33,7 @@ use std::path::Path;
 use crate::code::{Code, Failure};
 use crate::contract::{self, Contract};
 use crate::engine::{Instances, Loaded};
-use crate::operation::{self, EditArgs, ReadArgs, ReplaceArgs, Scope};
+use crate::operation::{self, Scope};
 use crate::repo::RepoRoot;
 
 mod request;
@@ -41,12 +41,8 @@ mod response;
 
 pub use operation::problem_spelling;
 use request::parse;
-pub(crate) use request::parse_edit_list;
-pub use request::{Edit, Read, Replace, Request, Toolbox, ToolboxArgs};
-pub use response::{
-    EditRejection, EditResult, Hunk, LineRange, NearMiss, Payload, Problem, ReadResult,
-    ReplaceResult, Response, SelectorMatch, Shape, StaleDetails,
-};
+pub use request::{Operation, OperationArgs, Request};
+pub use response::{Payload, Response, Shape};
 
 /// The protocol version this build speaks.
 pub const VERSION: u64 = 1;
@@ -73,64 +69,12 @@ pub fn handle(input: &[u8]) -> Response {
             },
             Err(f) => Response::failure(Shape::Check, f),
         },
-        Request::Replace(r) => match scoped(
-            &r.repo,
-            &r.contract,
-            |f| f,
-            |scope| {
-                operation::replace(
-                    scope,
-                    ReplaceArgs {
-                        path: &r.path,
-                        expected_sha256: r.expected_sha256.as_deref(),
-                        old_text: &r.old_text,
-                        new_text: &r.new_text,
-                    },
-                )
-            },
-        ) {
-            Ok(result) => Response {
-                shape: Shape::WithResult,
-                code: Code::Ok,
-                message: String::new(),
-                result: Some(Payload::Replace(result)),
-            },
-            Err(f) => Response::failure(Shape::WithResult, f),
-        },
-        Request::Read(r) => match scoped(
-            &r.repo,
-            &r.contract,
-            |f| f,
-            |scope| {
-                operation::read(
-                    scope,
-                    ReadArgs {
-                        path: &r.path,
-                        offset: r.offset,
-                        limit: r.limit,
-                    },
-                )
-            },
-        ) {
-            Ok(result) => Response {
-                shape: Shape::WithResult,
-                code: Code::Ok,
-                message: String::new(),
-                result: Some(Payload::Read(result)),
-            },
-            Err(f) => Response::failure(Shape::WithResult, f),
-        },
-        Request::Toolbox(t) => {
+        Request::Operation(o) => {
             let done = scoped(
-                &t.repo,
-                &t.contract,
-                |f| f,
-                |scope| match &t.args {
-                    ToolboxArgs::List(a) => operation::list(scope, a).map(Payload::List),
-                    ToolboxArgs::Search(a) => operation::search(scope, a).map(Payload::Search),
-                    ToolboxArgs::Write(a) => operation::write(scope, a).map(Payload::Write),
-                    ToolboxArgs::Delete(a) => operation::delete(scope, a).map(Payload::Delete),
-                },
+                &o.repo,
+                &o.contract,
+                |f| (f, None),
+                |scope| run(scope, &o.args),
             );
             match done {
                 Ok(result) => Response {
@@ -139,40 +83,36 @@ pub fn handle(input: &[u8]) -> Response {
                     message: String::new(),
                     result: Some(result),
                 },
-                Err(f) => Response::failure(Shape::WithResult, f),
-            }
-        }
-        Request::Edit(e) => {
-            let edited = scoped(
-                &e.repo,
-                &e.contract,
-                |f| (f, None),
-                |scope| {
-                    operation::edit(
-                        scope,
-                        EditArgs {
-                            path: &e.path,
-                            expected_sha256: e.expected_sha256.as_deref(),
-                            edits: &e.edits,
-                        },
-                    )
-                },
-            );
-            match edited {
-                Ok(result) => Response {
-                    shape: Shape::WithResult,
-                    code: Code::Ok,
-                    message: String::new(),
-                    result: Some(Payload::Edit(result)),
-                },
                 Err((f, details)) => Response {
                     shape: Shape::WithResult,
                     code: f.code,
                     message: f.message,
-                    result: details.map(|d| *d),
+                    result: details.map(|d| Payload::EditRefused(*d)),
                 },
             }
         }
+    }
+}
+
+/// Runs one operation of the operation layer; only a refused `edit` carries details.
+fn run(scope: Scope<'_>, args: &OperationArgs) -> Result<Payload, operation::EditRefusal> {
+    let plain = |f: Failure| (f, None);
+    match args {
+        OperationArgs::Replace(a) => operation::replace(scope, a)
+            .map(Payload::Replace)
+            .map_err(plain),
+        OperationArgs::Read(a) => operation::read(scope, a).map(Payload::Read).map_err(plain),
+        OperationArgs::Edit(a) => operation::edit(scope, a).map(Payload::Edit),
+        OperationArgs::List(a) => operation::list(scope, a).map(Payload::List).map_err(plain),
+        OperationArgs::Search(a) => operation::search(scope, a)
+            .map(Payload::Search)
+            .map_err(plain),
+        OperationArgs::Write(a) => operation::write(scope, a)
+            .map(Payload::Write)
+            .map_err(plain),
+        OperationArgs::Delete(a) => operation::delete(scope, a)
+            .map(Payload::Delete)
+            .map_err(plain),
     }
 }
 

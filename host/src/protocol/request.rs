@@ -1,31 +1,17 @@
-//! Protocol requests: strict parsing of one JSON object (every field required, no other
-//! field, no duplicate key at any depth) into a typed [`Request`].
+//! Protocol requests: strict parsing of one JSON object (no unknown field, no duplicate key
+//! at any depth) into a typed [`Request`]: the envelope (`version`, `operation`, `repo`,
+//! `contract`) here, the operation's arguments by the one request model of
+//! [`crate::operation`].
 
-use serde::de::{self, Deserializer, MapAccess, Visitor};
-use serde_json::Value;
 use std::path::PathBuf;
 
-use super::{MAX_REQUEST_BYTES, Shape, VERSION};
-use crate::engine;
-use crate::operation;
-use satyrn_mutator_core::path::MAX_PATH_BYTES;
+use schemars::JsonSchema;
+use serde::de::{self, DeserializeOwned, Deserializer, MapAccess, Visitor};
+use serde_json::Value;
 
-/// A parsed `replace` request.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Replace {
-    /// Absolute worktree root.
-    pub repo: PathBuf,
-    /// Absolute contract path.
-    pub contract: PathBuf,
-    /// Worktree-relative path, shape-checked (and checked again by the component).
-    pub path: String,
-    /// The revision the caller saw, if any.
-    pub expected_sha256: Option<String>,
-    /// The anchor.
-    pub old_text: String,
-    /// The replacement.
-    pub new_text: String,
-}
+use super::{MAX_REQUEST_BYTES, Shape, VERSION};
+use crate::operation::{self, RequestShape};
+use satyrn_mutator_core::path::MAX_PATH_BYTES;
 
 /// A parsed request.
 #[derive(Debug, Clone)]
@@ -37,31 +23,31 @@ pub enum Request {
         /// Absolute contract path.
         contract: PathBuf,
     },
-    /// `replace`: one exact-text replacement.
-    Replace(Replace),
-    /// `read`: one page of a file.
-    Read(Read),
-    /// `edit`: a batch of selector edits.
-    Edit(Edit),
-    /// `list`, `search`, `write`, `delete`: the toolbox operations.
-    Toolbox(Toolbox),
+    /// Every other operation: where, and the operation's own arguments.
+    Operation(Operation),
 }
 
-/// A parsed toolbox request: where, and the operation's own arguments (the one request
+/// A parsed operation request: where, and the operation's arguments (the one request
 /// model of [`crate::operation`], shared with the MCP server).
 #[derive(Debug, Clone)]
-pub struct Toolbox {
+pub struct Operation {
     /// Absolute worktree root.
     pub repo: PathBuf,
     /// Absolute contract path.
     pub contract: PathBuf,
     /// The operation and its arguments.
-    pub args: ToolboxArgs,
+    pub args: OperationArgs,
 }
 
-/// The arguments of one toolbox operation.
+/// The arguments of one operation.
 #[derive(Debug, Clone)]
-pub enum ToolboxArgs {
+pub enum OperationArgs {
+    /// `replace`: one exact-text replacement.
+    Replace(operation::ReplaceArgs),
+    /// `read`: one page of a file.
+    Read(operation::ReadArgs),
+    /// `edit`: a batch of selector edits.
+    Edit(operation::EditArgs),
     /// `list`.
     List(operation::ListArgs),
     /// `search`.
@@ -72,35 +58,10 @@ pub enum ToolboxArgs {
     Delete(operation::DeleteArgs),
 }
 
-/// A parsed `read` request.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Read {
-    /// Absolute worktree root.
-    pub repo: PathBuf,
-    /// Absolute contract path.
-    pub contract: PathBuf,
-    /// Worktree-relative path, shape-checked.
-    pub path: String,
-    /// The first line, 1-indexed.
-    pub offset: Option<u32>,
-    /// The most lines.
-    pub limit: Option<u32>,
-}
-
-/// A parsed `edit` request.
-#[derive(Debug, Clone)]
-pub struct Edit {
-    /// Absolute worktree root.
-    pub repo: PathBuf,
-    /// Absolute contract path.
-    pub contract: PathBuf,
-    /// Worktree-relative path, shape-checked.
-    pub path: String,
-    /// The revision the caller saw, if any.
-    pub expected_sha256: Option<String>,
-    /// The edits, in order.
-    pub edits: Vec<engine::EditOp>,
-}
+/// The operations this build knows, in the order the unknown-operation message lists them.
+const OPERATIONS: [&str; 8] = [
+    "check", "replace", "read", "edit", "list", "search", "write", "delete",
+];
 
 /// Parses a request. On failure, returns the shape the error response takes and why.
 pub(super) fn parse(input: &[u8]) -> Result<Request, (Shape, String)> {
@@ -124,266 +85,97 @@ pub(super) fn parse(input: &[u8]) -> Result<Request, (Shape, String)> {
         )));
     }
     let operation = take_string(&mut fields, "operation").map_err(fail)?;
-    let shape = match operation.as_str() {
-        "check" => Shape::Check,
-        "replace" | "read" | "edit" | "list" | "search" | "write" | "delete" => Shape::WithResult,
-        other => {
-            return Err(fail(format!(
-                "unknown operation `{}` (known: check, replace, read, edit, list, search, write, delete)",
-                echo(other)
-            )));
-        }
+    if !OPERATIONS.contains(&operation.as_str()) {
+        return Err(fail(format!(
+            "unknown operation `{}` (known: {})",
+            echo(&operation),
+            OPERATIONS.join(", ")
+        )));
+    }
+    let shape = if operation == "check" {
+        Shape::Check
+    } else {
+        Shape::WithResult
     };
     let fail = |m: String| (shape, m);
     let repo = take_absolute(&mut fields, "repo").map_err(fail)?;
     let contract = take_absolute(&mut fields, "contract").map_err(fail)?;
-    let request = if shape == Shape::Check {
-        Request::Check { repo, contract }
-    } else if let Some(known) = toolbox_fields(&operation) {
-        let args = toolbox_args(&operation, known, std::mem::take(&mut fields)).map_err(fail)?;
-        Request::Toolbox(Toolbox {
-            repo,
-            contract,
-            args,
-        })
-    } else if operation == "read" {
-        let path = take_path(&mut fields).map_err(fail)?;
-        let offset = take_optional_count(&mut fields, "offset").map_err(fail)?;
-        let limit = take_optional_count(&mut fields, "limit").map_err(fail)?;
-        Request::Read(Read {
-            repo,
-            contract,
-            path,
-            offset,
-            limit,
-        })
-    } else if operation == "edit" {
-        let path = take_path(&mut fields).map_err(fail)?;
-        let expected_sha256 = take_expected(&mut fields).map_err(fail)?;
-        let edits = take_edits(&mut fields).map_err(fail)?;
-        Request::Edit(Edit {
-            repo,
-            contract,
-            path,
-            expected_sha256,
-            edits,
-        })
-    } else {
-        let path = take_string(&mut fields, "path").map_err(fail)?;
-        // The component decides the path's shape too (its first gate); checking it here,
-        // with the same function, makes an unsafe path INVALID_REQUEST before the
-        // contract or the repository is looked at, like every other malformed field.
-        satyrn_mutator_core::path::segments(&path).map_err(|e| fail(format!("path: {e}")))?;
-        let expected_sha256 = match take(&mut fields, "expected_sha256").map_err(fail)? {
-            Value::Null => None,
-            Value::String(s) if is_sha256(&s) => Some(s),
-            Value::String(_) => {
-                return Err(fail(
-                    "`expected_sha256` must be 64 lowercase hexadecimal digits or null".to_string(),
-                ));
-            }
-            _ => {
-                return Err(fail(
-                    "`expected_sha256` must be a string or null".to_string(),
-                ));
-            }
-        };
-        let old_text = take_string(&mut fields, "old_text").map_err(fail)?;
-        if old_text.is_empty() {
-            return Err(fail("`old_text` must not be empty".to_string()));
+    if shape == Shape::Check {
+        if let Some((key, _)) = fields.first() {
+            return Err(fail(format!(
+                "unknown field `{}` in a check request",
+                echo(key)
+            )));
         }
-        let new_text = take_string(&mut fields, "new_text").map_err(fail)?;
-        Request::Replace(Replace {
-            repo,
-            contract,
-            path,
-            expected_sha256,
-            old_text,
-            new_text,
-        })
-    };
-    if let Some((key, _)) = fields.first() {
-        return Err(fail(format!(
-            "unknown field `{}` in a {operation} request",
-            echo(key)
-        )));
+        return Ok(Request::Check { repo, contract });
     }
-    Ok(request)
+    let args = operation_args(&operation, fields).map_err(fail)?;
+    Ok(Request::Operation(Operation {
+        repo,
+        contract,
+        args,
+    }))
 }
 
-/// The fields a toolbox operation takes besides `version`, `operation`, `repo` and
-/// `contract`; `None` for the other operations. Kept beside [`toolbox_args`], which
-/// deserializes exactly these (a test checks each struct accepts its list).
-fn toolbox_fields(operation: &str) -> Option<&'static [&'static str]> {
-    Some(match operation {
-        "list" => &["path", "pattern", "recursive", "cursor", "limit"],
-        "search" => &[
-            "query",
-            "path",
-            "regex",
-            "ignore_case",
-            "glob",
-            "context",
-            "max_matches",
-            "cursor",
-        ],
-        "write" => &["path", "content", "expected_sha256"],
-        "delete" => &["path", "expected_sha256"],
-        _ => return None,
+/// An operation's arguments from the request's remaining fields.
+fn operation_args(operation: &str, fields: Vec<(String, Value)>) -> Result<OperationArgs, String> {
+    Ok(match operation {
+        "replace" => OperationArgs::Replace(args(operation, fields, true)?),
+        "read" => OperationArgs::Read(args(operation, fields, false)?),
+        "edit" => OperationArgs::Edit(args(operation, fields, true)?),
+        "list" => OperationArgs::List(args(operation, fields, false)?),
+        "search" => OperationArgs::Search(args(operation, fields, false)?),
+        "write" => OperationArgs::Write(args(operation, fields, true)?),
+        _ => OperationArgs::Delete(args(operation, fields, true)?),
     })
 }
 
-/// A toolbox operation's arguments from the request's remaining fields: unknown fields are
-/// refused with the key cut to a short echo; `write` and `delete` require
-/// `expected_sha256` (a string, or `null`: create, or `REVISION_UNAVAILABLE`), as `replace`
-/// and `edit` do; a path's shape is checked before the contract or repository is read.
-fn toolbox_args(
+/// Deserializes one operation's arguments (the fields besides `version`, `operation`,
+/// `repo` and `contract`) and checks their shape before the contract or repository is read:
+///
+/// - an unknown field is refused with its key cut to a short echo (the known fields are the
+///   properties of the arguments' own schema);
+/// - a writing operation requires `expected_sha256` to be present (a string, or `null`:
+///   create, or `REVISION_UNAVAILABLE`), so a caller states what it saw;
+/// - a field of the wrong type is named (`edits[2].new_text: invalid type: …`);
+/// - then [`RequestShape::shape`]: path shape, revision shape, counts.
+fn args<T>(
     operation: &str,
-    known: &[&str],
     fields: Vec<(String, Value)>,
-) -> Result<ToolboxArgs, String> {
-    if let Some((key, _)) = fields.iter().find(|(k, _)| !known.contains(&k.as_str())) {
+    requires_revision: bool,
+) -> Result<T, String>
+where
+    T: DeserializeOwned + JsonSchema + RequestShape,
+{
+    let schema = schemars::schema_for!(T);
+    let known = schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .ok_or_else(|| format!("the {operation} request model has no properties"))?;
+    if let Some((key, _)) = fields.iter().find(|(k, _)| !known.contains_key(k)) {
         return Err(format!(
             "unknown field `{}` in a {operation} request",
             echo(key)
         ));
     }
-    let needs_revision = matches!(operation, "write" | "delete");
-    if let Some((_, value)) = fields.iter().find(|(k, _)| k == "expected_sha256") {
-        match value {
-            Value::Null => {}
-            Value::String(s) if is_sha256(s) => {}
-            Value::String(_) => {
-                return Err(
-                    "`expected_sha256` must be 64 lowercase hexadecimal digits or null".to_string(),
-                );
-            }
-            _ => return Err("`expected_sha256` must be a string or null".to_string()),
-        }
-    } else if needs_revision {
+    if requires_revision && !fields.iter().any(|(k, _)| k == "expected_sha256") {
         return Err("missing field `expected_sha256`".to_string());
     }
-    if let Some((_, Value::String(path))) = fields.iter().find(|(k, _)| k == "path") {
-        satyrn_mutator_core::path::segments(path).map_err(|e| format!("path: {e}"))?;
-    }
     let object = Value::Object(fields.into_iter().collect());
-    let invalid = |e: serde_json::Error| json_error(&e);
-    Ok(match operation {
-        "list" => ToolboxArgs::List(serde_json::from_value(object).map_err(invalid)?),
-        "search" => ToolboxArgs::Search(serde_json::from_value(object).map_err(invalid)?),
-        "write" => ToolboxArgs::Write(serde_json::from_value(object).map_err(invalid)?),
-        _ => ToolboxArgs::Delete(serde_json::from_value(object).map_err(invalid)?),
-    })
-}
-
-fn take_path(fields: &mut Vec<(String, Value)>) -> Result<String, String> {
-    let path = take_string(fields, "path")?;
-    satyrn_mutator_core::path::segments(&path).map_err(|e| format!("path: {e}"))?;
-    Ok(path)
-}
-
-fn take_expected(fields: &mut Vec<(String, Value)>) -> Result<Option<String>, String> {
-    match take(fields, "expected_sha256")? {
-        Value::Null => Ok(None),
-        Value::String(s) if is_sha256(&s) => Ok(Some(s)),
-        Value::String(_) => {
-            Err("`expected_sha256` must be 64 lowercase hexadecimal digits or null".to_string())
+    let args: T = serde_path_to_error::deserialize(object).map_err(|e| {
+        let inner = e.inner().to_string();
+        // An unknown field's own key ends the path, and the message names it already.
+        let unknown = inner.starts_with("unknown field");
+        let path = field_path(e.path(), unknown);
+        let inner = echo_long(&echo_quoted(&inner));
+        if path.is_empty() {
+            inner
+        } else {
+            format!("`{path}`: {inner}")
         }
-        _ => Err("`expected_sha256` must be a string or null".to_string()),
-    }
-}
-
-/// An optional positive integer that fits in 32 bits: absent or `null` is `None`.
-fn take_optional_count(
-    fields: &mut Vec<(String, Value)>,
-    key: &str,
-) -> Result<Option<u32>, String> {
-    let Some(index) = fields.iter().position(|(k, _)| k == key) else {
-        return Ok(None);
-    };
-    positive(key, &fields.remove(index).1)
-}
-
-fn positive(key: &str, value: &Value) -> Result<Option<u32>, String> {
-    match value {
-        Value::Null => Ok(None),
-        Value::Number(n) => match n.as_u64().and_then(|n| u32::try_from(n).ok()) {
-            Some(0) | None => Err(format!(
-                "`{key}` must be a positive integer (at most {}), not {n}",
-                u32::MAX
-            )),
-            Some(n) => Ok(Some(n)),
-        },
-        other => Err(format!(
-            "`{key}` must be a positive integer or null, not {}",
-            kind(other)
-        )),
-    }
-}
-
-/// The `edits` array: 1 to [`satyrn_mutator_core::edit::MAX_EDITS`] strict objects.
-fn take_edits(fields: &mut Vec<(String, Value)>) -> Result<Vec<engine::EditOp>, String> {
-    let items = match take(fields, "edits")? {
-        Value::Array(items) => items,
-        other => return Err(format!("`edits` must be an array, not {}", kind(&other))),
-    };
-    parse_edit_list(items)
-}
-
-/// An `edits` array's items: 1 to [`satyrn_mutator_core::edit::MAX_EDITS`] strict edit
-/// objects (shared by every front end that takes a batch).
-///
-/// # Errors
-///
-/// Why the list or an item is malformed, naming the item (`edits[3]: missing field ...`).
-pub(crate) fn parse_edit_list(items: Vec<Value>) -> Result<Vec<engine::EditOp>, String> {
-    use satyrn_mutator_core::edit::MAX_EDITS;
-    if items.is_empty() {
-        return Err("`edits` must hold at least one edit".to_string());
-    }
-    if items.len() > MAX_EDITS {
-        return Err(format!(
-            "`edits` holds {} edits; at most {MAX_EDITS} are allowed",
-            items.len()
-        ));
-    }
-    items
-        .into_iter()
-        .enumerate()
-        .map(|(i, item)| parse_edit(item).map_err(|m| format!("edits[{i}]: {m}")))
-        .collect()
-}
-
-fn parse_edit(item: Value) -> Result<engine::EditOp, String> {
-    let Value::Object(map) = item else {
-        return Err(format!("an edit must be an object, not {}", kind(&item)));
-    };
-    // Duplicate keys were refused at every depth when the request was read (`Strict`).
-    let mut fields: Vec<(String, Value)> = map.into_iter().collect();
-    let op = take_string(&mut fields, "op")?;
-    let occurrence = take_optional_count(&mut fields, "occurrence")?;
-    let edit = match op.as_str() {
-        "replace" => engine::EditOp::Replace(engine::ReplaceEdit {
-            old_text: take_string(&mut fields, "old_text")?,
-            new_text: take_string(&mut fields, "new_text")?,
-            occurrence,
-        }),
-        "insert_after" => engine::EditOp::InsertAfter(engine::InsertAfterEdit {
-            anchor_text: take_string(&mut fields, "anchor_text")?,
-            new_text: take_string(&mut fields, "new_text")?,
-            occurrence,
-        }),
-        other => {
-            return Err(format!(
-                "unknown op `{}` (known: replace, insert_after)",
-                echo(other)
-            ));
-        }
-    };
-    if let Some((key, _)) = fields.first() {
-        return Err(format!("unknown field `{}` in a {op} edit", echo(key)));
-    }
-    Ok(edit)
+    })?;
+    args.shape()?;
+    Ok(args)
 }
 
 fn take(fields: &mut Vec<(String, Value)>, key: &str) -> Result<Value, String> {
@@ -431,6 +223,49 @@ fn echo(s: &str) -> String {
     }
 }
 
+/// Where in the arguments a deserialization failed, e.g. `edits[2].new_text`, each key cut
+/// like [`echo`]; without its last segment when `parent`.
+fn field_path(path: &serde_path_to_error::Path, parent: bool) -> String {
+    use serde_path_to_error::Segment;
+    let segments: Vec<&Segment> = path.iter().collect();
+    let keep = if parent {
+        segments.len().saturating_sub(1)
+    } else {
+        segments.len()
+    };
+    let mut out = String::new();
+    for segment in &segments[..keep] {
+        match segment {
+            Segment::Seq { index } => out.push_str(&format!("[{index}]")),
+            Segment::Map { key } | Segment::Enum { variant: key } => {
+                if !out.is_empty() {
+                    out.push('.');
+                }
+                out.push_str(&echo(key));
+            }
+            Segment::Unknown => out.push_str(".?"),
+        }
+    }
+    out
+}
+
+/// `message` with each part serde quotes in backticks (an unknown field or variant, as the
+/// request spelled it) cut like [`echo`].
+fn echo_quoted(message: &str) -> String {
+    message
+        .split('`')
+        .enumerate()
+        .map(|(i, part)| {
+            if i % 2 == 1 {
+                echo(part)
+            } else {
+                part.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("`")
+}
+
 /// serde_json's explanation, whose quoted value (written with Rust's escapes, up to ten
 /// bytes per input byte) is cut like [`echo`]; the position is kept.
 fn json_error(e: &serde_json::Error) -> String {
@@ -455,10 +290,6 @@ fn echo_long(s: &str) -> String {
     let head: String = s.chars().take(keep).collect();
     let tail: String = s.chars().skip(count - keep).collect();
     format!("{head} … {tail}")
-}
-
-fn is_sha256(s: &str) -> bool {
-    s.len() == 64 && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
 
 fn kind(v: &Value) -> &'static str {
@@ -564,36 +395,85 @@ impl<'de> de::Deserialize<'de> for Strict {
 
 #[cfg(test)]
 mod tests {
-    use super::{ToolboxArgs, toolbox_args, toolbox_fields};
+    use super::{OPERATIONS, OperationArgs, operation_args};
     use serde_json::{Value, json};
 
-    /// Each toolbox operation's list of known fields is exactly what its arguments
-    /// struct accepts: every listed field deserializes, together.
+    /// Every field of every operation's request model is accepted, together, and lands in
+    /// the right arguments; a field of another operation is refused.
     #[test]
-    fn every_known_toolbox_field_is_accepted() {
+    fn every_field_of_every_operation_is_accepted_and_others_refused() {
+        let sha = "a".repeat(64);
         let sample = |key: &str| match key {
             "recursive" | "regex" | "ignore_case" => json!(true),
-            "limit" | "context" | "max_matches" => json!(3),
-            "expected_sha256" => Value::Null,
+            "limit" | "context" | "max_matches" | "offset" => json!(3),
+            "expected_sha256" => json!(sha),
+            "edits" => {
+                json!([{"op": "replace", "old_text": "a", "new_text": "b", "occurrence": 1}])
+            }
             _ => json!("src/a.rs"),
         };
-        for operation in ["list", "search", "write", "delete"] {
-            let known = toolbox_fields(operation).expect("a toolbox operation");
-            let fields = known
+        let fields_of = |operation: &str| -> Vec<&'static str> {
+            match operation {
+                "replace" => vec!["path", "expected_sha256", "old_text", "new_text"],
+                "read" => vec!["path", "offset", "limit"],
+                "edit" => vec!["path", "expected_sha256", "edits"],
+                "list" => vec!["path", "pattern", "recursive", "cursor", "limit"],
+                "search" => vec![
+                    "query",
+                    "path",
+                    "regex",
+                    "ignore_case",
+                    "glob",
+                    "context",
+                    "max_matches",
+                    "cursor",
+                ],
+                "write" => vec!["path", "content", "expected_sha256"],
+                _ => vec!["path", "expected_sha256"],
+            }
+        };
+        for operation in &OPERATIONS[1..] {
+            let fields: Vec<(String, Value)> = fields_of(operation)
                 .iter()
                 .map(|k| ((*k).to_string(), sample(k)))
                 .collect();
-            let args = toolbox_args(operation, known, fields)
+            let args = operation_args(operation, fields.clone())
                 .unwrap_or_else(|e| panic!("{operation}: {e}"));
             let matches = matches!(
-                (operation, args),
-                ("list", ToolboxArgs::List(_))
-                    | ("search", ToolboxArgs::Search(_))
-                    | ("write", ToolboxArgs::Write(_))
-                    | ("delete", ToolboxArgs::Delete(_))
+                (*operation, args),
+                ("replace", OperationArgs::Replace(_))
+                    | ("read", OperationArgs::Read(_))
+                    | ("edit", OperationArgs::Edit(_))
+                    | ("list", OperationArgs::List(_))
+                    | ("search", OperationArgs::Search(_))
+                    | ("write", OperationArgs::Write(_))
+                    | ("delete", OperationArgs::Delete(_))
             );
             assert!(matches, "{operation}");
+            let mut extra = fields;
+            extra.push(("anchor_text".to_string(), json!("x")));
+            let refused = operation_args(operation, extra).expect_err("an unknown field");
+            assert_eq!(
+                refused,
+                format!("unknown field `anchor_text` in a {operation} request")
+            );
         }
-        assert!(toolbox_fields("read").is_none());
+    }
+
+    #[test]
+    fn a_field_of_the_wrong_type_is_named() {
+        let fields = vec![
+            ("path".to_string(), json!("a.txt")),
+            ("expected_sha256".to_string(), Value::Null),
+            (
+                "edits".to_string(),
+                json!([{"op": "replace", "old_text": "a", "new_text": 7}]),
+            ),
+        ];
+        let message = operation_args("edit", fields).expect_err("refused");
+        assert!(
+            message.starts_with("`edits[0].new_text`: invalid type: integer `7`"),
+            "{message}"
+        );
     }
 }

@@ -1,29 +1,22 @@
 //! `edit`: a batch of selector edits of one file — lock, decide the whole batch in the
 //! component, publish once.
 
-use super::{Scope, internal, lock, plan_base, refusal};
+use super::{EditArgs, Scope, internal, lock, plan_base, refusal};
 use crate::code::{Code, Failure};
 use crate::engine;
-use crate::protocol::{
-    EditRejection, EditResult, Hunk, LineRange, NearMiss, Payload, Problem, SelectorMatch,
-    StaleDetails,
-};
+
 use crate::publish;
 
-/// One batch, as asked.
-#[derive(Debug, Clone, Copy)]
-pub struct EditArgs<'a> {
-    /// Worktree-relative path.
-    pub path: &'a str,
-    /// The revision the caller saw; `None` is `REVISION_UNAVAILABLE` for a declared path.
-    pub expected_sha256: Option<&'a str>,
-    /// The edits, in order (1 to 1000, checked by the caller's request model).
-    pub edits: &'a [engine::EditOp],
-}
+mod result;
+
+pub use result::{
+    EditDetails, EditRejection, EditResult, Hunk, LineRange, NearMiss, Problem, SelectorMatch,
+    StaleDetails,
+};
 
 /// A refused batch: the failure, and the typed details a front end shows with it (every
 /// problem of the batch, or the current revision of a stale file).
-pub type EditRefusal = (Failure, Option<Box<Payload>>);
+pub type EditRefusal = (Failure, Option<Box<EditDetails>>);
 
 impl From<engine::ProblemCode> for Code {
     fn from(code: engine::ProblemCode) -> Self {
@@ -54,16 +47,19 @@ pub fn problem_spelling(code: engine::ProblemCode) -> &'static str {
 /// # Errors
 ///
 /// The first refusal, with its typed details ([`EditRefusal`]).
-pub fn edit(scope: Scope<'_>, args: EditArgs<'_>) -> Result<EditResult, EditRefusal> {
+pub fn edit(scope: Scope<'_>, args: &EditArgs) -> Result<EditResult, EditRefusal> {
     let plain = |f: Failure| (f, None);
+    let edits = args
+        .ops()
+        .map_err(|m| plain(Failure::new(Code::InvalidRequest, m)))?;
     let _lock = lock(scope.root).map_err(plain)?;
     let mut mutator = scope.mutator().map_err(plain)?;
     let request = engine::EditRequest {
-        path: args.path.to_string(),
+        path: args.path.clone(),
         writable_paths: scope.contract.writable_paths.clone(),
         private_paths: scope.contract.private_paths.clone(),
-        expected_sha256: args.expected_sha256.map(str::to_string),
-        edits: args.edits.to_vec(),
+        expected_sha256: args.expected_sha256.clone(),
+        edits,
     };
     let decision = mutator
         .call(|m| m.edit(&request))
@@ -71,29 +67,14 @@ pub fn edit(scope: Scope<'_>, args: EditArgs<'_>) -> Result<EditResult, EditRefu
         .map_err(plain)?;
     let decided = decision.map_err(edit_refusal)?;
     let plan = decided.plan;
-    let base = plan_base(&plan, args.path, args.expected_sha256).map_err(plain)?;
+    let base = plan_base(&plan, &args.path, args.expected_sha256.as_deref()).map_err(plain)?;
     publish::publish(scope.root.dir(), &plan.path, &base, &plan.new_content)
         .map_err(|e| plain(e.into()))?;
     Ok(EditResult {
         path: plan.path,
         sha256: plan.next_sha256,
-        changed: decided
-            .changed
-            .into_iter()
-            .map(|r| LineRange {
-                start_line: r.start_line,
-                end_line: r.end_line,
-            })
-            .collect(),
-        preview: decided
-            .preview
-            .into_iter()
-            .map(|h| Hunk {
-                start_line: h.start_line,
-                end_line: h.end_line,
-                text: h.text,
-            })
-            .collect(),
+        changed: decided.changed.into_iter().map(LineRange::from).collect(),
+        preview: decided.preview.into_iter().map(Hunk::from).collect(),
         preview_omitted_lines: decided.preview_omitted_lines,
     })
 }
@@ -105,7 +86,7 @@ fn edit_refusal(e: engine::EditError) -> EditRefusal {
         engine::EditError::Refused(r) => (refusal(engine::ReplaceError::Refused(r)), None),
         engine::EditError::Stale(s) => (
             Failure::new(Code::RevisionStale, s.message),
-            Some(Box::new(Payload::Stale(StaleDetails {
+            Some(Box::new(EditDetails::Stale(StaleDetails {
                 current_sha256: s.current_sha256,
             }))),
         ),
@@ -114,57 +95,11 @@ fn edit_refusal(e: engine::EditError) -> EditRefusal {
             let code = problems.first().map_or(Code::InternalError, |p| p.code);
             (
                 Failure::new(code, r.message),
-                Some(Box::new(Payload::Rejected(EditRejection {
+                Some(Box::new(EditDetails::Rejected(EditRejection {
                     problems,
                     problems_omitted: r.omitted,
                 }))),
             )
-        }
-    }
-}
-
-impl From<engine::Problem> for Problem {
-    fn from(p: engine::Problem) -> Self {
-        Problem {
-            index: p.index,
-            code: p.code.into(),
-            message: p.message,
-            match_count: p.match_count,
-            matches: p
-                .matches
-                .into_iter()
-                .map(|m| SelectorMatch {
-                    occurrence: m.occurrence,
-                    line: m.line,
-                    text: m.text,
-                })
-                .collect(),
-            near_miss: p.near_miss.map(NearMiss::from),
-            conflicts_with: p.conflicts_with,
-        }
-    }
-}
-
-impl From<engine::NearMiss> for NearMiss {
-    fn from(n: engine::NearMiss) -> Self {
-        match n {
-            engine::NearMiss::Whitespace(w) => NearMiss::Whitespace {
-                line: w.line,
-                text: w.text,
-            },
-            engine::NearMiss::Diverges(d) => NearMiss::Diverges {
-                selector_line: d.selector_line,
-                selector_text: d.selector_text,
-                line: d.line,
-                text: d.text,
-            },
-            engine::NearMiss::Prefix(x) => NearMiss::Prefix {
-                line: x.line,
-                prefix: x.prefix,
-                matched_chars: x.matched_chars,
-                selector_chars: x.selector_chars,
-                text: x.text,
-            },
         }
     }
 }
