@@ -143,6 +143,77 @@ fn tools_are_listed_with_portable_schemas_and_annotations() {
     });
 }
 
+/// Every property an output schema requires is in the structured result, at every depth
+/// the schema describes (a strict client — Claude Code, the Inspector — refuses a result
+/// that lacks one), and no property is `null` (the schemas say optional, never nullable).
+fn assert_fits(schema: &Value, value: &Value, at: &str) {
+    let schema = match schema.get("$ref").and_then(Value::as_str) {
+        Some(_) => return,
+        None => schema,
+    };
+    if let Some(required) = schema.get("required").and_then(Value::as_array) {
+        for key in required {
+            let key = key.as_str().expect("a property name");
+            assert!(
+                value.get(key).is_some(),
+                "{at}: lacks required `{key}`: {value}"
+            );
+        }
+    }
+    if let (Some(properties), Some(object)) = (
+        schema.get("properties").and_then(Value::as_object),
+        value.as_object(),
+    ) {
+        for (key, field) in object {
+            assert!(!field.is_null(), "{at}.{key} is null");
+            if let Some(sub) = properties.get(key) {
+                assert_fits(sub, field, &format!("{at}.{key}"));
+            }
+        }
+    }
+}
+
+#[test]
+fn every_structured_result_fits_its_tools_output_schema() {
+    let fx = Fixture::new(&["src/*"]);
+    runtime().block_on(async {
+        let client = connect(&fx).await;
+        let tools = client.list_all_tools().await.expect("tools/list");
+        let schema = |name: &str| -> Value {
+            let tool = tools.iter().find(|t| t.name == name).expect("listed");
+            serde_json::to_value(tool.output_schema.as_ref().expect("output schema")).expect("json")
+        };
+        let read = ok(&client, "read", json!({"path": "src/a.txt"})).await;
+        assert_fits(&schema("read"), &read, "read (the whole file)");
+        let page = ok(&client, "read", json!({"path": "src/a.txt", "limit": 1})).await;
+        assert!(page.get("next_offset").is_some(), "{page}");
+        assert_fits(&schema("read"), &page, "read (one page)");
+        let edited = ok(
+            &client,
+            "edit",
+            json!({"path": "src/a.txt", "edits": replace_edit("hello world", "hello satyrn")}),
+        )
+        .await;
+        assert_fits(&schema("edit"), &edited, "edit");
+        let listed = ok(&client, "list", json!({"recursive": true})).await;
+        assert_fits(&schema("list"), &listed, "list");
+        let found = ok(&client, "search", json!({"query": "satyrn"})).await;
+        assert_fits(&schema("search"), &found, "search");
+        let written = ok(
+            &client,
+            "write",
+            json!({"path": "src/new.txt", "content": "new\n"}),
+        )
+        .await;
+        assert_fits(&schema("write"), &written, "write");
+        let deleted = ok(&client, "delete", json!({"path": "src/new.txt"})).await;
+        assert_fits(&schema("delete"), &deleted, "delete");
+        let boundary = ok(&client, "boundary", json!({})).await;
+        assert_fits(&schema("boundary"), &boundary, "boundary");
+        client.cancel().await.expect("close");
+    });
+}
+
 #[test]
 fn read_edit_then_a_stale_explicit_revision_is_refused_and_changes_nothing() {
     let fx = Fixture::new(&["src/*.txt"]);

@@ -10,7 +10,7 @@ use crate::engine;
 
 /// The result of a successful `read`: one page of the file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
-#[schemars(transform = super::schema::portable)]
+#[schemars(transform = read_result_schema)]
 pub struct ReadResult {
     /// The read path.
     pub path: String,
@@ -28,12 +28,16 @@ pub struct ReadResult {
     pub total_lines: u32,
     /// The page's lines exactly as in the file.
     pub text: String,
-    /// The `offset` of the next page, or `null` at the end.
+    /// The `offset` of the next page; none (`null` in the protocol) at the end.
     #[schemars(with = "u32")]
     pub next_offset: Option<u32>,
-    /// What was shown and how to continue, or `null` at the end.
+    /// What was shown and how to continue; none (`null` in the protocol) at the end.
     #[schemars(with = "String")]
     pub notice: Option<String>,
+}
+
+fn read_result_schema(schema: &mut schemars::Schema) {
+    super::schema::optional(schema, &["next_offset", "notice"]);
 }
 
 impl From<engine::ReadCode> for Code {

@@ -29,3 +29,17 @@ pub fn portable(schema: &mut schemars::Schema) {
         map.values_mut().for_each(strip);
     }
 }
+
+/// [`portable`], and `names` taken out of the schema's `required`: for a result whose
+/// optional fields the protocol writes as `null` (so serde's schema would call them
+/// required) and the MCP server leaves out.
+pub fn optional(schema: &mut schemars::Schema, names: &[&str]) {
+    portable(schema);
+    if let Some(required) = schema
+        .as_object_mut()
+        .and_then(|map| map.get_mut("required"))
+        .and_then(serde_json::Value::as_array_mut)
+    {
+        required.retain(|name| !name.as_str().is_some_and(|n| names.contains(&n)));
+    }
+}
