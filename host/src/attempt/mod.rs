@@ -22,6 +22,7 @@
 pub mod artifacts;
 pub mod child;
 pub mod context;
+pub mod error;
 pub mod pi;
 pub mod prompt;
 pub mod revisions;
@@ -32,13 +33,14 @@ use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use crate::code::{Code, Failure};
+use crate::code::Failure;
 use crate::contract;
 use crate::fsid;
 use crate::git::{self, Git};
 use crate::os::signals;
 use crate::repo::RepoRoot;
 use artifacts::Destination;
+pub use error::AttemptError;
 
 /// Where the transcript is published, when set.
 pub const TRANSCRIPT_VAR: &str = "SATYRN_ATTEMPT_TRANSCRIPT";
@@ -66,32 +68,27 @@ pub fn run(options: &Options) -> u8 {
     let cleaned = cleanup.finish();
     let failure = match (result, cleaned) {
         (Ok(()), Ok(())) => return 0,
-        (Err(primary), Ok(())) => primary,
-        (Ok(()), Err(retained)) => Failure::new(Code::AttemptFailed, retained),
-        (Err(primary), Err(retained)) => Failure::new(
-            primary.code,
-            format!("{}; also, {retained}", primary.message),
-        ),
+        (Err(primary), Ok(())) => Failure::from(primary),
+        (Ok(()), Err(retained)) => Failure::from(retained),
+        (Err(primary), Err(retained)) => {
+            Failure::new(primary.code(), format!("{primary}; also, {retained}"))
+        }
     };
     let _ = writeln!(std::io::stderr(), "satyrn-host attempt: {failure}");
     failure.code.exit_status()
 }
 
-fn failed(message: impl Into<String>) -> Failure {
-    Failure::new(Code::AttemptFailed, message)
-}
-
-fn attempt(options: &Options, cleanup: &mut Cleanup) -> Result<(), Failure> {
-    let cwd = std::env::current_dir()
-        .map_err(|e| failed(format!("cannot read the current directory: {e}")))?;
+fn attempt(options: &Options, cleanup: &mut Cleanup) -> Result<(), AttemptError> {
+    let cwd =
+        std::env::current_dir().map_err(AttemptError::io("cannot read the current directory"))?;
     let contract_path = cwd.join(&options.contract);
     let (contract, contract_bytes) = contract::load_with_bytes(&contract_path)?;
-    let root = RepoRoot::open(&cwd)?;
+    let root = RepoRoot::open(&cwd).map_err(Failure::from)?;
     let git = Git::at(&cwd);
     let located = locate(&git)?;
     let head = located.head;
-    let host = std::env::current_exe()
-        .map_err(|e| failed(format!("cannot locate satyrn-host itself: {e}")))?;
+    let host =
+        std::env::current_exe().map_err(AttemptError::io("cannot locate satyrn-host itself"))?;
     if fsid::is_within(&contract_path, &cwd).unwrap_or(false) {
         let _ = writeln!(
             std::io::stderr(),
@@ -105,68 +102,63 @@ fn attempt(options: &Options, cleanup: &mut Cleanup) -> Result<(), Failure> {
     if let (Some(transcript), Some(patch)) = (&transcript_dest, &patch_dest)
         && transcript.same_target(patch)
     {
-        return Err(failed(format!(
-            "{TRANSCRIPT_VAR} and {PATCH_VAR} name the same file ({}); give each its own",
-            patch.path().display()
-        )));
+        return Err(AttemptError::SameArtifact(patch.path().to_path_buf()));
     }
 
     let private = cleanup.private_dir(&cwd)?;
     let frozen = private.join("contract.yaml");
     private_file(&frozen)
         .and_then(|mut file| file.write_all(&contract_bytes))
-        .map_err(|e| failed(format!("cannot freeze the contract: {e}")))?;
+        .map_err(AttemptError::io("cannot freeze the contract"))?;
 
-    let revisions =
-        revisions::map(&root, &contract.writable_paths, &contract.private_paths).map_err(failed)?;
+    let revisions = revisions::map(&root, &contract.writable_paths, &contract.private_paths)
+        .map_err(AttemptError::Revisions)?;
     if revisions.is_empty() {
-        return Err(failed(revisions::describe_empty(&cwd)));
+        return Err(AttemptError::NothingWritable(revisions::describe_empty(
+            &cwd,
+        )));
     }
     let writable: Vec<&str> = revisions.keys().map(String::as_str).collect();
     let prompt = prompt::build(&contract.task, &contract.writable_paths, &writable)
-        .map_err(|e| failed(e.to_string()))?;
+        .map_err(AttemptError::Prompt)?;
     let context_path = private.join("context.json");
     context::encode(&cwd, &frozen, &revisions)
         .and_then(|bytes| context::write(&context_path, &bytes))
-        .map_err(|e| failed(e.to_string()))?;
+        .map_err(AttemptError::Context)?;
     let prompt_path = private.join("prompt.md");
     private_file(&prompt_path)
         .and_then(|mut file| file.write_all(prompt.as_bytes()))
-        .map_err(|e| failed(format!("cannot write the prompt: {e}")))?;
+        .map_err(AttemptError::io("cannot write the prompt"))?;
     let (engine, mutator) = pi::write_extensions(&private.join("pi"))
-        .map_err(|e| failed(format!("cannot write the Pi extensions: {e}")))?;
+        .map_err(AttemptError::io("cannot write the Pi extensions"))?;
 
     let spool_path = private.join("transcript.jsonl");
     let spool = private_file(&spool_path)
-        .map_err(|e| failed(format!("cannot create the transcript spool: {e}")))?;
-    let program = pi::executable().map_err(failed)?;
+        .map_err(AttemptError::io("cannot create the transcript spool"))?;
+    let program = pi::executable().map_err(AttemptError::Pi)?;
     let mut cmd = Command::new(&program);
     let prompt_input =
-        File::open(&prompt_path).map_err(|e| failed(format!("cannot open the prompt: {e}")))?;
+        File::open(&prompt_path).map_err(AttemptError::io("cannot open the prompt"))?;
     cmd.args(pi::args(&options.model, &engine, &mutator))
         .stdin(prompt_input)
         .stdout(
             spool
                 .try_clone()
-                .map_err(|e| failed(format!("cannot share the spool: {e}")))?,
+                .map_err(AttemptError::io("cannot share the spool"))?,
         )
         .stderr(Stdio::inherit());
-    let home = pi::prepare_home(&private, &cwd).map_err(failed)?;
-    pi::environment(&mut cmd, &context_path, &host, &home).map_err(|e| failed(e.to_string()))?;
+    let home = pi::prepare_home(&private, &cwd).map_err(AttemptError::Pi)?;
+    pi::environment(&mut cmd, &context_path, &host, &home)
+        .map_err(AttemptError::git("cannot prepare pi's environment"))?;
     if let Some(signal) = signals::received() {
-        return Err(failed(format!(
-            "interrupted by {} before pi started",
-            signals::name(signal)
-        )));
+        return Err(AttemptError::Interrupted(signal));
     }
-    let mut pi_child = cmd.spawn().map_err(|e| {
-        failed(format!(
-            "cannot start pi ({}): {e}",
-            Path::new(&program).display()
-        ))
+    let mut pi_child = cmd.spawn().map_err(|source| AttemptError::Spawn {
+        program: PathBuf::from(&program),
+        source,
     })?;
     let ended = child::wait(&mut pi_child)
-        .map_err(|e| failed(format!("cannot wait for pi (it was killed): {e}")))?;
+        .map_err(AttemptError::io("cannot wait for pi (it was killed)"))?;
 
     // Everything below runs whatever Pi's outcome: artifacts are preserved on failure too.
     let mut errors: Vec<String> = Vec::new();
@@ -183,7 +175,7 @@ fn attempt(options: &Options, cleanup: &mut Cleanup) -> Result<(), Failure> {
         errors.push(e);
     }
     let transcript =
-        read_spool(spool).map_err(|e| failed(format!("cannot read the transcript spool: {e}")))?;
+        read_spool(spool).map_err(AttemptError::io("cannot read the transcript spool"))?;
     {
         let mut out = std::io::stdout().lock();
         if let Err(e) = out.write_all(&transcript).and_then(|()| out.flush()) {
@@ -208,7 +200,7 @@ fn attempt(options: &Options, cleanup: &mut Cleanup) -> Result<(), Failure> {
     if errors.is_empty() {
         Ok(())
     } else {
-        Err(failed(errors.join("; ")))
+        Err(AttemptError::After(errors))
     }
 }
 
@@ -258,7 +250,7 @@ struct Located {
     git_dirs: [PathBuf; 2],
 }
 
-fn locate(git: &Git) -> Result<Located, Failure> {
+fn locate(git: &Git) -> Result<Located, AttemptError> {
     let out = git
         .line(&[
             "rev-parse",
@@ -269,22 +261,20 @@ fn locate(git: &Git) -> Result<Located, Failure> {
             "--quiet",
             "HEAD^{commit}",
         ])
-        .map_err(|e| failed(format!("HEAD is not a readable commit: {e}")))?;
+        .map_err(AttemptError::git("HEAD is not a readable commit"))?;
     match out.lines().collect::<Vec<_>>()[..] {
         [git_dir, common_dir, head] => Ok(Located {
             head: head.to_string(),
             git_dirs: [PathBuf::from(git_dir), PathBuf::from(common_dir)],
         }),
-        _ => Err(failed(format!(
-            "locating git's directories and HEAD failed: unexpected output {out:?}"
-        ))),
+        _ => Err(AttemptError::Located(out)),
     }
 }
 
 /// Registered worktrees plus git's administrative and common directories.
-fn forbidden_roots(git: &Git, git_dirs: [PathBuf; 2]) -> Result<Vec<PathBuf>, Failure> {
+fn forbidden_roots(git: &Git, git_dirs: [PathBuf; 2]) -> Result<Vec<PathBuf>, AttemptError> {
     let mut roots =
-        git::worktree_paths(git).map_err(|e| failed(format!("listing worktrees failed: {e}")))?;
+        git::worktree_paths(git).map_err(AttemptError::git("listing worktrees failed"))?;
     roots.extend(git_dirs);
     Ok(roots)
 }
@@ -292,12 +282,12 @@ fn forbidden_roots(git: &Git, git_dirs: [PathBuf; 2]) -> Result<Vec<PathBuf>, Fa
 fn destination(
     variable: &'static str,
     forbidden: &[PathBuf],
-) -> Result<Option<Destination>, Failure> {
+) -> Result<Option<Destination>, AttemptError> {
     match std::env::var_os(variable) {
         None => Ok(None),
         Some(value) => Destination::prepare(variable, Path::new(&value), forbidden)
             .map(Some)
-            .map_err(|e| failed(e.to_string())),
+            .map_err(AttemptError::Artifact),
     }
 }
 
@@ -346,26 +336,22 @@ struct Cleanup {
 impl Cleanup {
     /// Creates the private directory (mode 0700 whatever the umask) outside the worktree
     /// `cwd`.
-    fn private_dir(&mut self, cwd: &Path) -> Result<PathBuf, Failure> {
+    fn private_dir(&mut self, cwd: &Path) -> Result<PathBuf, AttemptError> {
         let dir = tempfile::Builder::new()
             .prefix("satyrn-attempt-")
             .permissions(std::fs::Permissions::from_mode(0o700))
             .tempdir()
-            .map_err(|e| failed(format!("cannot create a temporary directory: {e}")))?
+            .map_err(AttemptError::io("cannot create a temporary directory"))?
             .keep();
         self.dir = Some(dir.clone());
         if fsid::is_within(&dir, cwd).unwrap_or(true) {
-            return Err(failed(format!(
-                "the temporary directory {} lies inside the worktree; set TMPDIR elsewhere",
-                dir.display()
-            )));
+            return Err(AttemptError::PrivateInside(dir));
         }
         Ok(dir)
     }
 
-    fn finish(self) -> Result<(), String> {
+    fn finish(self) -> Result<(), AttemptError> {
         let Some(dir) = self.dir else { return Ok(()) };
-        std::fs::remove_dir_all(&dir)
-            .map_err(|e| format!("cleanup failed, retained {}: {e}", dir.display()))
+        std::fs::remove_dir_all(&dir).map_err(|source| AttemptError::Cleanup { dir, source })
     }
 }
