@@ -17,9 +17,11 @@
 
 use std::ffi::{OsStr, OsString};
 use std::fmt;
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Output, Stdio};
-use std::sync::OnceLock;
+use std::sync::{OnceLock, mpsc};
+use std::time::{Duration, Instant};
 
 /// The configuration overrides given to every git invocation.
 pub const HARDENING_CONFIG: [&str; 4] = [
@@ -349,6 +351,112 @@ impl Git {
             detail: "output is not UTF-8".to_owned(),
         })?;
         Ok(text.trim_end_matches('\n').to_owned())
+    }
+}
+
+/// How a git invocation with a deadline ended ([`Git::output_until`]).
+#[derive(Debug)]
+pub enum Bounded {
+    /// git ended before the deadline: its output, whatever its exit status.
+    Finished(Output),
+    /// The deadline passed first; git's process group was stopped and git reaped. What it
+    /// wrote to stderr by then (lossy, trimmed).
+    TimedOut {
+        /// git's stderr up to the stop.
+        stderr: String,
+    },
+}
+
+/// How long the output of a git stopped at its deadline is waited for once git is reaped:
+/// a process that left its group could hold the pipes open.
+const STOPPED_OUTPUT_WAIT: Duration = Duration::from_secs(1);
+
+impl Git {
+    /// Runs git with `args` in a process group of its own and returns its output, or
+    /// [`Bounded::TimedOut`] when `deadline` passes first: then the whole group (git and
+    /// the helpers it started: `ssh`, `git-remote-https`, …) is stopped with
+    /// [`crate::os::process::stop_group`] (`SIGTERM`, up to its grace of 5 s, `SIGKILL`)
+    /// before git is reaped, so the call returns at most about 5 s after the deadline.
+    /// Output is read by two threads; after a stop, what has not reached end of file
+    /// within 1 s is dropped (the thread is left to end with the pipe).
+    ///
+    /// # Process-global effects
+    ///
+    /// Signals every process of git's group on a timeout.
+    ///
+    /// # Errors
+    ///
+    /// [`GitError::Spawn`] when git cannot be started or waited for.
+    pub fn output_until<S: AsRef<OsStr>>(
+        &self,
+        args: &[S],
+        deadline: Instant,
+    ) -> Result<Bounded, GitError> {
+        use std::os::unix::process::CommandExt;
+        let spawn_error = |source| GitError::Spawn {
+            args: describe(args),
+            source,
+        };
+        let mut cmd = self.command(args)?;
+        cmd.process_group(0);
+        let mut child = cmd.spawn().map_err(spawn_error)?;
+        let stdout = read_in_thread(child.stdout.take());
+        let stderr = read_in_thread(child.stderr.take());
+        let exited = wait_until(&child, deadline).map_err(spawn_error);
+        let timed_out = !matches!(exited, Ok(true));
+        if timed_out && let Ok(pgid) = crate::os::process::pid_of(&child) {
+            crate::os::process::stop_group(pgid);
+        }
+        let status = child.wait().map_err(spawn_error)?;
+        exited?;
+        if timed_out {
+            let stderr = stderr.recv_timeout(STOPPED_OUTPUT_WAIT).unwrap_or_default();
+            return Ok(Bounded::TimedOut {
+                stderr: String::from_utf8_lossy(&stderr).trim().to_owned(),
+            });
+        }
+        Ok(Bounded::Finished(Output {
+            status,
+            stdout: stdout.recv().unwrap_or_default(),
+            stderr: stderr.recv().unwrap_or_default(),
+        }))
+    }
+}
+
+/// Reads `pipe` to its end in a thread of its own; the bytes arrive on the channel.
+fn read_in_thread<R: Read + Send + 'static>(pipe: Option<R>) -> mpsc::Receiver<Vec<u8>> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        if let Some(mut pipe) = pipe {
+            let _ = pipe.read_to_end(&mut bytes);
+        }
+        let _ = tx.send(bytes);
+    });
+    rx
+}
+
+/// Whether `child` exited (left un-reaped) before `deadline`, watched through a pidfd.
+fn wait_until(child: &std::process::Child, deadline: Instant) -> std::io::Result<bool> {
+    use rustix::event::{PollFd, PollFlags, Timespec};
+    let pidfd = crate::os::process::pidfd_of(child)?;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Ok(false);
+        }
+        let timeout = Timespec {
+            tv_sec: i64::try_from(left.as_secs()).unwrap_or(i64::MAX),
+            tv_nsec: i64::from(left.subsec_nanos()),
+        };
+        let mut fds = [PollFd::new(&pidfd, PollFlags::IN)];
+        match rustix::event::poll(&mut fds, Some(&timeout)) {
+            Ok(_) | Err(rustix::io::Errno::INTR) => {}
+            Err(e) => return Err(e.into()),
+        }
+        if !fds[0].revents().is_empty() {
+            return Ok(true);
+        }
     }
 }
 

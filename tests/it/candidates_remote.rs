@@ -3,13 +3,18 @@
 //! `git daemon` with receive-pack on 127.0.0.1.
 
 use std::ffi::OsStr;
+use std::io::Read;
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::candidates::candidates;
-use crate::deliver_support::{Caller, FixedRepo, Run, deliver_cmd, deliver_os, finish, sh};
+use crate::deliver_support::{
+    Caller, FixedRepo, Run, deliver_cmd, deliver_os, finish, poll_until, sh, wait_ended,
+};
 use crate::support::{ContractFile, git_ok};
 
 /// An origin repository, a bare remote cloned from it, and two machines cloned from that.
@@ -335,6 +340,128 @@ fn push_over_a_real_git_daemon() {
         "a URL is mirrored under its digest: {mirrored}"
     );
     drop(daemon);
+}
+
+/// A TCP server on 127.0.0.1 that accepts every connection and never sends a byte: a git
+/// server that hangs. It counts the connections accepted and those the client closed.
+struct SilentServer {
+    port: u16,
+    accepted: Arc<AtomicUsize>,
+    closed: Arc<AtomicUsize>,
+    stop: Arc<AtomicBool>,
+}
+
+impl SilentServer {
+    fn start() -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        let (accepted, closed, stop) = (
+            Arc::new(AtomicUsize::new(0)),
+            Arc::new(AtomicUsize::new(0)),
+            Arc::new(AtomicBool::new(false)),
+        );
+        let counters = (accepted.clone(), closed.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let (accepted, closed, stop) = counters;
+            for stream in listener.incoming() {
+                if stop.load(Ordering::SeqCst) {
+                    return;
+                }
+                let Ok(mut stream) = stream else { continue };
+                accepted.fetch_add(1, Ordering::SeqCst);
+                let closed = closed.clone();
+                // Reads (and drops) what the client sends until it closes its end.
+                std::thread::spawn(move || {
+                    let mut buf = [0u8; 4096];
+                    while matches!(stream.read(&mut buf), Ok(n) if n > 0) {}
+                    closed.fetch_add(1, Ordering::SeqCst);
+                });
+            }
+        });
+        Self {
+            port,
+            accepted,
+            closed,
+            stop,
+        }
+    }
+}
+
+impl Drop for SilentServer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        // Wakes the accept loop so it sees the flag.
+        let _ = TcpStream::connect(("127.0.0.1", self.port));
+    }
+}
+
+/// A push that hangs (a `git://` server that accepts and never answers) ends at its
+/// deadline — what is left of `--timeout`, at least the 10 s floor — with `PUSH_TIMEOUT`:
+/// the push's process group is stopped (the server sees the connection close), the local
+/// candidate is kept, and the remote is named as unknown. Then the same machine pushes to a
+/// remote that answers: `OK`.
+#[test]
+fn a_push_that_hangs_is_stopped_at_its_deadline_and_the_local_candidate_is_kept() {
+    let fleet = Fleet::new();
+    let server = SilentServer::start();
+    let url = format!("git://127.0.0.1:{}/remote.git", server.port);
+    let m1 = fleet.machine("m1");
+    let contract = ContractFile::new("hung", &[]);
+    let argv: Vec<&OsStr> = sh("echo x > x.txt").into_iter().map(OsStr::new).collect();
+    let t0 = Instant::now();
+    let child = deliver_cmd(
+        &m1,
+        &contract.path,
+        &["--timeout", "1", "--push", &url],
+        &argv,
+    )
+    .spawn()
+    .expect("spawn deliver");
+    let run = wait_ended(child, Duration::from_secs(40), t0);
+    assert_eq!(
+        (run.status, run.code(), run.outcome()),
+        (8, "PUSH_TIMEOUT", "candidate-created"),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(published(&run), (false, url.clone()));
+    let said = run.receipt["published"]["message"]
+        .as_str()
+        .expect("message");
+    assert!(
+        said.contains("did not finish within") && said.contains("unknown"),
+        "{said}"
+    );
+    let commit = commit_of(&run);
+    assert_eq!(run.receipt["paths"], serde_json::json!(["x.txt"]));
+    for spec in [
+        "refs/satyrn/candidates/hung/head",
+        "refs/satyrn/candidates/hung/receipt^{commit}",
+    ] {
+        assert_eq!(git_ok(&m1, &["rev-parse", spec]).trim(), commit, "{spec}");
+    }
+    assert!(server.accepted.load(Ordering::SeqCst) >= 1, "git connected");
+    assert!(
+        poll_until(Duration::from_secs(5), || {
+            server.closed.load(Ordering::SeqCst) == server.accepted.load(Ordering::SeqCst)
+        }),
+        "every connection of the stopped push was closed"
+    );
+    assert!(
+        !fleet.remote_refs().contains("refs/satyrn/candidates/hung/"),
+        "nothing reached the bare remote"
+    );
+
+    let bare = fleet.bare().to_string_lossy().into_owned();
+    let answered = push_deliver(&m1, "answered", "echo y > y.txt", &bare);
+    assert_eq!(
+        (answered.status, answered.code()),
+        (0, "OK"),
+        "{}",
+        answered.stdout
+    );
+    assert_eq!(published(&answered), (true, bare));
+    assert_remote_holds(&fleet, "answered", &commit_of(&answered));
 }
 
 #[test]
