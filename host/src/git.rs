@@ -298,12 +298,27 @@ impl Git {
         args: &[S],
         input: &[u8],
     ) -> Result<Output, GitError> {
+        self.output_input_env(args, input, &[])
+    }
+
+    /// As [`Git::output_input`], with `envs` added to git's environment.
+    ///
+    /// # Errors
+    ///
+    /// As [`Git::output_input`].
+    pub fn output_input_env<S: AsRef<OsStr>>(
+        &self,
+        args: &[S],
+        input: &[u8],
+        envs: &[(&str, &str)],
+    ) -> Result<Output, GitError> {
         use std::io::Write;
         let spawn_error = |source| GitError::Spawn {
             args: describe(args),
             source,
         };
         let mut cmd = self.command(args)?;
+        cmd.envs(envs.iter().copied());
         cmd.stdin(Stdio::piped());
         let mut child = cmd.spawn().map_err(spawn_error)?;
         let mut stdin = child
@@ -330,7 +345,21 @@ impl Git {
         args: &[S],
         input: &[u8],
     ) -> Result<Vec<u8>, GitError> {
-        let out = self.output_input(args, input)?;
+        self.run_input_env(args, input, &[])
+    }
+
+    /// As [`Git::run_input`], with `envs` added to git's environment.
+    ///
+    /// # Errors
+    ///
+    /// As [`Git::run_input`].
+    pub fn run_input_env<S: AsRef<OsStr>>(
+        &self,
+        args: &[S],
+        input: &[u8],
+        envs: &[(&str, &str)],
+    ) -> Result<Vec<u8>, GitError> {
+        let out = self.output_input_env(args, input, envs)?;
         if out.status.success() {
             Ok(out.stdout)
         } else {

@@ -655,3 +655,83 @@ fn ids_a_reader_could_not_see_as_they_are_are_escaped_in_text() {
         shown.stdout
     );
 }
+
+/// `count` candidates `many-NNNN` on the current `HEAD`, made in one `git fast-import`:
+/// candidate `i` adds `f-NNNN.txt` of `i % 7 + 1` lines. Returns each id with its line
+/// count.
+fn import_candidates(root: &Path, count: usize) -> Vec<(String, u64)> {
+    use std::fmt::Write as _;
+    use std::io::Write as _;
+    let head = head(root);
+    let mut stream = String::new();
+    let mut made = Vec::new();
+    for i in 0..count {
+        let id = format!("many-{i:04}");
+        let lines = i % 7 + 1;
+        let content = format!("line of {id}\n").repeat(lines);
+        let message = format!("satyrn candidate {id}\n");
+        let _ = write!(
+            stream,
+            "commit refs/satyrn/candidates/{id}/head\ncommitter satyrn <satyrn@satyrn.invalid> 946684800 +0000\ndata {}\n{message}from {head}\nM 100644 inline f-{i:04}.txt\ndata {}\n{content}\n",
+            message.len(),
+            content.len()
+        );
+        made.push((id, lines as u64));
+    }
+    let mut child = git(root)
+        .args(["fast-import", "--quiet"])
+        .stdin(Stdio::piped())
+        .spawn()
+        .expect("fast-import");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(stream.as_bytes())
+        .expect("feed fast-import");
+    assert!(child.wait().expect("wait").success());
+    made
+}
+
+/// Enough candidates for `list` to split the numstat over several `diff-tree`s (from 256
+/// commits on): every row still carries exactly its own commit's files, also for two ids
+/// naming one commit.
+#[test]
+fn a_list_of_hundreds_pairs_every_candidate_with_its_own_files() {
+    let repo = FixedRepo::with_files(&[("a.txt", b"a\n")]);
+    let root = repo.path();
+    let mut made = import_candidates(&root, 300);
+    let shared = git_ok(
+        &root,
+        &["rev-parse", "refs/satyrn/candidates/many-0005/head"],
+    );
+    git_ok(
+        &root,
+        &[
+            "update-ref",
+            "refs/satyrn/candidates/twin-of-0005/head",
+            shared.trim(),
+        ],
+    );
+    made.push(("twin-of-0005".to_owned(), 6));
+    let listed = candidates(&root, &["list", "--json"]);
+    assert_eq!(listed.status, 0, "{}", listed.stderr);
+    let doc = listed.json();
+    let rows = doc["candidates"].as_array().expect("candidates");
+    assert_eq!(rows.len(), made.len());
+    let base = head(&root);
+    for (id, lines) in &made {
+        let row = entry(&doc, id);
+        let file = id.strip_prefix("many-").unwrap_or("0005");
+        assert_eq!(
+            row["files"],
+            serde_json::json!([{"path": format!("f-{file}.txt"), "added": lines, "removed": 0}]),
+            "{id}"
+        );
+        assert_eq!(
+            (row["base"].as_str(), row["behind"].as_u64()),
+            (Some(base.as_str()), Some(0)),
+            "{id}"
+        );
+    }
+}

@@ -108,7 +108,11 @@ pub fn run(cli: Args) -> u8 {
             let (git, namespace) = open(&common.repo, common.remote.as_deref())?;
             let candidates = list::list(&git, &namespace)?;
             Ok((
-                list::table(&candidates),
+                if common.json {
+                    String::new()
+                } else {
+                    list::table(&candidates)
+                },
                 Listed {
                     remote: common.remote.clone(),
                     candidates,
