@@ -1250,7 +1250,11 @@ fn a_list_of_models_gives_attempt_i_the_ith_and_a_wrong_length_runs_no_pi() {
         let out = fx.attempt(&list, &env);
         assert_eq!(out.status.code(), Some(2), "{env:?}: {}", stderr(&out));
         assert!(out.stdout.is_empty());
-        assert!(stderr(&out).contains("SATYRN_ATTEMPT"), "{env:?}: {}", stderr(&out));
+        assert!(
+            stderr(&out).contains("SATYRN_ATTEMPT"),
+            "{env:?}: {}",
+            stderr(&out)
+        );
         assert!(!fx.log.exists(), "{env:?}: Pi ran");
         assert_eq!(
             crate::support::snapshot(&fx.repo.file("src/greeting.txt")),

@@ -464,6 +464,91 @@ fn a_push_that_hangs_is_stopped_at_its_deadline_and_the_local_candidate_is_kept(
     assert_remote_holds(&fleet, "answered", &commit_of(&answered));
 }
 
+/// `candidates drop --remote REMOTE --expect COMMIT ID`: compare-and-delete on the remote.
+/// A wrong `--expect` is `CANDIDATE_CHANGED` and leaves the remote as it was; the right one
+/// deletes exactly the candidate's two refs there (the pushing machine's local candidate
+/// and the remote's other candidates stay), and the reviewer's mirror follows; again is
+/// `CANDIDATE_NOT_FOUND`.
+#[test]
+fn drop_on_a_remote_deletes_only_the_listed_commit_there() {
+    let fleet = Fleet::new();
+    let remote = fleet.bare().to_string_lossy().into_owned();
+    let m1 = fleet.machine("m1");
+    let gone = push_deliver(&m1, "gone", "echo g > g.txt", &remote);
+    assert_eq!(gone.code(), "OK", "{}", gone.stdout);
+    let kept = push_deliver(&m1, "kept", "echo k > k.txt", &remote);
+    assert_eq!(kept.code(), "OK", "{}", kept.stdout);
+    let commit = commit_of(&gone);
+    let origin = fleet.origin.path();
+    let remote_before = fleet.remote_refs();
+    let drop = |expect: &str| {
+        candidates(
+            &origin,
+            &[
+                "drop", "--json", "--remote", &remote, "--expect", expect, "gone",
+            ],
+        )
+    };
+
+    let wrong = commit_of(&kept);
+    let refused = drop(&wrong);
+    assert_eq!(
+        (refused.status, refused.code()),
+        (13, "CANDIDATE_CHANGED".to_owned()),
+        "{}",
+        refused.stdout
+    );
+    assert_eq!(
+        fleet.remote_refs(),
+        remote_before,
+        "the remote is unchanged"
+    );
+
+    let dropped = drop(&commit);
+    assert_eq!(dropped.status, 0, "{}", dropped.stdout);
+    let doc = dropped.json();
+    assert_eq!(doc["dropped"]["remote"], remote.as_str());
+    assert_eq!(
+        doc["dropped"]["refs"],
+        serde_json::json!([
+            "refs/satyrn/candidates/gone/head",
+            "refs/satyrn/candidates/gone/receipt"
+        ])
+    );
+    let left: String = remote_before
+        .lines()
+        .filter(|l| !l.starts_with("refs/satyrn/candidates/gone/"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert_eq!(fleet.remote_refs(), left, "only the two refs went");
+    assert_eq!(
+        git_ok(&m1, &["rev-parse", "refs/satyrn/candidates/gone/head"]).trim(),
+        commit,
+        "the pushing machine keeps its local candidate"
+    );
+    let listed = candidates(&origin, &["list", "--json"]);
+    assert!(
+        listed.json()["candidates"]
+            .as_array()
+            .expect("array")
+            .is_empty()
+    );
+    let mirrored = git_ok(
+        &origin,
+        &[
+            "for-each-ref",
+            "--format=%(refname)",
+            "refs/satyrn/remotes/",
+        ],
+    );
+    assert!(
+        !mirrored.contains("/gone/") && mirrored.contains("/kept/head"),
+        "the mirror follows the remote: {mirrored}"
+    );
+    let again = drop(&commit);
+    assert_eq!(again.code(), "CANDIDATE_NOT_FOUND", "{}", again.stdout);
+}
+
 #[test]
 fn push_usage_errors_print_no_receipt() {
     let fleet = Fleet::new();
