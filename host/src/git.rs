@@ -405,7 +405,8 @@ impl Git {
     /// [`Bounded::TimedOut`] when `deadline` passes first: then the whole group (git and
     /// the helpers it started: `ssh`, `git-remote-https`, …) is stopped with
     /// [`crate::os::process::stop_group`] (`SIGTERM`, up to its grace of 5 s, `SIGKILL`)
-    /// before git is reaped, so the call returns at most about 5 s after the deadline.
+    /// before git is reaped, so the call returns at most about 7 s after the deadline (the
+    /// grace, then up to 2 s for `SIGKILL` to take effect); git usually ends on `SIGTERM`.
     /// Output is read by two threads; after a stop, what has not reached end of file
     /// within 1 s is dropped (the thread is left to end with the pipe).
     ///

@@ -78,7 +78,6 @@ pub fn select(
             }
             list.get(index - 1)
                 .cloned()
-                .filter(|_| index <= count)
                 .ok_or_else(|| format!("{INDEX_VAR} is {index}, past the {count} attempts"))
         }
     }
