@@ -394,6 +394,21 @@ pub enum Bounded {
         /// git's stderr up to the stop.
         stderr: String,
     },
+    /// An interruption ([`crate::os::signals`], once installed) arrived first; git's process
+    /// group was stopped and git reaped.
+    Interrupted {
+        /// The signal received.
+        signal: i32,
+        /// git's stderr up to the stop.
+        stderr: String,
+    },
+}
+
+/// How waiting for a bounded git ended.
+enum Waited {
+    Exited,
+    Deadline,
+    Signal(i32),
 }
 
 /// How long the output of a git stopped at its deadline is waited for once git is reaped:
@@ -402,7 +417,9 @@ const STOPPED_OUTPUT_WAIT: Duration = Duration::from_secs(1);
 
 impl Git {
     /// Runs git with `args` in a process group of its own and returns its output, or
-    /// [`Bounded::TimedOut`] when `deadline` passes first: then the whole group (git and
+    /// [`Bounded::TimedOut`] when `deadline` passes first, or [`Bounded::Interrupted`] when
+    /// this process receives `SIGINT`/`SIGTERM`/`SIGHUP` first (only once
+    /// [`crate::os::signals::install`] ran; one received before the call counts): then the whole group (git and
     /// the helpers it started: `ssh`, `git-remote-https`, …) is stopped with
     /// [`crate::os::process::stop_group`] (`SIGTERM`, up to its grace of 5 s, `SIGKILL`)
     /// before git is reaped, so the call returns at most about 7 s after the deadline (the
@@ -412,7 +429,8 @@ impl Git {
     ///
     /// # Process-global effects
     ///
-    /// Signals every process of git's group on a timeout.
+    /// Signals every process of git's group on a timeout or an interruption; empties the
+    /// signals' self-pipe ([`crate::os::signals::drain`]).
     ///
     /// # Errors
     ///
@@ -432,17 +450,19 @@ impl Git {
         let mut child = cmd.spawn().map_err(spawn_error)?;
         let stdout = read_in_thread(child.stdout.take());
         let stderr = read_in_thread(child.stderr.take());
-        let exited = wait_until(&child, deadline).map_err(spawn_error);
-        let timed_out = !matches!(exited, Ok(true));
-        if timed_out && let Ok(pgid) = crate::os::process::pid_of(&child) {
+        let waited = wait_until(&child, deadline).map_err(spawn_error);
+        let stopped = !matches!(waited, Ok(Waited::Exited));
+        if stopped && let Ok(pgid) = crate::os::process::pid_of(&child) {
             crate::os::process::stop_group(pgid);
         }
         let status = child.wait().map_err(spawn_error)?;
-        exited?;
-        if timed_out {
+        let waited = waited?;
+        if stopped {
             let stderr = stderr.recv_timeout(STOPPED_OUTPUT_WAIT).unwrap_or_default();
-            return Ok(Bounded::TimedOut {
-                stderr: String::from_utf8_lossy(&stderr).trim().to_owned(),
+            let stderr = String::from_utf8_lossy(&stderr).trim().to_owned();
+            return Ok(match waited {
+                Waited::Signal(signal) => Bounded::Interrupted { signal, stderr },
+                Waited::Exited | Waited::Deadline => Bounded::TimedOut { stderr },
             });
         }
         Ok(Bounded::Finished(Output {
@@ -466,26 +486,37 @@ fn read_in_thread<R: Read + Send + 'static>(pipe: Option<R>) -> mpsc::Receiver<V
     rx
 }
 
-/// Whether `child` exited (left un-reaped) before `deadline`, watched through a pidfd.
-fn wait_until(child: &std::process::Child, deadline: Instant) -> std::io::Result<bool> {
+/// Whether `child` exited (left un-reaped) before `deadline` or an interruption, watched
+/// through a pidfd and the signals' self-pipe.
+fn wait_until(child: &std::process::Child, deadline: Instant) -> std::io::Result<Waited> {
+    use crate::os::signals;
     use rustix::event::{PollFd, PollFlags, Timespec};
     let pidfd = crate::os::process::pidfd_of(child)?;
     loop {
+        if let Some(signal) = signals::received() {
+            return Ok(Waited::Signal(signal));
+        }
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
-            return Ok(false);
+            return Ok(Waited::Deadline);
         }
         let timeout = Timespec {
             tv_sec: i64::try_from(left.as_secs()).unwrap_or(i64::MAX),
             tv_nsec: i64::from(left.subsec_nanos()),
         };
-        let mut fds = [PollFd::new(&pidfd, PollFlags::IN)];
+        let mut fds = vec![PollFd::new(&pidfd, PollFlags::IN)];
+        if let Some(wake) = signals::wake_fd() {
+            fds.push(PollFd::from_borrowed_fd(wake, PollFlags::IN));
+        }
         match rustix::event::poll(&mut fds, Some(&timeout)) {
             Ok(_) | Err(rustix::io::Errno::INTR) => {}
             Err(e) => return Err(e.into()),
         }
-        if !fds[0].revents().is_empty() {
-            return Ok(true);
+        let exited = !fds[0].revents().is_empty();
+        drop(fds);
+        signals::drain();
+        if exited {
+            return Ok(Waited::Exited);
         }
     }
 }

@@ -395,52 +395,51 @@ impl Drop for SilentServer {
     }
 }
 
-/// A push that hangs (a `git://` server that accepts and never answers) ends at its
-/// deadline — what is left of `--timeout`, at least the 10 s floor — with `PUSH_TIMEOUT`:
-/// the push's process group is stopped (the server sees the connection close), the local
-/// candidate is kept, and the remote is named as unknown. Then the same machine pushes to a
-/// remote that answers: `OK`.
-#[test]
-fn a_push_that_hangs_is_stopped_at_its_deadline_and_the_local_candidate_is_kept() {
-    let fleet = Fleet::new();
-    let server = SilentServer::start();
+/// `deliver --timeout TIMEOUT --push` of candidate `id` (a new file) from machine `m1` to
+/// `server`, which never answers: the running `deliver`.
+fn spawn_push_to_silent(fleet: &Fleet, server: &SilentServer, id: &str, timeout: &str) -> Child {
     let url = format!("git://127.0.0.1:{}/remote.git", server.port);
-    let m1 = fleet.machine("m1");
-    let contract = ContractFile::new("hung", &[]);
+    let contract = ContractFile::new(id, &[]);
     let argv: Vec<&OsStr> = sh("echo x > x.txt").into_iter().map(OsStr::new).collect();
-    let t0 = Instant::now();
     let child = deliver_cmd(
-        &m1,
+        &fleet.machine("m1"),
         &contract.path,
-        &["--timeout", "1", "--push", &url],
+        &["--timeout", timeout, "--push", &url],
         &argv,
     )
     .spawn()
     .expect("spawn deliver");
-    let run = wait_ended(child, Duration::from_secs(40), t0);
-    assert_eq!(
-        (run.status, run.code(), run.outcome()),
-        (8, "PUSH_TIMEOUT", "candidate-created"),
-        "{}",
-        run.stdout
+    // deliver has read the contract once it is pushing (the server saw it connect); until
+    // then the file must stay.
+    assert!(
+        poll_until(Duration::from_secs(30), || server
+            .accepted
+            .load(Ordering::SeqCst)
+            >= 1),
+        "git never connected"
     );
-    assert_eq!(published(&run), (false, url.clone()));
+    drop(contract);
+    child
+}
+
+/// After a push was stopped: the receipt keeps the local candidate (`candidate-created`,
+/// not pushed, the remote's state called unknown), both local refs exist, the server saw every
+/// connection of the stopped push close, and nothing reached the bare remote.
+fn assert_stopped_push_kept_locally(fleet: &Fleet, server: &SilentServer, run: &Run, id: &str) {
+    let url = format!("git://127.0.0.1:{}/remote.git", server.port);
+    assert_eq!(run.outcome(), "candidate-created", "{}", run.stdout);
+    assert_eq!(published(run), (false, url));
     let said = run.receipt["published"]["message"]
         .as_str()
         .expect("message");
-    assert!(
-        said.contains("did not finish within") && said.contains("unknown"),
-        "{said}"
-    );
-    let commit = commit_of(&run);
+    assert!(said.contains("unknown"), "{said}");
     assert_eq!(run.receipt["paths"], serde_json::json!(["x.txt"]));
-    for spec in [
-        "refs/satyrn/candidates/hung/head",
-        "refs/satyrn/candidates/hung/receipt^{commit}",
-    ] {
-        assert_eq!(git_ok(&m1, &["rev-parse", spec]).trim(), commit, "{spec}");
+    let commit = commit_of(run);
+    let m1 = fleet.machine("m1");
+    for leaf in ["head", "receipt^{commit}"] {
+        let spec = format!("refs/satyrn/candidates/{id}/{leaf}");
+        assert_eq!(git_ok(&m1, &["rev-parse", &spec]).trim(), commit, "{spec}");
     }
-    assert!(server.accepted.load(Ordering::SeqCst) >= 1, "git connected");
     assert!(
         poll_until(Duration::from_secs(5), || {
             server.closed.load(Ordering::SeqCst) == server.accepted.load(Ordering::SeqCst)
@@ -448,10 +447,40 @@ fn a_push_that_hangs_is_stopped_at_its_deadline_and_the_local_candidate_is_kept(
         "every connection of the stopped push was closed"
     );
     assert!(
-        !fleet.remote_refs().contains("refs/satyrn/candidates/hung/"),
+        !fleet
+            .remote_refs()
+            .contains(&format!("refs/satyrn/candidates/{id}/")),
         "nothing reached the bare remote"
     );
+}
 
+/// A push that hangs (a `git://` server that accepts and never answers) ends at its
+/// deadline — what is left of `--timeout`, at least the 10 s floor — with `PUSH_TIMEOUT`:
+/// the push's process group is stopped, the local candidate is kept, and the remote is named
+/// as unknown. Then the same machine pushes to a remote that answers: `OK`.
+#[test]
+fn a_push_that_hangs_is_stopped_at_its_deadline_and_the_local_candidate_is_kept() {
+    let fleet = Fleet::new();
+    let server = SilentServer::start();
+    let t0 = Instant::now();
+    let child = spawn_push_to_silent(&fleet, &server, "hung", "1");
+    let run = wait_ended(child, Duration::from_secs(40), t0);
+    assert_eq!(
+        (run.status, run.code()),
+        (8, "PUSH_TIMEOUT"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.receipt["published"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("did not finish within")),
+        "{}",
+        run.stdout
+    );
+    assert_stopped_push_kept_locally(&fleet, &server, &run, "hung");
+
+    let m1 = fleet.machine("m1");
     let bare = fleet.bare().to_string_lossy().into_owned();
     let answered = push_deliver(&m1, "answered", "echo y > y.txt", &bare);
     assert_eq!(
@@ -462,6 +491,31 @@ fn a_push_that_hangs_is_stopped_at_its_deadline_and_the_local_candidate_is_kept(
     );
     assert_eq!(published(&answered), (true, bare));
     assert_remote_holds(&fleet, "answered", &commit_of(&answered));
+}
+
+/// `SIGTERM` to `deliver` while its push hangs stops the push at once (long before the
+/// 60 s `--timeout`): `INTERRUPTED`, the push's process group stopped, the local candidate
+/// kept as after a timeout.
+#[test]
+fn a_signal_during_a_hanging_push_stops_it_and_keeps_the_local_candidate() {
+    let fleet = Fleet::new();
+    let server = SilentServer::start();
+    let t0 = Instant::now();
+    let child = spawn_push_to_silent(&fleet, &server, "stopped", "60");
+    crate::deliver_support::signal(&child, libc::SIGTERM);
+    let run = wait_ended(child, Duration::from_secs(20), t0);
+    assert_eq!(
+        (run.status, run.code()),
+        (8, "INTERRUPTED"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.receipt["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("SIGTERM"))
+    );
+    assert_stopped_push_kept_locally(&fleet, &server, &run, "stopped");
 }
 
 /// `candidates drop --remote REMOTE --expect COMMIT ID`: compare-and-delete on the remote.

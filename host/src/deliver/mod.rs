@@ -121,8 +121,9 @@ impl Progress {
         self.receipt
     }
 
-    /// The receipt of a candidate that exists locally although the attempt did not fully
-    /// succeed (`PUSH_TIMEOUT`): outcome `candidate-created`, the candidate's fields kept.
+    /// The receipt of a candidate that exists locally although its push was stopped
+    /// (`PUSH_TIMEOUT`, `INTERRUPTED`): outcome `candidate-created`, the candidate's fields
+    /// kept.
     fn finish_kept(mut self, code: Code, message: impl Into<String>) -> Receipt {
         self.receipt.code = code;
         self.receipt.message = message.into();
@@ -302,8 +303,9 @@ pub fn deliver(request: &Request) -> Receipt {
 
 /// Step 5 of `--push`: the local candidate exists; push it create-only, by the deadline
 /// [`push::deadline`] gives. A refused or failed push withdraws the local refs, so the
-/// receipt's "nothing published" holds everywhere; a push stopped at its deadline keeps
-/// them (`PUSH_TIMEOUT`: the remote may have applied it).
+/// receipt's "nothing published" holds everywhere; a push stopped at its deadline
+/// (`PUSH_TIMEOUT`) or by an interruption (`INTERRUPTED`) keeps them: the remote may have
+/// applied it.
 fn publish_remote(
     repo: &Git,
     remote: &str,
@@ -332,6 +334,13 @@ fn publish_remote(
                 }
             ),
         ),
+        Ok(push::Pushed::Interrupted(signal)) => (
+            Code::Interrupted,
+            format!(
+                "deliver received {} during git push to {remote}; the push's process group was stopped; whether {remote} has the candidate is unknown",
+                signals::name(signal)
+            ),
+        ),
         Err(e) => (Code::GitFailed, format!("cannot push to {remote}: {e}")),
     };
     progress.receipt.published = Some(push::Publication {
@@ -341,7 +350,7 @@ fn publish_remote(
     });
     match code {
         Code::Ok => return progress.finish(Code::Ok, ""),
-        Code::PushTimeout => {
+        Code::PushTimeout | Code::Interrupted => {
             return progress.finish_kept(
                 code,
                 format!("{message}; the local candidate {} is kept", head.0),

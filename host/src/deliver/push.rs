@@ -53,16 +53,20 @@ pub enum Pushed {
     /// The push did not end by the deadline and its process group was stopped
     /// (`PUSH_TIMEOUT`): the remote may or may not have applied it. git's stderr so far.
     TimedOut(String),
+    /// `deliver` received this interruption during the push, whose process group was
+    /// stopped (`INTERRUPTED`): the remote may or may not have applied it.
+    Interrupted(i32),
 }
 
 /// Pushes `commit` to `head_ref` and `tag` to `receipt_ref` on `remote`, both create-only,
 /// atomically (a remote without atomic-push support refuses: `Failed`), ending by
-/// `deadline` (a push still running then is `TimedOut`; an `ls-remote` after a refusal
-/// still running then makes the refusal `Failed`).
+/// `deadline` (a push still running then is `TimedOut`, one interrupted `Interrupted`; an
+/// `ls-remote` after a refusal stopped either way makes the refusal `Failed`).
 ///
 /// # Process-global effects
 ///
-/// Signals git's process group when the deadline passes ([`Git::output_until`]).
+/// Signals git's process group when the deadline passes or an interruption arrives
+/// ([`Git::output_until`]).
 ///
 /// # Errors
 ///
@@ -95,6 +99,7 @@ pub fn push(
     let out = match repo.output_until(&args, deadline)? {
         Bounded::Finished(out) => out,
         Bounded::TimedOut { stderr } => return Ok(Pushed::TimedOut(stderr)),
+        Bounded::Interrupted { signal, .. } => return Ok(Pushed::Interrupted(signal)),
     };
     if out.status.success() {
         return Ok(Pushed::Created);
