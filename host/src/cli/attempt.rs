@@ -9,6 +9,7 @@
 //! ([`select`]). A list without them, or whose length is not `SATYRN_ATTEMPTS`, is a usage
 //! error before anything runs.
 
+use std::io::Write;
 use std::path::PathBuf;
 
 use crate::attempt::{self, pi};
@@ -109,14 +110,11 @@ pub fn run(args: Args) -> u8 {
         );
     }
     if args.model.len() > 1 {
-        let _ = std::io::Write::write_all(
-            &mut std::io::stderr(),
-            format!(
-                "satyrn-host attempt: attempt {} of {} uses model {model}\n",
-                index.unwrap_or_default(),
-                count.unwrap_or_default()
-            )
-            .as_bytes(),
+        let _ = writeln!(
+            std::io::stderr(),
+            "satyrn-host attempt: attempt {} of {} uses model {model}",
+            index.unwrap_or_default(),
+            count.unwrap_or_default()
         );
     }
     attempt::run(&attempt::Options {
