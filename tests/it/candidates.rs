@@ -339,49 +339,66 @@ fn drop_racing_a_republication_never_loses_it() {
     let repo = FixedRepo::with_files(&[("a.txt", b"a\n")]);
     let root = repo.path();
     let c1 = make(&root, "raced", "echo one > r.txt");
+    race_drop_against_republication(&root, &c1, || {
+        candidates_cmd(&root, &["drop", "--json", "--expect", &c1, "raced"])
+    });
+}
+
+/// The race of a `drop --expect C1` of candidate `raced` (made by `drop`) against a
+/// re-publication of `raced` at another commit C2 (delete C1, then create C2 create-only, as
+/// a `drop` and a new `deliver` would) in the repository `refs_in` that holds the refs, round
+/// after round (at least 20, up to 4 s): the re-publication starts at a delay spread over
+/// twice a drop's duration, so both orders (and the overlaps between) occur. Whoever wins, a
+/// re-published C2 is never deleted.
+pub fn race_drop_against_republication(refs_in: &Path, c1: &str, drop: impl Fn() -> Command) {
     let c2 = git_ok(
-        &root,
-        &["commit-tree", "-p", "HEAD", "-m", "c2", "HEAD^{tree}"],
+        refs_in,
+        &[
+            "commit-tree",
+            "-p",
+            c1,
+            "-m",
+            "c2",
+            &format!("{c1}^{{tree}}"),
+        ],
     )
     .trim()
     .to_owned();
     let name = "refs/satyrn/candidates/raced/head";
     let receipt = "refs/satyrn/candidates/raced/receipt";
-    let tag = git_ok(&root, &["rev-parse", receipt]).trim().to_owned();
-    // How long one drop takes here: the re-publication starts at a delay spread over twice
-    // that, so both orders (and the overlaps between) occur.
+    let tag = git_ok(refs_in, &["rev-parse", receipt]).trim().to_owned();
     let timed = Instant::now();
-    assert_eq!(
-        candidates(&root, &["drop", "--json", "--expect", &c1, "raced"]).code(),
-        "OK"
+    let first = drop().output().expect("drop");
+    assert!(
+        first.status.success(),
+        "{}",
+        String::from_utf8_lossy(&first.stdout)
     );
     let spread = timed.elapsed() * 2;
     let (mut dropped, mut republished, mut rounds) = (0, 0, 0u32);
     let deadline = Instant::now() + Duration::from_secs(4);
     while rounds < 20 || (Instant::now() < deadline && rounds < 400) {
-        git_ok(&root, &["update-ref", name, &c1]);
-        git_ok(&root, &["update-ref", receipt, &tag]);
-        let drop = candidates_cmd(&root, &["drop", "--json", "--expect", &c1, "raced"])
-            .spawn()
-            .expect("spawn drop");
+        git_ok(refs_in, &["update-ref", name, c1]);
+        git_ok(refs_in, &["update-ref", receipt, &tag]);
+        let running = drop().spawn().expect("spawn drop");
         std::thread::sleep(spread * (rounds % 16) / 16);
-        let republish = git(&root)
-            .args(["update-ref", "-d", name, &c1])
+        let republish = git(refs_in)
+            .args(["update-ref", "-d", name, c1])
             .stderr(Stdio::null())
             .status()
             .expect("delete")
             .success()
-            && git(&root)
+            && git(refs_in)
                 .args(["update-ref", name, &c2, ""])
                 .status()
                 .expect("create")
                 .success();
-        let out = drop.wait_with_output().expect("drop");
+        let out = running.wait_with_output().expect("drop");
         let code = serde_json::from_slice::<Value>(&out.stdout).expect("json")["code"]
             .as_str()
             .expect("code")
             .to_owned();
-        let now = git(&root)
+        let now = git(refs_in)
             .args(["rev-parse", "-q", "--verify", name])
             .output()
             .expect("rev-parse");
@@ -402,7 +419,7 @@ fn drop_racing_a_republication_never_loses_it() {
             );
         }
         for r in [name, receipt] {
-            git(&root)
+            git(refs_in)
                 .args(["update-ref", "-d", r])
                 .stderr(Stdio::null())
                 .status()

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::candidates::candidates;
+use crate::candidates::{candidates, candidates_cmd, race_drop_against_republication};
 use crate::deliver_support::{
     Caller, FixedRepo, Run, deliver_cmd, deliver_os, finish, poll_until, sh, wait_ended,
 };
@@ -601,6 +601,27 @@ fn drop_on_a_remote_deletes_only_the_listed_commit_there() {
     );
     let again = drop(&commit);
     assert_eq!(again.code(), "CANDIDATE_NOT_FOUND", "{}", again.stdout);
+}
+
+/// `drop --remote` racing a re-publication on the remote itself (delete C1, create C2
+/// there, round after round): the lease of the drop's push expects C1, so a re-published C2
+/// is never deleted; both orders occur.
+#[test]
+fn drop_on_a_remote_racing_a_republication_there_never_loses_it() {
+    let fleet = Fleet::new();
+    let remote = fleet.bare().to_string_lossy().into_owned();
+    let pushed = push_deliver(&fleet.machine("m1"), "raced", "echo one > r.txt", &remote);
+    assert_eq!(pushed.code(), "OK", "{}", pushed.stdout);
+    let c1 = commit_of(&pushed);
+    let origin = fleet.origin.path();
+    race_drop_against_republication(&fleet.bare(), &c1, || {
+        candidates_cmd(
+            &origin,
+            &[
+                "drop", "--json", "--remote", &remote, "--expect", &c1, "raced",
+            ],
+        )
+    });
 }
 
 #[test]
