@@ -7,7 +7,9 @@
 //!    `--attempts 8 --jobs 1` (the same 8, one after the other) on a 20 000-file repository:
 //!    the throughput ratio.
 //!
-//! Run: `cargo bench -p satyrn-host --bench candidates` (release binary).
+//! Run: `cargo bench -p satyrn-host --bench candidates` (release binary): both parts. The
+//! second takes minutes; `cargo bench -p satyrn-host --bench candidates -- list` runs only
+//! the first, `-- series` only the second.
 
 mod common;
 
@@ -31,8 +33,17 @@ fn main() {
     let mut out = std::io::stdout().lock();
     let host = env!("CARGO_BIN_EXE_satyrn-host");
     let _ = writeln!(out, "satyrn-host: {host}");
-    list_at_scale(&mut out, Path::new(host));
-    series_at_scale(&mut out, Path::new(host));
+    let only: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    let wanted = |part: &str| only.is_empty() || only.iter().any(|o| o == part);
+    if wanted("list") {
+        list_at_scale(&mut out, Path::new(host));
+    }
+    if wanted("series") {
+        series_at_scale(&mut out, Path::new(host));
+    }
 }
 
 /// 1 000 candidates made in one `git fast-import` and one `git update-ref --stdin`.

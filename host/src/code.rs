@@ -12,7 +12,7 @@
 //! | 5 | `CONTRACT_MISSING_FIELD` |
 //! | 6 | `REPO_UNAVAILABLE` |
 //! | 7 | `INVALID_REQUEST` |
-//! | 8 | `NO_CANDIDATE`: every other handled delivery result |
+//! | 8 | `NO_CANDIDATE`: every other handled delivery result (`PUSH_TIMEOUT` included) |
 //! | 9 | `MUTATION_REFUSED`: the policy refusals (`TARGET_EXISTS` included), `MUTATION_FAILED` and the batch refusals of `edit` |
 //! | 10 | `ATTEMPT_FAILED` |
 //! | 11 | `READ_REFUSED`: the four refusals of `read` |
@@ -73,6 +73,9 @@ pub enum Code {
     CleanupFailed,
     /// Delivery: `deliver` itself received SIGINT, SIGTERM or SIGHUP.
     Interrupted,
+    /// Delivery (`--push`): the push did not end by its deadline and was stopped; the local
+    /// candidate is kept, and whether the remote has it is unknown.
+    PushTimeout,
     /// Candidates: no candidate has the given id.
     CandidateNotFound,
     /// Candidates: the candidate's ref no longer names the expected commit.
@@ -147,6 +150,7 @@ impl Code {
             Self::GitFailed => ("GIT_FAILED", 8),
             Self::CleanupFailed => ("CLEANUP_FAILED", 8),
             Self::Interrupted => ("INTERRUPTED", 8),
+            Self::PushTimeout => ("PUSH_TIMEOUT", 8),
             Self::CandidateNotFound => ("CANDIDATE_NOT_FOUND", 13),
             Self::CandidateChanged => ("CANDIDATE_CHANGED", 13),
             Self::ApplyConflict => ("APPLY_CONFLICT", 13),

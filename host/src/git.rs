@@ -17,9 +17,11 @@
 
 use std::ffi::{OsStr, OsString};
 use std::fmt;
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Output, Stdio};
-use std::sync::OnceLock;
+use std::sync::{OnceLock, mpsc};
+use std::time::{Duration, Instant};
 
 /// The configuration overrides given to every git invocation.
 pub const HARDENING_CONFIG: [&str; 4] = [
@@ -296,12 +298,27 @@ impl Git {
         args: &[S],
         input: &[u8],
     ) -> Result<Output, GitError> {
+        self.output_input_env(args, input, &[])
+    }
+
+    /// As [`Git::output_input`], with `envs` added to git's environment.
+    ///
+    /// # Errors
+    ///
+    /// As [`Git::output_input`].
+    pub fn output_input_env<S: AsRef<OsStr>>(
+        &self,
+        args: &[S],
+        input: &[u8],
+        envs: &[(&str, &str)],
+    ) -> Result<Output, GitError> {
         use std::io::Write;
         let spawn_error = |source| GitError::Spawn {
             args: describe(args),
             source,
         };
         let mut cmd = self.command(args)?;
+        cmd.envs(envs.iter().copied());
         cmd.stdin(Stdio::piped());
         let mut child = cmd.spawn().map_err(spawn_error)?;
         let mut stdin = child
@@ -328,7 +345,21 @@ impl Git {
         args: &[S],
         input: &[u8],
     ) -> Result<Vec<u8>, GitError> {
-        let out = self.output_input(args, input)?;
+        self.run_input_env(args, input, &[])
+    }
+
+    /// As [`Git::run_input`], with `envs` added to git's environment.
+    ///
+    /// # Errors
+    ///
+    /// As [`Git::run_input`].
+    pub fn run_input_env<S: AsRef<OsStr>>(
+        &self,
+        args: &[S],
+        input: &[u8],
+        envs: &[(&str, &str)],
+    ) -> Result<Vec<u8>, GitError> {
+        let out = self.output_input_env(args, input, envs)?;
         if out.status.success() {
             Ok(out.stdout)
         } else {
@@ -349,6 +380,144 @@ impl Git {
             detail: "output is not UTF-8".to_owned(),
         })?;
         Ok(text.trim_end_matches('\n').to_owned())
+    }
+}
+
+/// How a git invocation with a deadline ended ([`Git::output_until`]).
+#[derive(Debug)]
+pub enum Bounded {
+    /// git ended before the deadline: its output, whatever its exit status.
+    Finished(Output),
+    /// The deadline passed first; git's process group was stopped and git reaped. What it
+    /// wrote to stderr by then (lossy, trimmed).
+    TimedOut {
+        /// git's stderr up to the stop.
+        stderr: String,
+    },
+    /// An interruption ([`crate::os::signals`], once installed) arrived first; git's process
+    /// group was stopped and git reaped.
+    Interrupted {
+        /// The signal received.
+        signal: i32,
+        /// git's stderr up to the stop.
+        stderr: String,
+    },
+}
+
+/// How waiting for a bounded git ended.
+enum Waited {
+    Exited,
+    Deadline,
+    Signal(i32),
+}
+
+/// How long the output of a git stopped at its deadline is waited for once git is reaped:
+/// a process that left its group could hold the pipes open.
+const STOPPED_OUTPUT_WAIT: Duration = Duration::from_secs(1);
+
+impl Git {
+    /// Runs git with `args` in a process group of its own and returns its output, or
+    /// [`Bounded::TimedOut`] when `deadline` passes first, or [`Bounded::Interrupted`] when
+    /// this process receives `SIGINT`/`SIGTERM`/`SIGHUP` first (only once
+    /// [`crate::os::signals::install`] ran; one received before the call counts): then the whole group (git and
+    /// the helpers it started: `ssh`, `git-remote-https`, …) is stopped with
+    /// [`crate::os::process::stop_group`] (`SIGTERM`, up to its grace of 5 s, `SIGKILL`)
+    /// before git is reaped, so the call returns at most about 7 s after the deadline (the
+    /// grace, then up to 2 s for `SIGKILL` to take effect); git usually ends on `SIGTERM`.
+    /// Output is read by two threads; after a stop, what has not reached end of file
+    /// within 1 s is dropped (the thread is left to end with the pipe).
+    ///
+    /// # Process-global effects
+    ///
+    /// Signals every process of git's group on a timeout or an interruption; empties the
+    /// signals' self-pipe ([`crate::os::signals::drain`]).
+    ///
+    /// # Errors
+    ///
+    /// [`GitError::Spawn`] when git cannot be started or waited for.
+    pub fn output_until<S: AsRef<OsStr>>(
+        &self,
+        args: &[S],
+        deadline: Instant,
+    ) -> Result<Bounded, GitError> {
+        use std::os::unix::process::CommandExt;
+        let spawn_error = |source| GitError::Spawn {
+            args: describe(args),
+            source,
+        };
+        let mut cmd = self.command(args)?;
+        cmd.process_group(0);
+        let mut child = cmd.spawn().map_err(spawn_error)?;
+        let stdout = read_in_thread(child.stdout.take());
+        let stderr = read_in_thread(child.stderr.take());
+        let waited = wait_until(&child, deadline).map_err(spawn_error);
+        let stopped = !matches!(waited, Ok(Waited::Exited));
+        if stopped && let Ok(pgid) = crate::os::process::pid_of(&child) {
+            crate::os::process::stop_group(pgid);
+        }
+        let status = child.wait().map_err(spawn_error)?;
+        let waited = waited?;
+        if stopped {
+            let stderr = stderr.recv_timeout(STOPPED_OUTPUT_WAIT).unwrap_or_default();
+            let stderr = String::from_utf8_lossy(&stderr).trim().to_owned();
+            return Ok(match waited {
+                Waited::Signal(signal) => Bounded::Interrupted { signal, stderr },
+                Waited::Exited | Waited::Deadline => Bounded::TimedOut { stderr },
+            });
+        }
+        Ok(Bounded::Finished(Output {
+            status,
+            stdout: stdout.recv().unwrap_or_default(),
+            stderr: stderr.recv().unwrap_or_default(),
+        }))
+    }
+}
+
+/// Reads `pipe` to its end in a thread of its own; the bytes arrive on the channel.
+fn read_in_thread<R: Read + Send + 'static>(pipe: Option<R>) -> mpsc::Receiver<Vec<u8>> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        if let Some(mut pipe) = pipe {
+            let _ = pipe.read_to_end(&mut bytes);
+        }
+        let _ = tx.send(bytes);
+    });
+    rx
+}
+
+/// Whether `child` exited (left un-reaped) before `deadline` or an interruption, watched
+/// through a pidfd and the signals' self-pipe.
+fn wait_until(child: &std::process::Child, deadline: Instant) -> std::io::Result<Waited> {
+    use crate::os::signals;
+    use rustix::event::{PollFd, PollFlags, Timespec};
+    let pidfd = crate::os::process::pidfd_of(child)?;
+    loop {
+        if let Some(signal) = signals::received() {
+            return Ok(Waited::Signal(signal));
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Ok(Waited::Deadline);
+        }
+        let timeout = Timespec {
+            tv_sec: i64::try_from(left.as_secs()).unwrap_or(i64::MAX),
+            tv_nsec: i64::from(left.subsec_nanos()),
+        };
+        let mut fds = vec![PollFd::new(&pidfd, PollFlags::IN)];
+        if let Some(wake) = signals::wake_fd() {
+            fds.push(PollFd::from_borrowed_fd(wake, PollFlags::IN));
+        }
+        match rustix::event::poll(&mut fds, Some(&timeout)) {
+            Ok(_) | Err(rustix::io::Errno::INTR) => {}
+            Err(e) => return Err(e.into()),
+        }
+        let exited = !fds[0].revents().is_empty();
+        drop(fds);
+        signals::drain();
+        if exited {
+            return Ok(Waited::Exited);
+        }
     }
 }
 

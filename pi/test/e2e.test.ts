@@ -14,7 +14,7 @@ import { after, test } from "node:test";
 
 import { SATYRN_TOOLS } from "../lib/context.ts";
 import { hostBin, ROOT } from "./helpers.ts";
-import { MODEL, offeredTools, startScriptedModel, toolResults, writeAgentDir, type Step } from "./scripted-model.ts";
+import { MODEL, MODEL_ID, PROVIDER, offeredTools, startScriptedModel, toolResults, writeAgentDir, type Step } from "./scripted-model.ts";
 
 const PI = join(ROOT, "pi", "node_modules", ".bin", "pi");
 const dirs: string[] = [];
@@ -159,6 +159,49 @@ test("deliver + attempt + real Pi: a candidate ref with only the declared file, 
     assert.equal(readFileSync(join(repo, "src", "greeting.ts"), "utf8"), GREETING);
     assert.equal(git(repo, ["worktree", "list", "--porcelain"]).split("\n").filter((l) => l.startsWith("worktree ")).length, 1);
     assertScriptedConversation(model.requests);
+  } finally {
+    await model.close();
+  }
+});
+
+/**
+ * A series with one model per attempt: `deliver --attempts 2 --jobs 1 … -- satyrn-host attempt
+ * --model A --model B`: the real Pi of attempt 1 asks for A, that of attempt 2 for B (the
+ * scripted server's log), and each attempt's candidate holds its own model's edit.
+ */
+test("deliver --attempts 2 + attempt with two models + real Pi: each attempt asks its own model", async () => {
+  const { base, repo, contract } = repository();
+  const second = `${MODEL_ID}-second`;
+  const editTo = (text: string): Step[] => [
+    { toolCalls: [{ name: "edit", arguments: { path: "src/greeting.ts", edits: [{ oldText: "hello world", newText: text }] } }] },
+    { text: "Done." },
+  ];
+  const model = await startScriptedModel([...editTo("hello first"), ...editTo("hello second")]);
+  try {
+    const host = hostBin();
+    const result = await run(
+      host,
+      ["deliver", "--repo", repo, "--timeout", "120", "--attempts", "2", "--jobs", "1", contract, "--",
+        host, "attempt", "--model", MODEL, "--model", `${PROVIDER}/${second}`, contract],
+      repo,
+      attemptEnv(writeAgentDir(join(base, "agent"), model.baseUrl, [second])),
+    );
+    const summary = JSON.parse(result.stdout.toString("utf8")) as { code: string; attempts: Array<{ receipt: Record<string, unknown> }> };
+    assert.equal(summary.code, "OK", result.stderr);
+    assert.equal(result.code, 0);
+    const asked = model.requests.map((r) => r.model);
+    assert.deepEqual(asked, [MODEL_ID, MODEL_ID, second, second], "attempt 1 asks the first model, attempt 2 the second");
+    assert.match(result.stderr, new RegExp(`attempt 1 of 2 uses model ${MODEL}\\n`));
+    assert.match(result.stderr, new RegExp(`attempt 2 of 2 uses model ${PROVIDER}/${second}\\n`));
+    // Pi's transcript (forwarded to deliver's stderr) names the model of each reply.
+    assert.ok(result.stderr.includes(`"provider":"${PROVIDER}","model":"${second}"`), "the second model's replies in the transcript");
+    for (const [i, said] of [[0, "hello first"], [1, "hello second"]] as const) {
+      const receipt = summary.attempts[i].receipt;
+      assert.equal(receipt.code, "OK");
+      assert.equal(receipt.candidate_ref, `refs/satyrn/candidates/e2e-greeting/00${i + 1}/head`);
+      assert.equal(git(repo, ["show", `${String(receipt.candidate_commit)}:src/greeting.ts`]), GREETING.replace("hello world", said));
+    }
+    assert.equal(git(repo, ["status", "--porcelain=v1", "--untracked-files=all"]), "");
   } finally {
     await model.close();
   }

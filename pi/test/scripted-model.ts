@@ -94,8 +94,9 @@ export async function startScriptedModel(script: Step[]): Promise<ScriptedModel>
   };
 }
 
-/** Writes an isolated Pi agent directory whose only model is the scripted one. */
-export function writeAgentDir(dir: string, baseUrl: string): string {
+/** Writes an isolated Pi agent directory whose only model is the scripted one, plus
+ * `extraModels` (more model ids of the same provider, answered by the same server). */
+export function writeAgentDir(dir: string, baseUrl: string, extraModels: string[] = []): string {
   mkdirSync(dir, { recursive: true });
   writeFileSync(
     join(dir, "models.json"),
@@ -107,7 +108,7 @@ export function writeAgentDir(dir: string, baseUrl: string): string {
             api: "openai-completions",
             apiKey: "scripted",
             compat: { supportsDeveloperRole: false, supportsReasoningEffort: false },
-            models: [{ id: MODEL_ID, name: "Scripted model (stands in for an LLM)" }],
+            models: [MODEL_ID, ...extraModels].map((id) => ({ id, name: `Scripted model ${id} (stands in for an LLM)` })),
           },
         },
       },

@@ -1222,3 +1222,62 @@ fn files_too_large_to_read_or_edit_never_enter_the_revision_map() {
     keys.sort();
     assert_eq!(keys, ["src/greeting.txt", "src/gsmall.txt"]);
 }
+
+/// The model value Pi received (`--model VALUE`) in the fake Pi's log.
+fn model_given_to_pi(fx: &Fixture) -> String {
+    let log = fx.pi_log();
+    let argv = log["argv"].as_array().expect("argv");
+    let at = argv.iter().position(|a| a == "--model").expect("--model");
+    argv[at + 1].as_str().expect("model").to_owned()
+}
+
+/// Several `--model`s are one per attempt: attempt I (from `SATYRN_ATTEMPT_INDEX`) gets the
+/// I-th. A list whose length is not `SATYRN_ATTEMPTS`, or without the index, is a usage error
+/// (exit 2) before Pi runs, leaving the repository as it was; a single `--model` ignores the
+/// index, as before.
+#[test]
+fn a_list_of_models_gives_attempt_i_the_ith_and_a_wrong_length_runs_no_pi() {
+    let fx = Fixture::new();
+    let contract = fx.contract.to_str().expect("utf8");
+    let list = ["--model", "p/first", "--model", "p/second", contract];
+    let before = crate::support::snapshot(&fx.repo.file("src/greeting.txt"));
+    for env in [
+        vec![("SATYRN_ATTEMPT_INDEX", "1"), ("SATYRN_ATTEMPTS", "3")],
+        vec![("SATYRN_ATTEMPT_INDEX", "1")],
+        vec![],
+        vec![("SATYRN_ATTEMPT_INDEX", "3"), ("SATYRN_ATTEMPTS", "2")],
+    ] {
+        let out = fx.attempt(&list, &env);
+        assert_eq!(out.status.code(), Some(2), "{env:?}: {}", stderr(&out));
+        assert!(out.stdout.is_empty());
+        assert!(
+            stderr(&out).contains("SATYRN_ATTEMPT"),
+            "{env:?}: {}",
+            stderr(&out)
+        );
+        assert!(!fx.log.exists(), "{env:?}: Pi ran");
+        assert_eq!(
+            crate::support::snapshot(&fx.repo.file("src/greeting.txt")),
+            before
+        );
+    }
+    for (index, model) in [("2", "p/second"), ("1", "p/first")] {
+        let out = fx.attempt(
+            &list,
+            &[("SATYRN_ATTEMPT_INDEX", index), ("SATYRN_ATTEMPTS", "2")],
+        );
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        assert_eq!(model_given_to_pi(&fx), model);
+        assert!(
+            stderr(&out).contains(&format!("attempt {index} of 2 uses model {model}")),
+            "{}",
+            stderr(&out)
+        );
+    }
+    let out = fx.attempt(
+        &["--model", "p/only", contract],
+        &[("SATYRN_ATTEMPT_INDEX", "3"), ("SATYRN_ATTEMPTS", "5")],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(model_given_to_pi(&fx), "p/only");
+}

@@ -339,49 +339,66 @@ fn drop_racing_a_republication_never_loses_it() {
     let repo = FixedRepo::with_files(&[("a.txt", b"a\n")]);
     let root = repo.path();
     let c1 = make(&root, "raced", "echo one > r.txt");
+    race_drop_against_republication(&root, &c1, || {
+        candidates_cmd(&root, &["drop", "--json", "--expect", &c1, "raced"])
+    });
+}
+
+/// The race of a `drop --expect C1` of candidate `raced` (made by `drop`) against a
+/// re-publication of `raced` at another commit C2 (delete C1, then create C2 create-only, as
+/// a `drop` and a new `deliver` would) in the repository `refs_in` that holds the refs, round
+/// after round (at least 20, up to 4 s): the re-publication starts at a delay spread over
+/// twice a drop's duration, so both orders (and the overlaps between) occur. Whoever wins, a
+/// re-published C2 is never deleted.
+pub fn race_drop_against_republication(refs_in: &Path, c1: &str, drop: impl Fn() -> Command) {
     let c2 = git_ok(
-        &root,
-        &["commit-tree", "-p", "HEAD", "-m", "c2", "HEAD^{tree}"],
+        refs_in,
+        &[
+            "commit-tree",
+            "-p",
+            c1,
+            "-m",
+            "c2",
+            &format!("{c1}^{{tree}}"),
+        ],
     )
     .trim()
     .to_owned();
     let name = "refs/satyrn/candidates/raced/head";
     let receipt = "refs/satyrn/candidates/raced/receipt";
-    let tag = git_ok(&root, &["rev-parse", receipt]).trim().to_owned();
-    // How long one drop takes here: the re-publication starts at a delay spread over twice
-    // that, so both orders (and the overlaps between) occur.
+    let tag = git_ok(refs_in, &["rev-parse", receipt]).trim().to_owned();
     let timed = Instant::now();
-    assert_eq!(
-        candidates(&root, &["drop", "--json", "--expect", &c1, "raced"]).code(),
-        "OK"
+    let first = drop().output().expect("drop");
+    assert!(
+        first.status.success(),
+        "{}",
+        String::from_utf8_lossy(&first.stdout)
     );
     let spread = timed.elapsed() * 2;
     let (mut dropped, mut republished, mut rounds) = (0, 0, 0u32);
     let deadline = Instant::now() + Duration::from_secs(4);
     while rounds < 20 || (Instant::now() < deadline && rounds < 400) {
-        git_ok(&root, &["update-ref", name, &c1]);
-        git_ok(&root, &["update-ref", receipt, &tag]);
-        let drop = candidates_cmd(&root, &["drop", "--json", "--expect", &c1, "raced"])
-            .spawn()
-            .expect("spawn drop");
+        git_ok(refs_in, &["update-ref", name, c1]);
+        git_ok(refs_in, &["update-ref", receipt, &tag]);
+        let running = drop().spawn().expect("spawn drop");
         std::thread::sleep(spread * (rounds % 16) / 16);
-        let republish = git(&root)
-            .args(["update-ref", "-d", name, &c1])
+        let republish = git(refs_in)
+            .args(["update-ref", "-d", name, c1])
             .stderr(Stdio::null())
             .status()
             .expect("delete")
             .success()
-            && git(&root)
+            && git(refs_in)
                 .args(["update-ref", name, &c2, ""])
                 .status()
                 .expect("create")
                 .success();
-        let out = drop.wait_with_output().expect("drop");
+        let out = running.wait_with_output().expect("drop");
         let code = serde_json::from_slice::<Value>(&out.stdout).expect("json")["code"]
             .as_str()
             .expect("code")
             .to_owned();
-        let now = git(&root)
+        let now = git(refs_in)
             .args(["rev-parse", "-q", "--verify", name])
             .output()
             .expect("rev-parse");
@@ -402,7 +419,7 @@ fn drop_racing_a_republication_never_loses_it() {
             );
         }
         for r in [name, receipt] {
-            git(&root)
+            git(refs_in)
                 .args(["update-ref", "-d", r])
                 .stderr(Stdio::null())
                 .status()
@@ -654,4 +671,84 @@ fn ids_a_reader_could_not_see_as_they_are_are_escaped_in_text() {
         "{}",
         shown.stdout
     );
+}
+
+/// `count` candidates `many-NNNN` on the current `HEAD`, made in one `git fast-import`:
+/// candidate `i` adds `f-NNNN.txt` of `i % 7 + 1` lines. Returns each id with its line
+/// count.
+fn import_candidates(root: &Path, count: usize) -> Vec<(String, u64)> {
+    use std::fmt::Write as _;
+    use std::io::Write as _;
+    let head = head(root);
+    let mut stream = String::new();
+    let mut made = Vec::new();
+    for i in 0..count {
+        let id = format!("many-{i:04}");
+        let lines = i % 7 + 1;
+        let content = format!("line of {id}\n").repeat(lines);
+        let message = format!("satyrn candidate {id}\n");
+        let _ = write!(
+            stream,
+            "commit refs/satyrn/candidates/{id}/head\ncommitter satyrn <satyrn@satyrn.invalid> 946684800 +0000\ndata {}\n{message}from {head}\nM 100644 inline f-{i:04}.txt\ndata {}\n{content}\n",
+            message.len(),
+            content.len()
+        );
+        made.push((id, lines as u64));
+    }
+    let mut child = git(root)
+        .args(["fast-import", "--quiet"])
+        .stdin(Stdio::piped())
+        .spawn()
+        .expect("fast-import");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(stream.as_bytes())
+        .expect("feed fast-import");
+    assert!(child.wait().expect("wait").success());
+    made
+}
+
+/// Enough candidates for `list` to split the numstat over several `diff-tree`s (from 256
+/// commits on): every row still carries exactly its own commit's files, also for two ids
+/// naming one commit.
+#[test]
+fn a_list_of_hundreds_pairs_every_candidate_with_its_own_files() {
+    let repo = FixedRepo::with_files(&[("a.txt", b"a\n")]);
+    let root = repo.path();
+    let mut made = import_candidates(&root, 300);
+    let shared = git_ok(
+        &root,
+        &["rev-parse", "refs/satyrn/candidates/many-0005/head"],
+    );
+    git_ok(
+        &root,
+        &[
+            "update-ref",
+            "refs/satyrn/candidates/twin-of-0005/head",
+            shared.trim(),
+        ],
+    );
+    made.push(("twin-of-0005".to_owned(), 6));
+    let listed = candidates(&root, &["list", "--json"]);
+    assert_eq!(listed.status, 0, "{}", listed.stderr);
+    let doc = listed.json();
+    let rows = doc["candidates"].as_array().expect("candidates");
+    assert_eq!(rows.len(), made.len());
+    let base = head(&root);
+    for (id, lines) in &made {
+        let row = entry(&doc, id);
+        let file = id.strip_prefix("many-").unwrap_or("0005");
+        assert_eq!(
+            row["files"],
+            serde_json::json!([{"path": format!("f-{file}.txt"), "added": lines, "removed": 0}]),
+            "{id}"
+        );
+        assert_eq!(
+            (row["base"].as_str(), row["behind"].as_u64()),
+            (Some(base.as_str()), Some(0)),
+            "{id}"
+        );
+    }
 }

@@ -3,13 +3,18 @@
 //! `git daemon` with receive-pack on 127.0.0.1.
 
 use std::ffi::OsStr;
+use std::io::Read;
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::candidates::candidates;
-use crate::deliver_support::{Caller, FixedRepo, Run, deliver_cmd, deliver_os, finish, sh};
+use crate::candidates::{candidates, candidates_cmd, race_drop_against_republication};
+use crate::deliver_support::{
+    Caller, FixedRepo, Run, deliver_cmd, deliver_os, finish, poll_until, sh, wait_ended,
+};
 use crate::support::{ContractFile, git_ok};
 
 /// An origin repository, a bare remote cloned from it, and two machines cloned from that.
@@ -335,6 +340,288 @@ fn push_over_a_real_git_daemon() {
         "a URL is mirrored under its digest: {mirrored}"
     );
     drop(daemon);
+}
+
+/// A TCP server on 127.0.0.1 that accepts every connection and never sends a byte: a git
+/// server that hangs. It counts the connections accepted and those the client closed.
+struct SilentServer {
+    port: u16,
+    accepted: Arc<AtomicUsize>,
+    closed: Arc<AtomicUsize>,
+    stop: Arc<AtomicBool>,
+}
+
+impl SilentServer {
+    fn start() -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        let (accepted, closed, stop) = (
+            Arc::new(AtomicUsize::new(0)),
+            Arc::new(AtomicUsize::new(0)),
+            Arc::new(AtomicBool::new(false)),
+        );
+        let counters = (accepted.clone(), closed.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let (accepted, closed, stop) = counters;
+            for stream in listener.incoming() {
+                if stop.load(Ordering::SeqCst) {
+                    return;
+                }
+                let Ok(mut stream) = stream else { continue };
+                accepted.fetch_add(1, Ordering::SeqCst);
+                let closed = closed.clone();
+                // Reads (and drops) what the client sends until it closes its end.
+                std::thread::spawn(move || {
+                    let mut buf = [0u8; 4096];
+                    while matches!(stream.read(&mut buf), Ok(n) if n > 0) {}
+                    closed.fetch_add(1, Ordering::SeqCst);
+                });
+            }
+        });
+        Self {
+            port,
+            accepted,
+            closed,
+            stop,
+        }
+    }
+}
+
+impl Drop for SilentServer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        // Wakes the accept loop so it sees the flag.
+        let _ = TcpStream::connect(("127.0.0.1", self.port));
+    }
+}
+
+/// `deliver --timeout TIMEOUT --push` of candidate `id` (a new file) from machine `m1` to
+/// `server`, which never answers: the running `deliver`.
+fn spawn_push_to_silent(fleet: &Fleet, server: &SilentServer, id: &str, timeout: &str) -> Child {
+    let url = format!("git://127.0.0.1:{}/remote.git", server.port);
+    let contract = ContractFile::new(id, &[]);
+    let argv: Vec<&OsStr> = sh("echo x > x.txt").into_iter().map(OsStr::new).collect();
+    let child = deliver_cmd(
+        &fleet.machine("m1"),
+        &contract.path,
+        &["--timeout", timeout, "--push", &url],
+        &argv,
+    )
+    .spawn()
+    .expect("spawn deliver");
+    // deliver has read the contract once it is pushing (the server saw it connect); until
+    // then the file must stay.
+    assert!(
+        poll_until(Duration::from_secs(30), || server
+            .accepted
+            .load(Ordering::SeqCst)
+            >= 1),
+        "git never connected"
+    );
+    drop(contract);
+    child
+}
+
+/// After a push was stopped: the receipt keeps the local candidate (`candidate-created`,
+/// not pushed, the remote's state called unknown), both local refs exist, the server saw every
+/// connection of the stopped push close, and nothing reached the bare remote.
+fn assert_stopped_push_kept_locally(fleet: &Fleet, server: &SilentServer, run: &Run, id: &str) {
+    let url = format!("git://127.0.0.1:{}/remote.git", server.port);
+    assert_eq!(run.outcome(), "candidate-created", "{}", run.stdout);
+    assert_eq!(published(run), (false, url));
+    let said = run.receipt["published"]["message"]
+        .as_str()
+        .expect("message");
+    assert!(said.contains("unknown"), "{said}");
+    assert_eq!(run.receipt["paths"], serde_json::json!(["x.txt"]));
+    let commit = commit_of(run);
+    let m1 = fleet.machine("m1");
+    for leaf in ["head", "receipt^{commit}"] {
+        let spec = format!("refs/satyrn/candidates/{id}/{leaf}");
+        assert_eq!(git_ok(&m1, &["rev-parse", &spec]).trim(), commit, "{spec}");
+    }
+    assert!(
+        poll_until(Duration::from_secs(5), || {
+            server.closed.load(Ordering::SeqCst) == server.accepted.load(Ordering::SeqCst)
+        }),
+        "every connection of the stopped push was closed"
+    );
+    assert!(
+        !fleet
+            .remote_refs()
+            .contains(&format!("refs/satyrn/candidates/{id}/")),
+        "nothing reached the bare remote"
+    );
+}
+
+/// A push that hangs (a `git://` server that accepts and never answers) ends at its
+/// deadline — what is left of `--timeout`, at least the 10 s floor — with `PUSH_TIMEOUT`:
+/// the push's process group is stopped, the local candidate is kept, and the remote is named
+/// as unknown. Then the same machine pushes to a remote that answers: `OK`.
+#[test]
+fn a_push_that_hangs_is_stopped_at_its_deadline_and_the_local_candidate_is_kept() {
+    let fleet = Fleet::new();
+    let server = SilentServer::start();
+    let t0 = Instant::now();
+    let child = spawn_push_to_silent(&fleet, &server, "hung", "1");
+    let run = wait_ended(child, Duration::from_secs(40), t0);
+    assert_eq!(
+        (run.status, run.code()),
+        (8, "PUSH_TIMEOUT"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.receipt["published"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("did not finish within")),
+        "{}",
+        run.stdout
+    );
+    assert_stopped_push_kept_locally(&fleet, &server, &run, "hung");
+
+    let m1 = fleet.machine("m1");
+    let bare = fleet.bare().to_string_lossy().into_owned();
+    let answered = push_deliver(&m1, "answered", "echo y > y.txt", &bare);
+    assert_eq!(
+        (answered.status, answered.code()),
+        (0, "OK"),
+        "{}",
+        answered.stdout
+    );
+    assert_eq!(published(&answered), (true, bare));
+    assert_remote_holds(&fleet, "answered", &commit_of(&answered));
+}
+
+/// `SIGTERM` to `deliver` while its push hangs stops the push at once (long before the
+/// 60 s `--timeout`): `INTERRUPTED`, the push's process group stopped, the local candidate
+/// kept as after a timeout.
+#[test]
+fn a_signal_during_a_hanging_push_stops_it_and_keeps_the_local_candidate() {
+    let fleet = Fleet::new();
+    let server = SilentServer::start();
+    let t0 = Instant::now();
+    let child = spawn_push_to_silent(&fleet, &server, "stopped", "60");
+    crate::deliver_support::signal(&child, libc::SIGTERM);
+    let run = wait_ended(child, Duration::from_secs(20), t0);
+    assert_eq!(
+        (run.status, run.code()),
+        (8, "INTERRUPTED"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.receipt["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("SIGTERM"))
+    );
+    assert_stopped_push_kept_locally(&fleet, &server, &run, "stopped");
+}
+
+/// `candidates drop --remote REMOTE --expect COMMIT ID`: compare-and-delete on the remote.
+/// A wrong `--expect` is `CANDIDATE_CHANGED` and leaves the remote as it was; the right one
+/// deletes exactly the candidate's two refs there (the pushing machine's local candidate
+/// and the remote's other candidates stay), and the reviewer's mirror follows; again is
+/// `CANDIDATE_NOT_FOUND`.
+#[test]
+fn drop_on_a_remote_deletes_only_the_listed_commit_there() {
+    let fleet = Fleet::new();
+    let remote = fleet.bare().to_string_lossy().into_owned();
+    let m1 = fleet.machine("m1");
+    let gone = push_deliver(&m1, "gone", "echo g > g.txt", &remote);
+    assert_eq!(gone.code(), "OK", "{}", gone.stdout);
+    let kept = push_deliver(&m1, "kept", "echo k > k.txt", &remote);
+    assert_eq!(kept.code(), "OK", "{}", kept.stdout);
+    let commit = commit_of(&gone);
+    let origin = fleet.origin.path();
+    let remote_before = fleet.remote_refs();
+    let drop = |expect: &str| {
+        candidates(
+            &origin,
+            &[
+                "drop", "--json", "--remote", &remote, "--expect", expect, "gone",
+            ],
+        )
+    };
+
+    let wrong = commit_of(&kept);
+    let refused = drop(&wrong);
+    assert_eq!(
+        (refused.status, refused.code()),
+        (13, "CANDIDATE_CHANGED".to_owned()),
+        "{}",
+        refused.stdout
+    );
+    assert_eq!(
+        fleet.remote_refs(),
+        remote_before,
+        "the remote is unchanged"
+    );
+
+    let dropped = drop(&commit);
+    assert_eq!(dropped.status, 0, "{}", dropped.stdout);
+    let doc = dropped.json();
+    assert_eq!(doc["dropped"]["remote"], remote.as_str());
+    assert_eq!(
+        doc["dropped"]["refs"],
+        serde_json::json!([
+            "refs/satyrn/candidates/gone/head",
+            "refs/satyrn/candidates/gone/receipt"
+        ])
+    );
+    let left: String = remote_before
+        .lines()
+        .filter(|l| !l.starts_with("refs/satyrn/candidates/gone/"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert_eq!(fleet.remote_refs(), left, "only the two refs went");
+    assert_eq!(
+        git_ok(&m1, &["rev-parse", "refs/satyrn/candidates/gone/head"]).trim(),
+        commit,
+        "the pushing machine keeps its local candidate"
+    );
+    let listed = candidates(&origin, &["list", "--json"]);
+    assert!(
+        listed.json()["candidates"]
+            .as_array()
+            .expect("array")
+            .is_empty()
+    );
+    let mirrored = git_ok(
+        &origin,
+        &[
+            "for-each-ref",
+            "--format=%(refname)",
+            "refs/satyrn/remotes/",
+        ],
+    );
+    assert!(
+        !mirrored.contains("/gone/") && mirrored.contains("/kept/head"),
+        "the mirror follows the remote: {mirrored}"
+    );
+    let again = drop(&commit);
+    assert_eq!(again.code(), "CANDIDATE_NOT_FOUND", "{}", again.stdout);
+}
+
+/// `drop --remote` racing a re-publication on the remote itself (delete C1, create C2
+/// there, round after round): the lease of the drop's push expects C1, so a re-published C2
+/// is never deleted; both orders occur.
+#[test]
+fn drop_on_a_remote_racing_a_republication_there_never_loses_it() {
+    let fleet = Fleet::new();
+    let remote = fleet.bare().to_string_lossy().into_owned();
+    let pushed = push_deliver(&fleet.machine("m1"), "raced", "echo one > r.txt", &remote);
+    assert_eq!(pushed.code(), "OK", "{}", pushed.stdout);
+    let c1 = commit_of(&pushed);
+    let origin = fleet.origin.path();
+    race_drop_against_republication(&fleet.bare(), &c1, || {
+        candidates_cmd(
+            &origin,
+            &[
+                "drop", "--json", "--remote", &remote, "--expect", &c1, "raced",
+            ],
+        )
+    });
 }
 
 #[test]

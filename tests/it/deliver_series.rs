@@ -297,3 +297,68 @@ fn a_killed_series_still_has_every_attempt_clean_up() {
     before.assert_unchanged(&root, None);
     assert_clean_after(&root, tmp.path());
 }
+
+/// `deliver --attempts N -- satyrn-host attempt --model A --model B …` with a list of models
+/// that is not one per attempt is a usage error before any attempt starts: exit 2, nothing
+/// on stdout, no worktree, the caller untouched. The same list for as many attempts runs
+/// them, each with its own model.
+#[test]
+fn a_series_refuses_a_list_of_models_that_is_not_one_per_attempt() {
+    let repo = FixedRepo::with_files(&[("a.txt", b"a\n")]);
+    let root = repo.path();
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let contract = ContractFile::new("models", &["a.txt"]);
+    let host = crate::support::host_bin();
+    let contract_arg = contract.path.as_os_str();
+    let argv: Vec<&OsStr> = [
+        host.as_os_str(),
+        OsStr::new("attempt"),
+        OsStr::new("--model"),
+        OsStr::new("p/one"),
+        OsStr::new("--model"),
+        OsStr::new("p/two"),
+        OsStr::new("--model"),
+        OsStr::new("p/three"),
+        contract_arg,
+    ]
+    .to_vec();
+    let before = Caller::capture(&root);
+    let series = |attempts: &str| {
+        deliver_cmd(
+            &root,
+            &contract.path,
+            &["--attempts", attempts, "--jobs", "1"],
+            &argv,
+        )
+        .env("TMPDIR", tmp.path())
+        .env("SATYRN_PI_BIN", "true")
+        .output()
+        .expect("run")
+    };
+    let refused = series("2");
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(2), "{said}");
+    assert!(refused.stdout.is_empty());
+    assert!(
+        said.contains("3 models") && said.contains("2 attempts"),
+        "{said}"
+    );
+    before.assert_unchanged(&root, None);
+    assert_clean_after(&root, tmp.path());
+
+    let ran = series("3");
+    let said = String::from_utf8_lossy(&ran.stderr);
+    for (i, model) in ["p/one", "p/two", "p/three"].iter().enumerate() {
+        assert!(
+            said.contains(&format!("attempt {} of 3 uses model {model}", i + 1)),
+            "{said}"
+        );
+    }
+    let summary: Value = serde_json::from_slice(&ran.stdout).expect("summary");
+    assert_eq!(
+        summary["attempts"].as_array().map(Vec::len),
+        Some(3),
+        "{summary}"
+    );
+    assert_clean_after(&root, tmp.path());
+}

@@ -24,12 +24,6 @@ fn start(root: &Path, id: &str, tmp: &Path, script: &str, pidfile: &Path) -> (Ch
     (child, pid)
 }
 
-fn signal(child: &Child, signal: i32) {
-    let pid = i32::try_from(child.id()).expect("pid");
-    // SAFETY: kill(2) on our own child.
-    assert_eq!(unsafe { libc::kill(pid, signal) }, 0);
-}
-
 /// The satyrn attempt directories in `tmp`.
 fn attempts(tmp: &Path) -> Vec<String> {
     dir_entries(tmp)

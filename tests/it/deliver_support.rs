@@ -472,6 +472,13 @@ pub fn kill_tree(child: &mut Child) {
     let _ = child.wait();
 }
 
+/// Sends `signal` to our child `child`.
+pub fn signal(child: &Child, signal: i32) {
+    let pid = i32::try_from(child.id()).expect("pid");
+    // SAFETY: kill(2) on our own child.
+    assert_eq!(unsafe { libc::kill(pid, signal) }, 0);
+}
+
 /// Polls `cond` every 20 ms until it holds (`true`) or `limit` has passed (`false`).
 pub fn poll_until(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
     let end = Instant::now() + limit;

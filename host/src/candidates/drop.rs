@@ -2,6 +2,11 @@
 //! deleted only if the head ref still names the commit the caller listed, in one
 //! `git update-ref --stdin` transaction (head and receipt together, each against the value
 //! read), so a candidate re-published meanwhile under the same id is never lost.
+//!
+//! With `--remote REMOTE` ([`drop_remote`]) the same compare-and-delete happens on the
+//! remote: one `git push --atomic` deleting the head (and receipt) ref there, each under a
+//! lease naming the value read (`--force-with-lease=<ref>:<expected>`), so the remote applies
+//! the deletion only if the ref still names it under its lock.
 
 use serde::Serialize;
 
@@ -15,8 +20,10 @@ pub struct Dropped {
     pub id: String,
     /// The commit the head ref named.
     pub commit: String,
-    /// The refs deleted (head, then receipt when there was one).
+    /// The refs deleted (head, then receipt when there was one), as named where they were.
     pub refs: Vec<String>,
+    /// The remote they were deleted on, as given; `None` for local refs.
+    pub remote: Option<String>,
 }
 
 /// Deletes the local candidate `id` if its head ref names `expected`.
@@ -58,9 +65,75 @@ pub fn drop(git: &Git, id: &str, expected: &str) -> Result<Dropped, Error> {
             id: id.to_owned(),
             commit: expected.to_owned(),
             refs,
+            remote: None,
         });
     }
     match super::find(git, &namespace, id) {
+        Ok(now) if now.commit != expected => Err(Error::Changed {
+            id: id.to_owned(),
+            expected: expected.to_owned(),
+            found: Some(now.commit),
+        }),
+        Err(Error::NotFound(_)) => Err(Error::NotFound(id.to_owned())),
+        _ => Err(Error::Git(crate::git::failed(&args, &out))),
+    }
+}
+
+/// Deletes candidate `id` on `remote` if its head ref there names `expected`: the remote's
+/// candidates are fetched into their mirror ([`super::remote::mirror`]), checked, then
+/// deleted by one atomic push whose leases expect exactly what was fetched; the mirror is
+/// fetched again afterwards, so it shows the remote as it is now.
+///
+/// # Errors
+///
+/// As [`drop`]: [`Error::NotFound`], [`Error::Changed`] (also when the remote changed between
+/// the fetch and the push: the lease refuses it), [`Error::Git`] for a failed fetch or push.
+/// Nothing is deleted then.
+pub fn drop_remote(git: &Git, remote: &str, id: &str, expected: &str) -> Result<Dropped, Error> {
+    let mirror = super::remote::mirror(git, remote)?;
+    let candidate = super::find(git, &mirror, id)?;
+    if candidate.commit != expected {
+        return Err(Error::Changed {
+            id: id.to_owned(),
+            expected: expected.to_owned(),
+            found: Some(candidate.commit),
+        });
+    }
+    let there = Namespace::local();
+    let mut leased = vec![(there.head_ref(id), expected.to_owned())];
+    if let Some(tag) = &candidate.receipt_tag {
+        leased.push((there.receipt_ref(id), tag.clone()));
+    }
+    let mut args: Vec<String> = [
+        "push",
+        "--quiet",
+        "--porcelain",
+        "--atomic",
+        "--no-verify",
+        "--no-signed",
+        "--recurse-submodules=no",
+    ]
+    .map(str::to_owned)
+    .to_vec();
+    args.extend(
+        leased
+            .iter()
+            .map(|(name, value)| format!("--force-with-lease={name}:{value}")),
+    );
+    args.push("--end-of-options".to_owned());
+    args.push(remote.to_owned());
+    args.extend(leased.iter().map(|(name, _)| format!(":{name}")));
+    let out = git.output(&args)?;
+    let now = super::remote::mirror(git, remote).and_then(|m| super::find(git, &m, id));
+    if out.status.success() {
+        return Ok(Dropped {
+            id: id.to_owned(),
+            commit: expected.to_owned(),
+            refs: leased.into_iter().map(|(name, _)| name).collect(),
+            remote: Some(remote.to_owned()),
+        });
+    }
+    match now {
         Ok(now) if now.commit != expected => Err(Error::Changed {
             id: id.to_owned(),
             expected: expected.to_owned(),

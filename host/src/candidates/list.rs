@@ -1,8 +1,10 @@
 //! `candidates list`: every candidate, its base against the current `HEAD`, its files.
 //!
 //! The cost is a fixed number of git processes whatever the number of candidates: one
-//! `for-each-ref`, one `rev-parse HEAD`, one `diff-tree --stdin` for all the commits, and one
-//! `rev-list --count` per distinct base (candidates of one task share their base).
+//! `for-each-ref`, one `rev-parse HEAD` (run at the same time), `diff-tree --stdin` for all
+//! the commits (one process, or one per CPU up to 4 from 256 commits on, at the same time),
+//! and one `rev-list --count` per distinct base (candidates of one task share their base;
+//! counted while `diff-tree` runs). Figures: `docs/performance.md`.
 
 use std::collections::HashMap;
 
@@ -61,14 +63,20 @@ impl Entry {
     }
 }
 
-/// The list of every candidate under `namespace`, sorted by id.
+/// The list of every candidate under `namespace`, sorted by id. `HEAD` is read while the
+/// refs are listed, and the numstat is computed while the bases are counted (two threads,
+/// each waiting on its own git process).
 ///
 /// # Errors
 ///
 /// [`Error::Git`] when git fails; [`Error::Unexpected`] when its output cannot be read.
 pub fn list(git: &Git, namespace: &Namespace) -> Result<Vec<Entry>, Error> {
-    let candidates = super::load(git, namespace)?;
-    entries(git, candidates)
+    let (candidates, head) = std::thread::scope(|scope| {
+        let head = scope.spawn(|| super::head_commit(git));
+        let candidates = super::load(git, namespace);
+        (candidates, joined(head))
+    });
+    rows(git, candidates?, head?)
 }
 
 /// The rows for `candidates`.
@@ -81,34 +89,65 @@ pub fn entries(git: &Git, candidates: Vec<Candidate>) -> Result<Vec<Entry>, Erro
         return Ok(Vec::new());
     }
     let head = super::head_commit(git)?;
-    let mut files = file_changes(git, &candidates)?;
-    let mut behind: HashMap<String, Option<u64>> = HashMap::new();
-    let mut out = Vec::with_capacity(candidates.len());
-    for c in candidates {
-        let count = match (&c.base, &head) {
-            (Some(base), Some(head)) => match behind.get(base) {
-                Some(n) => *n,
-                None => {
-                    let n = count_behind(git, base, head)?;
-                    behind.insert(base.clone(), n);
-                    n
-                }
-            },
-            _ => None,
-        };
-        out.push(Entry {
+    rows(git, candidates, head)
+}
+
+/// A scoped thread's result; its panic goes on in the caller.
+fn joined<T>(handle: std::thread::ScopedJoinHandle<'_, T>) -> T {
+    handle
+        .join()
+        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+}
+
+/// The rows for `candidates` against `head`: the numstat (one `diff-tree`) in a thread of
+/// its own while the distinct bases are counted.
+fn rows(git: &Git, candidates: Vec<Candidate>, head: Option<String>) -> Result<Vec<Entry>, Error> {
+    if candidates.is_empty() {
+        return Ok(Vec::new());
+    }
+    let (files, behind) = std::thread::scope(|scope| {
+        let files = scope.spawn(|| file_changes(git, &candidates));
+        let behind = behind_counts(git, &candidates, head.as_deref());
+        (joined(files), behind)
+    });
+    let (files, behind) = (files?, behind?);
+    Ok(candidates
+        .into_iter()
+        .map(|c| Entry {
             base_is_head: c.base.is_some() && c.base == head,
-            behind: count,
-            files: files.remove(&c.commit).unwrap_or_default(),
+            behind: c
+                .base
+                .as_ref()
+                .and_then(|base| behind.get(base).copied().flatten()),
+            files: files.get(&c.commit).cloned().unwrap_or_default(),
             id: c.id,
             head_ref: c.head_ref,
-            commit: c.commit.clone(),
+            commit: c.commit,
             base: c.base,
             created: c.created,
             receipt: c.receipt_tag,
-        });
+        })
+        .collect())
+}
+
+/// `git rev-list --count <base>..<head>` for every distinct base (none when `HEAD` is
+/// unborn).
+fn behind_counts(
+    git: &Git,
+    candidates: &[Candidate],
+    head: Option<&str>,
+) -> Result<HashMap<String, Option<u64>>, Error> {
+    let mut behind: HashMap<String, Option<u64>> = HashMap::new();
+    let Some(head) = head else {
+        return Ok(behind);
+    };
+    for base in candidates.iter().filter_map(|c| c.base.as_ref()) {
+        if !behind.contains_key(base) {
+            let n = count_behind(git, base, head)?;
+            behind.insert(base.clone(), n);
+        }
     }
-    Ok(out)
+    Ok(behind)
 }
 
 fn count_behind(git: &Git, base: &str, head: &str) -> Result<Option<u64>, Error> {
@@ -119,21 +158,58 @@ fn count_behind(git: &Git, base: &str, head: &str) -> Result<Option<u64>, Error>
         .map_err(|_| Error::Unexpected(format!("git rev-list --count {range} printed {line:?}")))
 }
 
-/// The numstat of every distinct commit against its first parent, from one
-/// `git diff-tree --stdin`.
+/// Below this many distinct commits the numstat is one `diff-tree`; from it on, the
+/// commits are split over one `diff-tree` per CPU (at most [`MAX_DIFF_PROCESSES`]).
+const SPLIT_FROM: usize = 256;
+
+/// The most `diff-tree` processes one `list` runs at once.
+const MAX_DIFF_PROCESSES: usize = 4;
+
+/// The numstat of every distinct commit against its first parent: `git diff-tree --stdin`
+/// over all of them — split into equal chunks run at once, one per CPU (at most
+/// [`MAX_DIFF_PROCESSES`]), from [`SPLIT_FROM`] commits on, since `diff-tree` works one
+/// commit at a time on one core. Fully buffered (`GIT_FLUSH=0`: by default git flushes
+/// after every commit when writing to a pipe, a write and a wake-up of our reader each).
 fn file_changes(
     git: &Git,
     candidates: &[Candidate],
 ) -> Result<HashMap<String, Vec<FileChange>>, Error> {
-    let mut input = String::new();
     let mut seen = std::collections::HashSet::new();
-    for c in candidates {
-        if seen.insert(c.commit.as_str()) {
-            input.push_str(&c.commit);
-            input.push('\n');
-        }
+    let commits: Vec<&str> = candidates
+        .iter()
+        .map(|c| c.commit.as_str())
+        .filter(|c| seen.insert(*c))
+        .collect();
+    let processes = if commits.len() < SPLIT_FROM {
+        1
+    } else {
+        std::thread::available_parallelism()
+            .map_or(1, std::num::NonZero::get)
+            .min(MAX_DIFF_PROCESSES)
+    };
+    let chunk = commits.len().div_ceil(processes).max(1);
+    let parts: Vec<Result<HashMap<String, Vec<FileChange>>, Error>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = commits
+            .chunks(chunk)
+            .map(|part| scope.spawn(move || numstat(git, part)))
+            .collect();
+        handles.into_iter().map(joined).collect()
+    });
+    let mut map = HashMap::with_capacity(commits.len());
+    for part in parts {
+        map.extend(part?);
     }
-    let out = git.run_input(
+    Ok(map)
+}
+
+/// One `git diff-tree --stdin --numstat` over `commits`.
+fn numstat(git: &Git, commits: &[&str]) -> Result<HashMap<String, Vec<FileChange>>, Error> {
+    let mut input = String::with_capacity(commits.len() * 41);
+    for commit in commits {
+        input.push_str(commit);
+        input.push('\n');
+    }
+    let out = git.run_input_env(
         &[
             "diff-tree",
             "--stdin",
@@ -147,6 +223,7 @@ fn file_changes(
             "--ignore-submodules=none",
         ],
         input.as_bytes(),
+        &[("GIT_FLUSH", "0")],
     )?;
     let mut map: HashMap<String, Vec<FileChange>> = HashMap::new();
     let mut current: Option<String> = None;

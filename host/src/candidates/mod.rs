@@ -229,13 +229,15 @@ pub fn load(git: &Git, namespace: &Namespace) -> Result<Vec<Candidate>, Error> {
             ));
         }
     }
+    heads.sort_by(|a, b| a.id.as_bytes().cmp(b.id.as_bytes()));
     for (id, tag, peeled, created) in receipts {
-        if let Some(c) = heads.iter_mut().find(|c| c.id == id && c.commit == peeled) {
-            c.receipt_tag = Some(tag);
-            c.created = created;
+        if let Ok(at) = heads.binary_search_by(|c| c.id.as_bytes().cmp(id.as_bytes()))
+            && heads[at].commit == peeled
+        {
+            heads[at].receipt_tag = Some(tag);
+            heads[at].created = created;
         }
     }
-    heads.sort_by(|a, b| a.id.as_bytes().cmp(b.id.as_bytes()));
     Ok(heads)
 }
 

@@ -64,6 +64,10 @@ enum Command {
         /// One JSON document on stdout.
         #[arg(long)]
         json: bool,
+        /// Delete the candidate on this remote instead (compare-and-delete there, by a
+        /// push with leases); the local candidates are not touched.
+        #[arg(long)]
+        remote: Option<String>,
         /// The full commit id the candidate was listed with.
         #[arg(long, value_parser = parse_object_id)]
         expect: String,
@@ -108,7 +112,11 @@ pub fn run(cli: Args) -> u8 {
             let (git, namespace) = open(&common.repo, common.remote.as_deref())?;
             let candidates = list::list(&git, &namespace)?;
             Ok((
-                list::table(&candidates),
+                if common.json {
+                    String::new()
+                } else {
+                    list::table(&candidates)
+                },
                 Listed {
                     remote: common.remote.clone(),
                     candidates,
@@ -152,15 +160,24 @@ pub fn run(cli: Args) -> u8 {
         Command::Drop {
             repo,
             json,
+            remote,
             expect,
             id,
         } => answer(json, || {
             let git = candidates::open(&repo)?;
-            let dropped = drop::drop(&git, &id, &expect)?;
+            let dropped = match &remote {
+                Some(remote) => drop::drop_remote(&git, remote, &id, &expect)?,
+                None => drop::drop(&git, &id, &expect)?,
+            };
             let text = format!(
-                "dropped candidate {} ({}): {}\n",
+                "dropped candidate {} ({}){}: {}\n",
                 list::readable(&dropped.id),
                 dropped.commit,
+                dropped
+                    .remote
+                    .as_deref()
+                    .map(|r| format!(" on {}", list::readable(r)))
+                    .unwrap_or_default(),
                 dropped.refs.join(", ")
             );
             Ok((text, DroppedBody { dropped }))

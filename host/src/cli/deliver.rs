@@ -135,6 +135,9 @@ fn parse_timeout(text: &str) -> Result<Duration, String> {
 pub fn run(args: Args) -> u8 {
     let request = Request::from(args);
     if let Some((attempts, jobs)) = request.series {
+        if let Some(message) = models_mismatch(&request.argv, attempts) {
+            return super::usage_error("deliver", message);
+        }
         return run_series(&series_args(&request), attempts, jobs, &request);
     }
     let receipt = match crate::os::signals::install() {
@@ -163,6 +166,34 @@ pub fn run(args: Args) -> u8 {
     };
     super::print_json_line(&receipt.to_json());
     receipt.exit_status()
+}
+
+/// Why a series of `attempts` cannot run `argv` when it is `satyrn-host attempt` (this
+/// executable's file name, then `attempt`) with a list of several `--model`s whose length
+/// is not `attempts`; checked before any attempt starts, as `attempt` itself would refuse
+/// each one (`cli::attempt::select`). `None` for any other command.
+fn models_mismatch(argv: &[OsString], attempts: u16) -> Option<String> {
+    use clap::FromArgMatches;
+    let ours = std::env::current_exe().ok()?.file_name()?.to_owned();
+    let (program, rest) = argv.split_first()?;
+    if std::path::Path::new(program).file_name() != Some(ours.as_os_str())
+        || rest.first().is_none_or(|a| a != "attempt")
+    {
+        return None;
+    }
+    let matches = super::definition()
+        .try_get_matches_from(std::iter::once(program).chain(rest))
+        .ok()?;
+    let super::Command::Attempt(parsed) = super::Cli::from_arg_matches(&matches).ok()?.command
+    else {
+        return None;
+    };
+    let models = parsed.model.len();
+    (models > 1 && models != usize::from(attempts)).then(|| {
+        format!(
+            "the attempt command lists {models} models (--model) for {attempts} attempts (--attempts); give one model per attempt"
+        )
+    })
 }
 
 /// The command line of one attempt of `request`'s series, without the subcommand and

@@ -32,7 +32,7 @@ pub mod worktree;
 use std::ffi::OsString;
 use std::io::Write;
 use std::path::{Component, Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::code::Code;
 use crate::contract;
@@ -97,6 +97,9 @@ pub fn normalize(path: &Path) -> PathBuf {
 struct Progress {
     receipt: Receipt,
     started: bool,
+    /// The end of the command's `--timeout` budget, once the command is about to start;
+    /// the push's deadline derives from it ([`push::deadline`]).
+    budget_end: Option<Instant>,
 }
 
 impl Progress {
@@ -115,6 +118,16 @@ impl Progress {
             self.receipt.candidate_commit = None;
             self.receipt.paths.clear();
         }
+        self.receipt
+    }
+
+    /// The receipt of a candidate that exists locally although its push was stopped
+    /// (`PUSH_TIMEOUT`, `INTERRUPTED`): outcome `candidate-created`, the candidate's fields
+    /// kept.
+    fn finish_kept(mut self, code: Code, message: impl Into<String>) -> Receipt {
+        self.receipt.code = code;
+        self.receipt.message = message.into();
+        self.receipt.outcome = Outcome::CandidateCreated;
         self.receipt
     }
 }
@@ -162,6 +175,7 @@ pub fn deliver(request: &Request) -> Receipt {
             &repo_path.to_string_lossy(),
         ),
         started: false,
+        budget_end: None,
     };
 
     // 1. Contract first, then the repository.
@@ -287,22 +301,46 @@ pub fn deliver(request: &Request) -> Receipt {
     }
 }
 
-/// Step 5 of `--push`: the local candidate exists; push it create-only. A failed push
-/// withdraws the local refs, so the receipt's "nothing published" holds everywhere.
+/// Step 5 of `--push`: the local candidate exists; push it create-only, by the deadline
+/// [`push::deadline`] gives. A refused or failed push withdraws the local refs, so the
+/// receipt's "nothing published" holds everywhere; a push stopped at its deadline
+/// (`PUSH_TIMEOUT`) or by an interruption (`INTERRUPTED`) keeps them: the remote may have
+/// applied it.
 fn publish_remote(
     repo: &Git,
     remote: &str,
     (head, receipt): ((&str, &str), (&str, &str)),
     mut progress: Progress,
 ) -> Receipt {
-    let pushed = push::push(repo, remote, head, receipt);
-    let (code, message) = match pushed {
+    let started = Instant::now();
+    let deadline = push::deadline(progress.budget_end.unwrap_or(started), started);
+    let (code, message) = match push::push(repo, remote, head, receipt, deadline) {
         Ok(push::Pushed::Created) => (Code::Ok, String::new()),
         Ok(push::Pushed::Exists) => (
             Code::CandidateExists,
             format!("{} already exists on {remote}", head.0),
         ),
         Ok(push::Pushed::Failed(e)) => (Code::GitFailed, format!("cannot push to {remote}: {e}")),
+        Ok(push::Pushed::TimedOut(stderr)) => (
+            Code::PushTimeout,
+            format!(
+                "git push to {remote} did not finish within {:.1} s (what was left of --timeout, at least {} s) and its process group was stopped; whether {remote} has the candidate is unknown{}",
+                deadline.saturating_duration_since(started).as_secs_f64(),
+                push::PUSH_FLOOR.as_secs(),
+                if stderr.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (git said: {stderr})")
+                }
+            ),
+        ),
+        Ok(push::Pushed::Interrupted(signal)) => (
+            Code::Interrupted,
+            format!(
+                "deliver received {} during git push to {remote}; the push's process group was stopped; whether {remote} has the candidate is unknown",
+                signals::name(signal)
+            ),
+        ),
         Err(e) => (Code::GitFailed, format!("cannot push to {remote}: {e}")),
     };
     progress.receipt.published = Some(push::Publication {
@@ -310,8 +348,15 @@ fn publish_remote(
         pushed: code == Code::Ok,
         message: message.clone(),
     });
-    if code == Code::Ok {
-        return progress.finish(Code::Ok, "");
+    match code {
+        Code::Ok => return progress.finish(Code::Ok, ""),
+        Code::PushTimeout | Code::Interrupted => {
+            return progress.finish_kept(
+                code,
+                format!("{message}; the local candidate {} is kept", head.0),
+            );
+        }
+        _ => {}
     }
     let kept = match push::withdraw(repo, head, receipt) {
         Ok(()) => "the local candidate refs were withdrawn".to_owned(),
@@ -355,6 +400,7 @@ fn run_attempt(
     }
 
     // 3. The command.
+    progress.budget_end = Instant::now().checked_add(request.timeout);
     let finished = match command::run(&request.argv, attempt.worktree(), Some(request.timeout)) {
         Ok(f) => f,
         Err(e) => {

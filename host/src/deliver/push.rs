@@ -8,10 +8,26 @@
 //! so a rival that created it between the two is refused too. After a refusal the remote is
 //! asked (`git ls-remote`) whether the head ref exists there now: `CANDIDATE_EXISTS`, else
 //! `GIT_FAILED`. Transport and credentials are git's own.
+//!
+//! Both git calls end at a deadline ([`deadline`]: what is left of `--timeout`, at least
+//! [`PUSH_FLOOR`]); a push still running then is stopped with its process group and is
+//! [`Pushed::TimedOut`] (`PUSH_TIMEOUT`): whether the remote applied it is unknown.
+
+use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::git::{Git, GitError};
+use crate::git::{Bounded, Git, GitError};
+
+/// The least time a push gets, however much of `--timeout` the command used: 10 s.
+pub const PUSH_FLOOR: Duration = Duration::from_secs(10);
+
+/// When the push must end: the end of the command's budget (`budget_end`, the command's
+/// start plus `--timeout`), or [`PUSH_FLOOR`] after `now`, whichever is later.
+#[must_use]
+pub fn deadline(budget_end: Instant, now: Instant) -> Instant {
+    budget_end.max(now + PUSH_FLOOR)
+}
 
 /// Where the candidate was pushed, in the receipt (`published`, present only with
 /// `--push`).
@@ -34,10 +50,23 @@ pub enum Pushed {
     Exists,
     /// The push failed otherwise (`GIT_FAILED`); git's message.
     Failed(GitError),
+    /// The push did not end by the deadline and its process group was stopped
+    /// (`PUSH_TIMEOUT`): the remote may or may not have applied it. git's stderr so far.
+    TimedOut(String),
+    /// `deliver` received this interruption during the push, whose process group was
+    /// stopped (`INTERRUPTED`): the remote may or may not have applied it.
+    Interrupted(i32),
 }
 
 /// Pushes `commit` to `head_ref` and `tag` to `receipt_ref` on `remote`, both create-only,
-/// atomically (a remote without atomic-push support refuses: `Failed`).
+/// atomically (a remote without atomic-push support refuses: `Failed`), ending by
+/// `deadline` (a push still running then is `TimedOut`, one interrupted `Interrupted`; an
+/// `ls-remote` after a refusal stopped either way makes the refusal `Failed`).
+///
+/// # Process-global effects
+///
+/// Signals git's process group when the deadline passes or an interruption arrives
+/// ([`Git::output_until`]).
 ///
 /// # Errors
 ///
@@ -47,6 +76,7 @@ pub fn push(
     remote: &str,
     (head_ref, commit): (&str, &str),
     (receipt_ref, tag): (&str, &str),
+    deadline: Instant,
 ) -> Result<Pushed, GitError> {
     let lease = |name: &str| format!("--force-with-lease={name}:");
     let head_spec = format!("{commit}:{head_ref}");
@@ -66,15 +96,23 @@ pub fn push(
         &head_spec,
         &receipt_spec,
     ];
-    let out = repo.output(&args)?;
+    let out = match repo.output_until(&args, deadline)? {
+        Bounded::Finished(out) => out,
+        Bounded::TimedOut { stderr } => return Ok(Pushed::TimedOut(stderr)),
+        Bounded::Interrupted { signal, .. } => return Ok(Pushed::Interrupted(signal)),
+    };
     if out.status.success() {
         return Ok(Pushed::Created);
     }
-    let listed = repo.output(&["ls-remote", "--end-of-options", remote, head_ref])?;
-    if listed.status.success() && !listed.stdout.is_empty() {
-        Ok(Pushed::Exists)
-    } else {
-        Ok(Pushed::Failed(crate::git::failed(&args, &out)))
+    let listed = repo.output_until(
+        &["ls-remote", "--end-of-options", remote, head_ref],
+        deadline,
+    )?;
+    match listed {
+        Bounded::Finished(listed) if listed.status.success() && !listed.stdout.is_empty() => {
+            Ok(Pushed::Exists)
+        }
+        _ => Ok(Pushed::Failed(crate::git::failed(&args, &out))),
     }
 }
 
@@ -103,4 +141,27 @@ pub fn withdraw(
         input.as_bytes(),
     )?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_push_gets_what_is_left_of_the_budget_but_never_less_than_the_floor() {
+        let now = Instant::now();
+        let later = now + Duration::from_secs(300);
+        assert_eq!(deadline(later, now), later, "budget left: it is used");
+        assert_eq!(
+            deadline(now, now),
+            now + PUSH_FLOOR,
+            "budget spent: the floor"
+        );
+        let nearly = now + Duration::from_secs(3);
+        assert_eq!(
+            deadline(nearly, now),
+            now + PUSH_FLOOR,
+            "less than the floor left"
+        );
+    }
 }
