@@ -6,9 +6,11 @@
 use std::path::PathBuf;
 
 use schemars::JsonSchema;
-use serde::de::{self, DeserializeOwned, Deserializer, MapAccess, Visitor};
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use super::echo::{echo, echo_long, echo_quoted, field_path, json_error};
+use super::strict::StrictObject;
 use super::{MAX_REQUEST_BYTES, Shape, VERSION};
 use crate::operation::{self, RequestShape};
 use satyrn_mutator_core::path::MAX_PATH_BYTES;
@@ -211,87 +213,6 @@ fn take_absolute(fields: &mut Vec<(String, Value)>, key: &str) -> Result<PathBuf
     Ok(path)
 }
 
-/// The most characters of the request's own text that a message repeats.
-const MAX_ECHO_CHARS: usize = 64;
-
-/// `s` for a message: cut to [`MAX_ECHO_CHARS`] characters, so that no input, however
-/// long (or made of characters JSON escapes to six bytes), makes a long response.
-fn echo(s: &str) -> String {
-    match s.char_indices().nth(MAX_ECHO_CHARS) {
-        None => s.to_string(),
-        Some((cut, _)) => format!("{}… ({} bytes)", &s[..cut], s.len()),
-    }
-}
-
-/// Where in the arguments a deserialization failed, e.g. `edits[2].new_text`, each key cut
-/// like [`echo`]; without its last segment when `parent`.
-fn field_path(path: &serde_path_to_error::Path, parent: bool) -> String {
-    use serde_path_to_error::Segment;
-    let segments: Vec<&Segment> = path.iter().collect();
-    let keep = if parent {
-        segments.len().saturating_sub(1)
-    } else {
-        segments.len()
-    };
-    let mut out = String::new();
-    for segment in &segments[..keep] {
-        match segment {
-            Segment::Seq { index } => out.push_str(&format!("[{index}]")),
-            Segment::Map { key } | Segment::Enum { variant: key } => {
-                if !out.is_empty() {
-                    out.push('.');
-                }
-                out.push_str(&echo(key));
-            }
-            Segment::Unknown => out.push_str(".?"),
-        }
-    }
-    out
-}
-
-/// `message` with each part serde quotes in backticks (an unknown field or variant, as the
-/// request spelled it) cut like [`echo`].
-fn echo_quoted(message: &str) -> String {
-    message
-        .split('`')
-        .enumerate()
-        .map(|(i, part)| {
-            if i % 2 == 1 {
-                echo(part)
-            } else {
-                part.to_string()
-            }
-        })
-        .collect::<Vec<_>>()
-        .join("`")
-}
-
-/// serde_json's explanation, whose quoted value (written with Rust's escapes, up to ten
-/// bytes per input byte) is cut like [`echo`]; the position is kept.
-fn json_error(e: &serde_json::Error) -> String {
-    let full = e.to_string();
-    let position = format!(" at line {} column {}", e.line(), e.column());
-    let what = full.strip_suffix(&position).unwrap_or(&full);
-    format!(
-        "{}{}",
-        echo_long(what),
-        if e.line() == 0 { "" } else { &position }
-    )
-}
-
-/// Like [`echo`], but keeping both ends ([`MAX_ECHO_CHARS`] × 2 characters each), so
-/// serde_json's own words around the value (`invalid type: …, expected …`) survive.
-fn echo_long(s: &str) -> String {
-    let keep = 2 * MAX_ECHO_CHARS;
-    let count = s.chars().count();
-    if count <= 2 * keep {
-        return s.to_string();
-    }
-    let head: String = s.chars().take(keep).collect();
-    let tail: String = s.chars().skip(count - keep).collect();
-    format!("{head} … {tail}")
-}
-
 fn kind(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
@@ -300,96 +221,6 @@ fn kind(v: &Value) -> &'static str {
         Value::String(_) => "a string",
         Value::Array(_) => "an array",
         Value::Object(_) => "an object",
-    }
-}
-
-/// A JSON object read with duplicate keys refused (serde_json would keep the last).
-struct StrictObject(Vec<(String, Value)>);
-
-impl<'de> de::Deserialize<'de> for StrictObject {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct ObjectVisitor;
-        impl<'de> Visitor<'de> for ObjectVisitor {
-            type Value = StrictObject;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a JSON object")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<StrictObject, A::Error> {
-                let mut fields: Vec<(String, Value)> = Vec::new();
-                let mut seen = std::collections::HashSet::new();
-                while let Some((key, value)) = map.next_entry::<String, Strict>()? {
-                    if !seen.insert(key.clone()) {
-                        return Err(de::Error::custom(format!(
-                            "duplicate field `{}`",
-                            echo(&key)
-                        )));
-                    }
-                    fields.push((key, value.0));
-                }
-                Ok(StrictObject(fields))
-            }
-        }
-        deserializer.deserialize_map(ObjectVisitor)
-    }
-}
-
-/// Any JSON value, read with duplicate keys refused at every depth.
-struct Strict(Value);
-
-impl<'de> de::Deserialize<'de> for Strict {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct AnyVisitor;
-        impl<'de> Visitor<'de> for AnyVisitor {
-            type Value = Strict;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a JSON value")
-            }
-            fn visit_bool<E: de::Error>(self, v: bool) -> Result<Strict, E> {
-                Ok(Strict(Value::Bool(v)))
-            }
-            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Strict, E> {
-                Ok(Strict(Value::from(v)))
-            }
-            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Strict, E> {
-                Ok(Strict(Value::from(v)))
-            }
-            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Strict, E> {
-                Ok(Strict(Value::from(v)))
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<Strict, E> {
-                Ok(Strict(Value::String(v.to_string())))
-            }
-            fn visit_string<E: de::Error>(self, v: String) -> Result<Strict, E> {
-                Ok(Strict(Value::String(v)))
-            }
-            fn visit_unit<E: de::Error>(self) -> Result<Strict, E> {
-                Ok(Strict(Value::Null))
-            }
-            fn visit_none<E: de::Error>(self) -> Result<Strict, E> {
-                Ok(Strict(Value::Null))
-            }
-            fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Strict, A::Error> {
-                let mut items = Vec::new();
-                while let Some(item) = seq.next_element::<Strict>()? {
-                    items.push(item.0);
-                }
-                Ok(Strict(Value::Array(items)))
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Strict, A::Error> {
-                let mut object = serde_json::Map::new();
-                while let Some((key, value)) = map.next_entry::<String, Strict>()? {
-                    if object.contains_key(&key) {
-                        return Err(de::Error::custom(format!(
-                            "duplicate field `{}`",
-                            echo(&key)
-                        )));
-                    }
-                    object.insert(key, value.0);
-                }
-                Ok(Strict(Value::Object(object)))
-            }
-        }
-        deserializer.deserialize_any(AnyVisitor)
     }
 }
 
