@@ -12,7 +12,9 @@
 //!   exactly as `revision` opens it, by [`Tree::open_dir`];
 //! - the file is read by [`Tree::read_file`]: opened at once without following a symlink,
 //!   checked on the opened descriptor, read up to the size it had. Whatever was opened is
-//!   what is checked and hashed.
+//!   what is checked and hashed. A FIFO or device is opened before it is refused, as in
+//!   `search` (the component's host opens without blocking); `revision` inspects the
+//!   entry first and never opens one.
 //!
 //! A directory kept open from an earlier path is the directory that was at that path when
 //! it was opened, as it would be during one path's walk: the map is what the worktree held
