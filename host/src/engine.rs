@@ -280,6 +280,27 @@ impl Mutator {
             .map_err(engine_error("the component trapped in revision"))
     }
 
+    /// Asks the component for the revisions of many paths in one call (see the WIT
+    /// `revisions`): the result at index `i` is what [`Mutator::revision`] gives for
+    /// `paths[i]`.
+    ///
+    /// # Errors
+    ///
+    /// [`EngineError`] on a trap.
+    pub fn revisions(
+        &mut self,
+        paths: &[&str],
+        writable_paths: &[String],
+        private_paths: &[String],
+    ) -> Result<Vec<Result<String, RevisionError>>, EngineError> {
+        let _entered = self.runtime.enter();
+        let paths: Vec<String> = paths.iter().map(|p| (*p).to_string()).collect();
+        self.instance
+            .satyrn_mutator_mutator()
+            .call_revisions(&mut self.store, &paths, writable_paths, private_paths)
+            .map_err(engine_error("the component trapped in revisions"))
+    }
+
     /// Asks the component whether `path` matches one of `patterns`.
     ///
     /// # Errors

@@ -28,5 +28,6 @@ mod publish_limits;
 mod publish_panic;
 mod race;
 mod reuse;
+mod revisions_component;
 mod support;
 mod toolbox_component;

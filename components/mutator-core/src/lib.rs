@@ -22,6 +22,7 @@ pub mod path;
 pub mod read;
 pub mod replace;
 pub mod revision;
+pub mod revision_map;
 pub mod search;
 pub mod tree;
 pub(crate) mod walk;

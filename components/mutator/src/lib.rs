@@ -14,7 +14,9 @@ mod runtime;
 use alloc::string::String;
 use alloc::vec::Vec;
 
-use satyrn_mutator_core::{delete, edit, fnmatch, list, read, replace, search, tree, write};
+use satyrn_mutator_core::{
+    delete, edit, fnmatch, list, read, replace, revision_map, search, tree, write,
+};
 
 wit_bindgen::generate!({
     world: "mutator-component",
@@ -57,15 +59,29 @@ impl Guest for Component {
     ) -> Result<String, wit::RevisionError> {
         let worktree =
             preopen::Preopen::single().map_err(|e| wit::RevisionError::NotEditable(e.0))?;
-        match replace::revision(&worktree, &path, &writable_paths, &private_paths) {
-            Ok(r) => Ok(r.to_hex()),
-            Err(replace::RevisionError::InvalidRequest(m)) => {
-                Err(wit::RevisionError::InvalidRequest(m))
+        replace::revision(&worktree, &path, &writable_paths, &private_paths)
+            .map(|r| r.to_hex())
+            .map_err(Into::into)
+    }
+
+    fn revisions(
+        paths: Vec<String>,
+        writable_paths: Vec<String>,
+        private_paths: Vec<String>,
+    ) -> Vec<Result<String, wit::RevisionError>> {
+        let worktree = match preopen::Preopen::single() {
+            Ok(worktree) => worktree,
+            Err(e) => {
+                return paths
+                    .iter()
+                    .map(|_| Err(wit::RevisionError::NotEditable(e.0.clone())))
+                    .collect();
             }
-            Err(replace::RevisionError::Undeclared) => Err(wit::RevisionError::Undeclared),
-            Err(replace::RevisionError::Private) => Err(wit::RevisionError::Private),
-            Err(replace::RevisionError::NotEditable(m)) => Err(wit::RevisionError::NotEditable(m)),
-        }
+        };
+        revision_map::revisions(&worktree, &paths, &writable_paths, &private_paths)
+            .into_iter()
+            .map(|r| r.map(|r| r.to_hex()).map_err(Into::into))
+            .collect()
     }
 
     fn matches(path: String, patterns: Vec<String>) -> bool {
@@ -391,6 +407,17 @@ impl From<read::ReadError> for wit::ReadError {
                 },
                 message,
             }),
+        }
+    }
+}
+
+impl From<replace::RevisionError> for wit::RevisionError {
+    fn from(e: replace::RevisionError) -> Self {
+        match e {
+            replace::RevisionError::InvalidRequest(m) => Self::InvalidRequest(m),
+            replace::RevisionError::Undeclared => Self::Undeclared,
+            replace::RevisionError::Private => Self::Private,
+            replace::RevisionError::NotEditable(m) => Self::NotEditable(m),
         }
     }
 }

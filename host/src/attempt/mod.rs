@@ -10,8 +10,9 @@
 //! 4. Run Pi once ([`pi`]) in its private home ([`pi::Home`]), the prompt on its stdin, the
 //!    context file named in its environment, its stdout spooled to a regular file; a
 //!    termination signal is forwarded to it ([`child`]).
-//! 5. After Pi is reaped: copy the transcript to stdout and publish it; compute the patch
-//!    (`git diff --binary` against the captured `HEAD`) and publish it when non-empty.
+//! 5. After Pi is reaped: sweep stale publish temporaries and, at the same time, compute
+//!    the patch (`git diff --binary` against the captured `HEAD`); copy the transcript to
+//!    stdout and publish it; publish the patch when non-empty.
 //! 6. Remove the temporary directory. A cleanup failure is a visible `ATTEMPT_FAILED`
 //!    naming what was retained; a secondary error never hides the primary one.
 //!
@@ -171,7 +172,14 @@ fn attempt(options: &Options, cleanup: &mut Cleanup) -> Result<(), AttemptError>
     if !ended.status.success() {
         errors.push(format!("pi exited unsuccessfully ({})", ended.status));
     }
-    if let Err(e) = sweep_temporaries(&root, &git) {
+    // The two scans of the worktree run at once: the patch is of tracked files only, and
+    // the temporaries the sweep removes are never tracked, so neither sees the other's work.
+    let (swept, patched) = std::thread::scope(|scope| {
+        let patching = scope.spawn(|| patch(&git, &head));
+        let swept = sweep_temporaries(&root, &git);
+        (swept, patching.join())
+    });
+    if let Err(e) = swept {
         errors.push(e);
     }
     let transcript =
@@ -188,14 +196,15 @@ fn attempt(options: &Options, cleanup: &mut Cleanup) -> Result<(), AttemptError>
     {
         errors.push(e.to_string());
     }
-    match patch(&git, &head) {
-        Ok(bytes) if bytes.is_empty() => {}
-        Ok(bytes) => {
+    match patched {
+        Ok(Ok(bytes)) if bytes.is_empty() => {}
+        Ok(Ok(bytes)) => {
             if let Some(Err(e)) = patch_dest.as_ref().map(|dest| dest.publish(&bytes)) {
                 errors.push(e.to_string());
             }
         }
-        Err(e) => errors.push(format!("computing the patch failed: {e}")),
+        Ok(Err(e)) => errors.push(format!("computing the patch failed: {e}")),
+        Err(_) => errors.push("computing the patch failed: its thread panicked".to_string()),
     }
     if errors.is_empty() {
         Ok(())

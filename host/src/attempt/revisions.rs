@@ -2,9 +2,10 @@
 //! single-link regular file reached without any symlink, with its SHA-256.
 //!
 //! Tracked paths come from `git ls-files -z` (NUL-delimited, as bytes); matching and the
-//! no-follow walk are the component's (`revision`), not a second matcher in the host. On a
-//! large repository the paths are shared between a few threads, each with its own
-//! instance: hashing in the component is most of an attempt's start-up.
+//! no-follow walk are the component's (`revisions`: `revision` of many paths in one call),
+//! not a second matcher in the host. On a large repository the paths are shared between a
+//! few threads, each with its own instance and one call: hashing in the component is most
+//! of an attempt's start-up.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -71,7 +72,8 @@ pub fn map(
 }
 
 /// The revisions of `paths` that are declared writable, not private and editable, from one
-/// instance.
+/// instance and one call of the component (`revisions`: each directory opened once, each
+/// file opened, checked and read with the fewest calls).
 fn share(
     loaded: &Loaded,
     root: &RepoRoot,
@@ -79,12 +81,19 @@ fn share(
     (writable, private): (&[String], &[String]),
 ) -> Result<BTreeMap<String, String>, String> {
     let mut mutator = loaded.instantiate(root.dir()).map_err(|e| e.to_string())?;
+    let results = mutator
+        .revisions(paths, writable, private)
+        .map_err(|e| e.to_string())?;
+    if results.len() != paths.len() {
+        return Err(format!(
+            "the component returned {} revisions for {} paths",
+            results.len(),
+            paths.len()
+        ));
+    }
     let mut revisions = BTreeMap::new();
-    for path in paths {
-        match mutator
-            .revision(path, writable, private)
-            .map_err(|e| e.to_string())?
-        {
+    for (path, result) in paths.iter().zip(results) {
+        match result {
             Ok(sha) => {
                 revisions.insert((*path).to_string(), sha);
             }
