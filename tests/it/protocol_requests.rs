@@ -986,6 +986,30 @@ fn long_or_escaped_input_is_never_echoed_in_full() {
         let message = assert_short_invalid(&fx, &input, 700, what);
         assert!(message.contains("(1048576 bytes)"), "{what}: {message}");
     }
+    // A version is named by its kind unless it is a number (found by a review: a 5 MiB
+    // string came back whole, and escaped backslashes twice their size).
+    for (what, version) in [
+        ("a long version string", json!(long)),
+        ("a version of backslashes", json!("\\".repeat(1 << 20))),
+        ("a version array", json!(vec![1; 1 << 18])),
+    ] {
+        let input = with(&good, "version", version).to_string().into_bytes();
+        let message = assert_short_invalid(&fx, &input, 300, what);
+        assert!(
+            message.starts_with("unsupported protocol version a"),
+            "{what}: {message}"
+        );
+    }
+    let message = assert_short_invalid(
+        &fx,
+        with(&good, "version", json!(2)).to_string().as_bytes(),
+        300,
+        "version 2",
+    );
+    assert!(
+        message.starts_with("unsupported protocol version 2;"),
+        "{message}"
+    );
     sibling_success(&fx);
 }
 

@@ -10,11 +10,14 @@
 //!   from the previous path's as far as their segments agree (so paths sorted by bytes,
 //!   as `git ls-files` lists them, open each directory once). Each directory is opened
 //!   exactly as `revision` opens it, by [`Tree::open_dir`];
-//! - the file is read by [`Tree::read_file`]: opened at once without following a symlink,
-//!   checked on the opened descriptor, read up to the size it had. Whatever was opened is
-//!   what is checked and hashed. A FIFO or device is opened before it is refused, as in
-//!   `search` (the component's host opens without blocking); `revision` inspects the
-//!   entry first and never opens one.
+//! - the file is read by [`Tree::read_file`]: inspected without following a symlink (so a
+//!   FIFO or device is refused unopened, as `revision` refuses it), opened without
+//!   following one, checked again on the opened descriptor, read up to the size it had.
+//!   Whatever was opened is what is checked and hashed.
+//!
+//! At most [`MAX_KEPT_DIRS`] directories are kept open; a deeper path's further
+//! directories are opened one after another and each closed once the next is open, as
+//! `revision` walks, so no depth of tree runs the process out of descriptors.
 //!
 //! A directory kept open from an earlier path is the directory that was at that path when
 //! it was opened, as it would be during one path's walk: the map is what the worktree held
@@ -72,15 +75,19 @@ pub fn revisions<T: Tree + ?Sized, S: AsRef<str>>(
             let parent = open
                 .reach(tree, root, dirs)
                 .map_err(|e| RevisionError::NotEditable(e.0))?;
-            tree.read_file(parent, leaf, path, MAX_TEXT_FILE_BYTES)
+            tree.read_file(parent.get(), leaf, path, MAX_TEXT_FILE_BYTES)
                 .map(|bytes| Revision::of(&bytes))
                 .map_err(|e| RevisionError::NotEditable(e.0))
         })
         .collect()
 }
 
+/// The most directories of a parent chain kept open between paths (per call: one call per
+/// thread of the attempt's map).
+pub const MAX_KEPT_DIRS: usize = 64;
+
 /// The directories of the previous path's parent chain, outermost first, each with its
-/// segment.
+/// segment (at most [`MAX_KEPT_DIRS`]).
 struct OpenDirs<D> {
     chain: Vec<(String, D)>,
 }
@@ -91,16 +98,32 @@ impl<D> Default for OpenDirs<D> {
     }
 }
 
+/// A path's parent directory: one of the kept chain, or opened beneath it for this path.
+enum Parent<'a, D> {
+    Kept(&'a D),
+    Deep(D),
+}
+
+impl<D> Parent<'_, D> {
+    fn get(&self) -> &D {
+        match self {
+            Self::Kept(dir) => dir,
+            Self::Deep(dir) => dir,
+        }
+    }
+}
+
 impl<D> OpenDirs<D> {
     /// The directory at `dirs` beneath `root`: the kept chain as far as it agrees with
-    /// `dirs`, then each further segment opened by [`Tree::open_dir`]. On a failure the
+    /// `dirs`, then each further segment opened by [`Tree::open_dir`] (kept up to
+    /// [`MAX_KEPT_DIRS`], beyond that each closed once the next is open). On a failure the
     /// chain keeps what was reached, and the failure names the segment.
     fn reach<'a, T: Tree<Dir = D> + ?Sized>(
         &'a mut self,
         tree: &T,
         root: &'a D,
         dirs: &[&str],
-    ) -> Result<&'a D, NotEditable> {
+    ) -> Result<Parent<'a, D>, NotEditable> {
         let kept = self
             .chain
             .iter()
@@ -108,12 +131,19 @@ impl<D> OpenDirs<D> {
             .take_while(|((name, _), segment)| name == *segment)
             .count();
         self.chain.truncate(kept);
-        for depth in kept..dirs.len() {
+        let shown = |depth: usize| dirs[..=depth].join("/");
+        let keep_to = dirs.len().min(MAX_KEPT_DIRS);
+        for (depth, segment) in dirs.iter().enumerate().take(keep_to).skip(kept) {
             let parent = self.chain.last().map_or(root, |(_, dir)| dir);
-            let shown = dirs[..=depth].join("/");
-            let dir = tree.open_dir(parent, dirs[depth], &shown)?;
-            self.chain.push((String::from(dirs[depth]), dir));
+            let dir = tree.open_dir(parent, segment, &shown(depth))?;
+            self.chain.push((String::from(*segment), dir));
         }
-        Ok(self.chain.last().map_or(root, |(_, dir)| dir))
+        let last = self.chain.last().map_or(root, |(_, dir)| dir);
+        let mut deep: Option<D> = None;
+        for (depth, segment) in dirs.iter().enumerate().skip(keep_to) {
+            let parent = deep.as_ref().unwrap_or(last);
+            deep = Some(tree.open_dir(parent, segment, &shown(depth))?);
+        }
+        Ok(deep.map_or(Parent::Kept(last), Parent::Deep))
     }
 }

@@ -52,3 +52,117 @@ proptest! {
         }
     }
 }
+
+/// A [`Disk`] whose open directories are counted while they live.
+struct Counting {
+    disk: Disk,
+    live: std::rc::Rc<std::cell::Cell<usize>>,
+    most: std::cell::Cell<usize>,
+}
+
+struct Counted {
+    path: std::path::PathBuf,
+    live: std::rc::Rc<std::cell::Cell<usize>>,
+}
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.live.set(self.live.get() - 1);
+    }
+}
+
+impl Counting {
+    fn counted(&self, path: std::path::PathBuf) -> Counted {
+        self.live.set(self.live.get() + 1);
+        self.most.set(self.most.get().max(self.live.get()));
+        Counted {
+            path,
+            live: self.live.clone(),
+        }
+    }
+}
+
+use satyrn_mutator_core::tree::{Entries, EntryKind, Tree};
+use satyrn_mutator_core::worktree::NotEditable;
+
+impl Tree for Counting {
+    type Dir = Counted;
+    fn root(&self) -> Result<Counted, NotEditable> {
+        Ok(self.counted(self.disk.root()?))
+    }
+    fn open_dir(&self, dir: &Counted, name: &str, shown: &str) -> Result<Counted, NotEditable> {
+        Ok(self.counted(self.disk.open_dir(&dir.path, name, shown)?))
+    }
+    fn entries(&self, dir: &Counted, shown: &str, sizes: bool) -> Result<Entries, NotEditable> {
+        self.disk.entries(&dir.path, shown, sizes)
+    }
+    fn stat(
+        &self,
+        dir: &Counted,
+        name: &str,
+        shown: &str,
+    ) -> Result<Option<(EntryKind, u64)>, NotEditable> {
+        self.disk.stat(&dir.path, name, shown)
+    }
+    fn read_file(
+        &self,
+        dir: &Counted,
+        name: &str,
+        shown: &str,
+        max_len: u64,
+    ) -> Result<Vec<u8>, NotEditable> {
+        self.disk.read_file(&dir.path, name, shown, max_len)
+    }
+}
+
+/// A tree deeper than the kept chain: every file's revision is still `revision`'s, and no
+/// more than `MAX_KEPT_DIRS` + 3 directories (the root, the kept chain, one deep one and
+/// the next being opened) are ever open at once, whatever the depth.
+#[test]
+fn a_tree_deeper_than_the_kept_chain_keeps_few_directories_open() {
+    use satyrn_mutator_core::revision_map::MAX_KEPT_DIRS;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path().join("root");
+    let depth = MAX_KEPT_DIRS * 3;
+    let mut paths = Vec::new();
+    let mut rel = String::new();
+    for level in 0..depth {
+        rel.push_str(if rel.is_empty() { "d" } else { "/d" });
+        std::fs::create_dir_all(root.join(&rel)).expect("mkdir");
+        if level % 7 == 0 || level + 1 == depth {
+            let file = format!("{rel}/f{level}.txt");
+            std::fs::write(root.join(&file), format!("{level}\n")).expect("write");
+            paths.push(file);
+        }
+    }
+    paths.push("top.txt".to_string());
+    std::fs::write(root.join("top.txt"), "top\n").expect("write");
+    paths.sort();
+    let writable = vec!["*".to_string()];
+    let counting = Counting {
+        disk: Disk(root.clone()),
+        live: std::rc::Rc::new(std::cell::Cell::new(0)),
+        most: std::cell::Cell::new(0),
+    };
+    let batched = revisions(&counting, &paths, &writable, &[]);
+    let disk = Disk(root);
+    for (path, got) in paths.iter().zip(&batched) {
+        let one = replace::revision(&disk, path, &writable, &[]);
+        assert!(one.is_ok(), "{path}: {one:?}");
+        assert_eq!(got, &one, "{path}");
+    }
+    assert_eq!(
+        counting.live.get(),
+        0,
+        "every directory is closed after the call"
+    );
+    assert!(
+        counting.most.get() <= MAX_KEPT_DIRS + 3,
+        "{} directories were open at once for a tree {depth} deep",
+        counting.most.get()
+    );
+    assert!(
+        counting.most.get() > MAX_KEPT_DIRS,
+        "the chain is kept up to its bound"
+    );
+}

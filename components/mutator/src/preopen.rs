@@ -176,16 +176,20 @@ impl Tree for Preopen {
     }
 }
 
-/// Reads the single-link regular file `leaf` in `parent` with the fewest calls, for the
-/// walk of `search`: a no-follow open (the host's `open-at` never blocks, so a FIFO swapped
-/// in is opened without waiting and then refused), then the checks on what was opened, then
-/// reads up to the size it had. Whatever was opened is what is checked and read.
+/// Reads the single-link regular file `leaf` in `parent` with few calls, for `search` and
+/// the revision map: a no-follow `lstat` and its checks first, so a FIFO, socket or device
+/// is refused without ever being opened (in any WASI host, whose `open-at` may block on a
+/// FIFO); then a no-follow open, the same checks on what was opened, and a read up to the
+/// size it had. Whatever was opened is what is checked and read; only an entry swapped in
+/// between the `lstat` and the open is opened before it is refused (satyrn's host opens
+/// without blocking).
 fn read_opened(
     parent: &Descriptor,
     leaf: &str,
     shown: &str,
     max_len: u64,
 ) -> Result<Vec<u8>, NotEditable> {
+    check_regular(&lstat(parent, leaf, shown)?, shown, max_len)?;
     let file = parent
         .open_at(
             PathFlags::empty(),

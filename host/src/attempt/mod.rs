@@ -172,13 +172,22 @@ fn attempt(options: &Options, cleanup: &mut Cleanup) -> Result<(), AttemptError>
     if !ended.status.success() {
         errors.push(format!("pi exited unsuccessfully ({})", ended.status));
     }
-    // The two scans of the worktree run at once: the patch is of tracked files only, and
-    // the temporaries the sweep removes are never tracked, so neither sees the other's work.
+    // Both scans run under the worktree lock, so a publish still in flight (a protocol child
+    // that outlived Pi) has finished before either looks. They run at once: the patch is of
+    // tracked files only, and the temporaries the sweep removes are never tracked, so neither
+    // sees the other's work.
+    let lock = crate::lock::WorktreeLock::acquire(root.dir());
     let (swept, patched) = std::thread::scope(|scope| {
         let patching = scope.spawn(|| patch(&git, &head));
-        let swept = sweep_temporaries(&root, &git);
+        let swept = match &lock {
+            Ok(_) => sweep_temporaries(&root, &git),
+            Err(e) => Err(format!(
+                "cannot lock the worktree to sweep temporaries: {e}"
+            )),
+        };
         (swept, patching.join())
     });
+    drop(lock);
     if let Err(e) = swept {
         errors.push(e);
     }
@@ -215,11 +224,9 @@ fn attempt(options: &Options, cleanup: &mut Cleanup) -> Result<(), AttemptError>
 
 /// Removes the publish temporaries (`.<name>.satyrn-<pid>-<nonce>.tmp`) that a
 /// `satyrn-host protocol` killed by `SIGKILL` mid-publish may have left, so they never reach
-/// the patch or a candidate. Runs after Pi exited, under the worktree lock, so no publish
-/// is in flight; each removal is reported on stderr.
+/// the patch or a candidate. Runs after Pi exited, with the worktree lock held by the
+/// caller, so no publish is in flight; each removal is reported on stderr.
 fn sweep_temporaries(root: &RepoRoot, git: &Git) -> Result<(), String> {
-    let _lock = crate::lock::WorktreeLock::acquire(root.dir())
-        .map_err(|e| format!("cannot lock the worktree to sweep temporaries: {e}"))?;
     let untracked = git
         .run(&["ls-files", "-z", "--others", "--full-name"])
         .map_err(|e| format!("listing untracked files failed: {e}"))?;

@@ -82,8 +82,13 @@ pub(super) fn parse(input: &[u8]) -> Result<Request, (Shape, String)> {
     let mut fields = object.0;
     let version = take(&mut fields, "version").map_err(fail)?;
     if version.as_u64() != Some(VERSION) {
+        // Only a number is repeated, and cut like any text of the request.
+        let asked = match &version {
+            Value::Number(n) => echo(&n.to_string()),
+            other => kind(other).to_string(),
+        };
         return Err(fail(format!(
-            "unsupported protocol version {version}; this host speaks version {VERSION}"
+            "unsupported protocol version {asked}; this host speaks version {VERSION}"
         )));
     }
     let operation = take_string(&mut fields, "operation").map_err(fail)?;
@@ -163,6 +168,7 @@ where
     if requires_revision && !fields.iter().any(|(k, _)| k == "expected_sha256") {
         return Err("missing field `expected_sha256`".to_string());
     }
+    foreign_selectors(&fields)?;
     let object = Value::Object(fields.into_iter().collect());
     let args: T = serde_path_to_error::deserialize(object).map_err(|e| {
         let inner = e.inner().to_string();
@@ -178,6 +184,28 @@ where
     })?;
     args.shape()?;
     Ok(args)
+}
+
+/// An edit that carries the other kind's selector at all (even `null`: the request model
+/// reads a `null` selector as absent) is refused, as every unknown field of an edit is.
+fn foreign_selectors(fields: &[(String, Value)]) -> Result<(), String> {
+    let Some((_, Value::Array(edits))) = fields.iter().find(|(k, _)| k == "edits") else {
+        return Ok(());
+    };
+    for (i, edit) in edits.iter().enumerate() {
+        let foreign = match edit.get("op").and_then(Value::as_str) {
+            Some("replace") => "anchor_text",
+            Some("insert_after") => "old_text",
+            _ => continue,
+        };
+        if edit.get(foreign).is_some() {
+            let op = edit.get("op").and_then(Value::as_str).unwrap_or_default();
+            return Err(format!(
+                "edits[{i}]: unknown field `{foreign}` in a {op} edit"
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn take(fields: &mut Vec<(String, Value)>, key: &str) -> Result<Value, String> {
@@ -288,6 +316,38 @@ mod tests {
                 refused,
                 format!("unknown field `anchor_text` in a {operation} request")
             );
+        }
+    }
+
+    /// The other kind's selector is refused even when `null`; without it the same edit is
+    /// accepted.
+    #[test]
+    fn an_edit_carrying_the_other_kinds_selector_is_refused_even_null() {
+        for (op, own, foreign) in [
+            ("replace", "old_text", "anchor_text"),
+            ("insert_after", "anchor_text", "old_text"),
+        ] {
+            let fields = |edit: Value| {
+                vec![
+                    ("path".to_string(), json!("a.txt")),
+                    ("expected_sha256".to_string(), Value::Null),
+                    ("edits".to_string(), json!([edit])),
+                ]
+            };
+            let plain = json!({"op": op, own: "a", "new_text": "b"});
+            assert!(
+                operation_args("edit", fields(plain.clone())).is_ok(),
+                "{op}"
+            );
+            for value in [Value::Null, json!("a")] {
+                let mut edit = plain.clone();
+                edit[foreign] = value;
+                let refused = operation_args("edit", fields(edit)).expect_err("refused");
+                assert_eq!(
+                    refused,
+                    format!("edits[0]: unknown field `{foreign}` in a {op} edit")
+                );
+            }
         }
     }
 
