@@ -521,6 +521,39 @@ fn wait_until(child: &std::process::Child, deadline: Instant) -> std::io::Result
     }
 }
 
+/// The arguments of an atomic, lease-guarded `git push` to `remote`: each `(ref, expected)`
+/// lease is `--force-with-lease=REF:EXPECTED` (an empty `expected` expects the ref to be
+/// absent), then `refspecs`; hooks, signing and submodule pushes off, porcelain output, and
+/// `--end-of-options` before the remote so no name is read as an option. `deliver --push`
+/// and `candidates drop --remote` both push with these.
+#[must_use]
+pub fn atomic_push_args(
+    leases: &[(String, String)],
+    remote: &str,
+    refspecs: &[String],
+) -> Vec<String> {
+    let mut args: Vec<String> = [
+        "push",
+        "--quiet",
+        "--porcelain",
+        "--atomic",
+        "--no-verify",
+        "--no-signed",
+        "--recurse-submodules=no",
+    ]
+    .map(str::to_owned)
+    .to_vec();
+    args.extend(
+        leases
+            .iter()
+            .map(|(name, expected)| format!("--force-with-lease={name}:{expected}")),
+    );
+    args.push("--end-of-options".to_owned());
+    args.push(remote.to_owned());
+    args.extend(refspecs.iter().cloned());
+    args
+}
+
 /// The [`GitError::Failed`] for a finished git process.
 #[must_use]
 pub fn failed<S: AsRef<OsStr>>(args: &[S], out: &Output) -> GitError {

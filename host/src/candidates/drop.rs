@@ -68,15 +68,13 @@ pub fn drop(git: &Git, id: &str, expected: &str) -> Result<Dropped, Error> {
             remote: None,
         });
     }
-    match super::find(git, &namespace, id) {
-        Ok(now) if now.commit != expected => Err(Error::Changed {
-            id: id.to_owned(),
-            expected: expected.to_owned(),
-            found: Some(now.commit),
-        }),
-        Err(Error::NotFound(_)) => Err(Error::NotFound(id.to_owned())),
-        _ => Err(Error::Git(crate::git::failed(&args, &out))),
-    }
+    Err(refused(
+        super::find(git, &namespace, id),
+        id,
+        expected,
+        &args,
+        &out,
+    ))
 }
 
 /// Deletes candidate `id` on `remote` if its head ref there names `expected`: the remote's
@@ -104,25 +102,8 @@ pub fn drop_remote(git: &Git, remote: &str, id: &str, expected: &str) -> Result<
     if let Some(tag) = &candidate.receipt_tag {
         leased.push((there.receipt_ref(id), tag.clone()));
     }
-    let mut args: Vec<String> = [
-        "push",
-        "--quiet",
-        "--porcelain",
-        "--atomic",
-        "--no-verify",
-        "--no-signed",
-        "--recurse-submodules=no",
-    ]
-    .map(str::to_owned)
-    .to_vec();
-    args.extend(
-        leased
-            .iter()
-            .map(|(name, value)| format!("--force-with-lease={name}:{value}")),
-    );
-    args.push("--end-of-options".to_owned());
-    args.push(remote.to_owned());
-    args.extend(leased.iter().map(|(name, _)| format!(":{name}")));
+    let deletions: Vec<String> = leased.iter().map(|(name, _)| format!(":{name}")).collect();
+    let args = crate::git::atomic_push_args(&leased, remote, &deletions);
     let out = git.output(&args)?;
     let now = super::remote::mirror(git, remote).and_then(|m| super::find(git, &m, id));
     if out.status.success() {
@@ -133,13 +114,25 @@ pub fn drop_remote(git: &Git, remote: &str, id: &str, expected: &str) -> Result<
             remote: Some(remote.to_owned()),
         });
     }
+    Err(refused(now, id, expected, &args, &out))
+}
+
+/// Why a deletion git refused did not happen, from what the candidate is `now`: it names
+/// another commit (`Changed`), it is gone (`NotFound`), or git failed for another reason.
+fn refused<S: AsRef<std::ffi::OsStr>>(
+    now: Result<super::Candidate, Error>,
+    id: &str,
+    expected: &str,
+    args: &[S],
+    out: &std::process::Output,
+) -> Error {
     match now {
-        Ok(now) if now.commit != expected => Err(Error::Changed {
+        Ok(now) if now.commit != expected => Error::Changed {
             id: id.to_owned(),
             expected: expected.to_owned(),
             found: Some(now.commit),
-        }),
-        Err(Error::NotFound(_)) => Err(Error::NotFound(id.to_owned())),
-        _ => Err(Error::Git(crate::git::failed(&args, &out))),
+        },
+        Err(Error::NotFound(_)) => Error::NotFound(id.to_owned()),
+        _ => Error::Git(crate::git::failed(args, out)),
     }
 }

@@ -78,24 +78,17 @@ pub fn push(
     (receipt_ref, tag): (&str, &str),
     deadline: Instant,
 ) -> Result<Pushed, GitError> {
-    let lease = |name: &str| format!("--force-with-lease={name}:");
-    let head_spec = format!("{commit}:{head_ref}");
-    let receipt_spec = format!("{tag}:{receipt_ref}");
-    let args = [
-        "push",
-        "--quiet",
-        "--porcelain",
-        "--atomic",
-        "--no-verify",
-        "--no-signed",
-        "--recurse-submodules=no",
-        &lease(head_ref),
-        &lease(receipt_ref),
-        "--end-of-options",
+    let args = crate::git::atomic_push_args(
+        &[
+            (head_ref.to_owned(), String::new()),
+            (receipt_ref.to_owned(), String::new()),
+        ],
         remote,
-        &head_spec,
-        &receipt_spec,
-    ];
+        &[
+            format!("{commit}:{head_ref}"),
+            format!("{tag}:{receipt_ref}"),
+        ],
+    );
     let out = match repo.output_until(&args, deadline)? {
         Bounded::Finished(out) => out,
         Bounded::TimedOut { stderr } => return Ok(Pushed::TimedOut(stderr)),
