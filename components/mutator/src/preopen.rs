@@ -56,21 +56,7 @@ impl Worktree for Preopen {
         for (depth, segment) in dirs.iter().enumerate() {
             let shown = segments[..=depth].join("/");
             let parent = current.as_ref().unwrap_or(&self.root);
-            let stat = lstat(parent, segment, &shown)?;
-            match stat.type_ {
-                DescriptorType::Directory => {}
-                DescriptorType::SymbolicLink => return Err(symlink(&shown)),
-                _ => return Err(NotEditable(format!("`{shown}` is not a directory"))),
-            }
-            let dir = parent
-                .open_at(
-                    PathFlags::empty(),
-                    segment,
-                    OpenFlags::DIRECTORY,
-                    DescriptorFlags::READ,
-                )
-                .map_err(|e| io_error(&shown, e))?;
-            current = Some(dir);
+            current = Some(open_subdir(parent, segment, &shown)?);
         }
         let parent = current.as_ref().unwrap_or(&self.root);
         read_leaf(parent, leaf, &segments.join("/"), max_len)
@@ -103,21 +89,7 @@ impl Tree for Preopen {
 
     fn open_dir(&self, dir: &Dir, name: &str, shown: &str) -> Result<Dir, NotEditable> {
         let parent = self.descriptor(dir);
-        let stat = lstat(parent, name, shown)?;
-        match stat.type_ {
-            DescriptorType::Directory => {}
-            DescriptorType::SymbolicLink => return Err(symlink(shown)),
-            _ => return Err(NotEditable(format!("`{shown}` is not a directory"))),
-        }
-        parent
-            .open_at(
-                PathFlags::empty(),
-                name,
-                OpenFlags::DIRECTORY,
-                DescriptorFlags::READ,
-            )
-            .map(Dir::Sub)
-            .map_err(|e| io_error(shown, e))
+        open_subdir(parent, name, shown).map(Dir::Sub)
     }
 
     fn entries(&self, dir: &Dir, shown: &str, sizes: bool) -> Result<Entries, NotEditable> {
@@ -190,14 +162,7 @@ fn read_opened(
     max_len: u64,
 ) -> Result<Vec<u8>, NotEditable> {
     check_regular(&lstat(parent, leaf, shown)?, shown, max_len)?;
-    let file = parent
-        .open_at(
-            PathFlags::empty(),
-            leaf,
-            OpenFlags::empty(),
-            DescriptorFlags::READ,
-        )
-        .map_err(|e| io_error(shown, e))?;
+    let file = open_leaf(parent, leaf, shown)?;
     let opened = file.stat().map_err(|e| io_error(shown, e))?;
     check_regular(&opened, shown, max_len)?;
     let size = opened.size;
@@ -213,6 +178,38 @@ fn read_opened(
         }
     }
     Ok(content)
+}
+
+/// Opens the directory `name` in `parent`: `lstat` first (a symlink or anything but a
+/// directory is refused, never followed), then a no-follow `open-at` of a directory.
+fn open_subdir(parent: &Descriptor, name: &str, shown: &str) -> Result<Descriptor, NotEditable> {
+    let stat = lstat(parent, name, shown)?;
+    match stat.type_ {
+        DescriptorType::Directory => {}
+        DescriptorType::SymbolicLink => return Err(symlink(shown)),
+        _ => return Err(NotEditable(format!("`{shown}` is not a directory"))),
+    }
+    parent
+        .open_at(
+            PathFlags::empty(),
+            name,
+            OpenFlags::DIRECTORY,
+            DescriptorFlags::READ,
+        )
+        .map_err(|e| io_error(shown, e))
+}
+
+/// Opens `leaf` in `parent` for reading without following a symlink (the flags every read
+/// of a file uses).
+fn open_leaf(parent: &Descriptor, leaf: &str, shown: &str) -> Result<Descriptor, NotEditable> {
+    parent
+        .open_at(
+            PathFlags::empty(),
+            leaf,
+            OpenFlags::empty(),
+            DescriptorFlags::READ,
+        )
+        .map_err(|e| io_error(shown, e))
 }
 
 fn shown_or_root(shown: &str) -> &str {
@@ -242,14 +239,7 @@ fn read_leaf(
     let before = parent
         .metadata_hash_at(PathFlags::empty(), leaf)
         .map_err(|e| io_error(shown, e))?;
-    let file = parent
-        .open_at(
-            PathFlags::empty(),
-            leaf,
-            OpenFlags::empty(),
-            DescriptorFlags::READ,
-        )
-        .map_err(|e| io_error(shown, e))?;
+    let file = open_leaf(parent, leaf, shown)?;
     let opened = file.stat().map_err(|e| io_error(shown, e))?;
     let after = file.metadata_hash().map_err(|e| io_error(shown, e))?;
     if (before.lower, before.upper) != (after.lower, after.upper) {
