@@ -188,6 +188,8 @@ where
 
 /// An edit that carries the other kind's selector at all (even `null`: the request model
 /// reads a `null` selector as absent) is refused, as every unknown field of an edit is.
+/// This strictness is the protocol's own: the MCP server keeps reading `null` as absent,
+/// because models often fill optional arguments with `null`.
 fn foreign_selectors(fields: &[(String, Value)]) -> Result<(), String> {
     let Some((_, Value::Array(edits))) = fields.iter().find(|(k, _)| k == "edits") else {
         return Ok(());
