@@ -30,14 +30,15 @@ pub struct AdminLock {
 
 impl AdminLock {
     /// Waits (up to [`WAIT`], and not past a signal recorded by [`signals`]) for the lock of
-    /// the repository `repo` is in.
+    /// the repository `repo` is in; `on_wait` is called once, with the common directory,
+    /// when the lock is not free at the first try.
     ///
     /// # Errors
     ///
     /// Why it is not held: the common directory cannot be found or opened, `flock` is not
     /// supported, a signal arrived, or the wait ran out. Callers go on without it (the
     /// race it prevents is rare and ends in `GIT_FAILED`, never in a wrong result).
-    pub fn acquire(repo: &Git) -> Result<Self, LockError> {
+    pub fn acquire(repo: &Git, on_wait: impl FnOnce(&str)) -> Result<Self, LockError> {
         let dir = repo
             .line(&["rev-parse", "--path-format=absolute", "--git-common-dir"])
             .map_err(LockError::CommonDir)?;
@@ -51,10 +52,15 @@ impl AdminLock {
             source: e.into(),
         })?;
         let end = Instant::now() + WAIT;
+        let mut on_wait = Some(on_wait);
         loop {
             match flock(&fd, FlockOperation::NonBlockingLockExclusive) {
                 Ok(()) => return Ok(Self { _dir: fd }),
-                Err(rustix::io::Errno::WOULDBLOCK | rustix::io::Errno::INTR) => {}
+                Err(rustix::io::Errno::WOULDBLOCK | rustix::io::Errno::INTR) => {
+                    if let Some(tell) = on_wait.take() {
+                        tell(&dir);
+                    }
+                }
                 Err(e) => {
                     return Err(LockError::Lock {
                         dir,
@@ -76,11 +82,19 @@ impl AdminLock {
     }
 }
 
-/// [`AdminLock::acquire`], reporting a failure on stderr (unless a signal ended the wait)
-/// and going on without the lock.
+/// [`AdminLock::acquire`], saying on stderr when it has to wait and when it failed (unless
+/// a signal ended the wait), and going on without the lock.
 #[must_use]
 pub fn acquire_or_warn(repo: &Git) -> Option<AdminLock> {
-    match AdminLock::acquire(repo) {
+    let waiting = |dir: &str| {
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr(),
+            "satyrn-host deliver: waiting for the worktree lock of {dir} (another deliver holds it; at most {} s)",
+            WAIT.as_secs()
+        );
+    };
+    match AdminLock::acquire(repo, waiting) {
         Ok(lock) => Some(lock),
         Err(LockError::Interrupted) => None,
         Err(_) if signals::received().is_some() => None,

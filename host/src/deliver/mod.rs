@@ -156,6 +156,14 @@ impl Pending {
     }
 }
 
+/// The message of a signal that arrived before the attempt's worktree existed.
+fn interrupted_before_start(signal: i32) -> String {
+    format!(
+        "deliver received {} before the attempt started; nothing was created",
+        signals::name(signal)
+    )
+}
+
 fn interrupted_message(signal: i32) -> String {
     format!(
         "deliver received {}; the attempt was stopped and cleaned up",
@@ -196,7 +204,7 @@ pub fn deliver(request: &Request) -> Receipt {
         return progress.finish(e.code(), e.to_string());
     }
     if let Some(s) = signals::received() {
-        return progress.finish(Code::Interrupted, interrupted_message(s));
+        return progress.finish(Code::Interrupted, interrupted_before_start(s));
     }
 
     // 2. The pinned base and the worktree.
@@ -209,6 +217,9 @@ pub fn deliver(request: &Request) -> Receipt {
     progress.receipt.base_commit = Some(base.clone());
     // Held from the stale pruning to the worktree's registration (see `admin_lock`).
     let lock = admin_lock::acquire_or_warn(&repo);
+    if let Some(s) = signals::received() {
+        return progress.finish(Code::Interrupted, interrupted_before_start(s));
+    }
     for note in stale::prune(&repo) {
         let _ = writeln!(std::io::stderr(), "satyrn-host deliver: {note}");
     }
