@@ -14,7 +14,9 @@ use crate::deliver_support::*;
 use crate::support::{ContractFile, dir_entries};
 
 /// An exclusive `flock` on `root/.git`, as `deliver` takes it; released on drop.
-struct HeldLock(std::fs::File);
+struct HeldLock {
+    _dir: std::fs::File,
+}
 
 impl HeldLock {
     fn take(root: &Path) -> Self {
@@ -22,7 +24,7 @@ impl HeldLock {
         // SAFETY: `flock` on a descriptor this function owns; no memory is passed.
         let rc = unsafe { libc::flock(dir.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
         assert_eq!(rc, 0, "flock: {}", std::io::Error::last_os_error());
-        Self(dir)
+        Self { _dir: dir }
     }
 }
 
