@@ -447,6 +447,7 @@ impl Git {
         };
         let mut cmd = self.command(args)?;
         cmd.process_group(0);
+        crate::os::process::end_with_parent(&mut cmd, rustix::process::Signal::TERM);
         let mut child = cmd.spawn().map_err(spawn_error)?;
         let stdout = read_in_thread(child.stdout.take());
         let stderr = read_in_thread(child.stderr.take());

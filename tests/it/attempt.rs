@@ -1065,6 +1065,58 @@ fn sigterm_to_the_attempt_is_forwarded_to_pi_and_reported() {
     assert!(!private.exists(), "the private directory was not removed");
 }
 
+/// `SIGKILL` cannot be caught or forwarded: Pi gets `SIGTERM` from the kernel when the
+/// attempt dies (its parent-death signal), so no Pi outlives a killed attempt.
+#[test]
+fn sigkill_to_the_attempt_ends_pi_with_it() {
+    let fx = Fixture::new();
+    let slow_pi = fx.outside.path().join("slow-pi");
+    let started = fx.dest("pi-pid");
+    let got = fx.dest("pi-got-signal");
+    std::fs::write(
+        &slow_pi,
+        format!(
+            "#!/usr/bin/env python3\nimport os, signal, sys, time\n\
+             def on_term(sig, frame):\n    open({got:?}, 'w').write(str(sig)); sys.exit(143)\n\
+             signal.signal(signal.SIGTERM, on_term)\n\
+             open({started:?} + '.tmp', 'w').write(str(os.getpid()))\n\
+             os.rename({started:?} + '.tmp', {started:?})\n\
+             time.sleep(60)\n",
+            got = got.to_str().expect("utf8"),
+            started = started.to_str().expect("utf8"),
+        ),
+    )
+    .expect("write");
+    std::fs::set_permissions(&slow_pi, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let mut child = fx
+        .command(&[])
+        .env("SATYRN_PI_BIN", &slow_pi)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let limit = std::time::Duration::from_secs(30);
+    assert!(
+        crate::deliver_support::poll_until(limit, || started.exists()),
+        "Pi never started"
+    );
+    let pi: i32 = std::fs::read_to_string(&started)
+        .expect("pid")
+        .parse()
+        .expect("a pid");
+    assert!(crate::deliver_support::alive(pi));
+    child.kill().expect("SIGKILL the attempt");
+    child.wait().expect("reap the attempt");
+    assert!(
+        crate::deliver_support::poll_until(limit, || !crate::deliver_support::alive(pi)),
+        "Pi outlived the killed attempt"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&got).expect("Pi got a signal"),
+        "15"
+    );
+}
+
 #[test]
 fn usage_and_check_refusals_run_no_pi() {
     let fx = Fixture::new();

@@ -518,6 +518,46 @@ fn a_signal_during_a_hanging_push_stops_it_and_keeps_the_local_candidate() {
     assert_stopped_push_kept_locally(&fleet, &server, &run, "stopped");
 }
 
+/// `SIGKILL` to `deliver` while its push hangs: the kernel ends the push with it (the
+/// push's parent-death signal), so no `git push` is left talking to the remote.
+#[test]
+fn sigkill_to_deliver_during_a_hanging_push_ends_the_push_too() {
+    let fleet = Fleet::new();
+    let server = SilentServer::start();
+    let mut child = spawn_push_to_silent(&fleet, &server, "killed", "60");
+    let pid = child.id();
+    let pushers: Vec<u32> = crate::deliver_support::descendants(pid)
+        .into_iter()
+        .filter(|p| {
+            std::fs::read(format!("/proc/{p}/cmdline"))
+                .is_ok_and(|c| c.split(|b| *b == 0).any(|arg| arg == b"push"))
+        })
+        .collect();
+    assert!(!pushers.is_empty(), "no git push below deliver");
+    child.kill().expect("SIGKILL deliver");
+    child.wait().expect("reap deliver");
+    let limit = Duration::from_secs(15);
+    for p in &pushers {
+        let p = i32::try_from(*p).expect("pid");
+        assert!(
+            poll_until(limit, || !crate::deliver_support::alive(p)),
+            "git push {p} outlived the killed deliver"
+        );
+    }
+    assert!(
+        poll_until(limit, || {
+            server.closed.load(Ordering::SeqCst) == server.accepted.load(Ordering::SeqCst)
+        }),
+        "a connection of the push stayed open"
+    );
+    assert!(
+        !fleet
+            .remote_refs()
+            .contains("refs/satyrn/candidates/killed/"),
+        "nothing reached the bare remote"
+    );
+}
+
 /// `candidates drop --remote REMOTE --expect COMMIT ID`: compare-and-delete on the remote.
 /// A wrong `--expect` is `CANDIDATE_CHANGED` and leaves the remote as it was; the right one
 /// deletes exactly the candidate's two refs there (the pushing machine's local candidate

@@ -154,6 +154,7 @@ fn attempt(options: &Options, cleanup: &mut Cleanup) -> Result<(), AttemptError>
     if let Some(signal) = signals::received() {
         return Err(AttemptError::Interrupted(signal));
     }
+    crate::os::process::end_with_parent(&mut cmd, rustix::process::Signal::TERM);
     let mut pi_child = cmd.spawn().map_err(|source| AttemptError::Spawn {
         program: PathBuf::from(&program),
         source,

@@ -199,7 +199,6 @@ pub fn run(exe: &Path, args: &[OsString], attempts: u16, jobs: u16) -> Summary {
 }
 
 fn spawn(exe: &Path, args: &[OsString], index: u16, attempts: u16) -> std::io::Result<Running> {
-    use std::os::unix::process::CommandExt;
     let mut cmd = Command::new(exe);
     cmd.args(child_args(args, index))
         .env(INDEX_VAR, index.to_string())
@@ -207,18 +206,7 @@ fn spawn(exe: &Path, args: &[OsString], index: u16, attempts: u16) -> std::io::R
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit());
-    let parent = rustix::process::getpid();
-    // SAFETY: the closure makes only raw, async-signal-safe system calls (prctl(2),
-    // getppid(2)) on copied integers; nothing allocates between fork and exec.
-    unsafe {
-        cmd.pre_exec(move || {
-            rustix::process::set_parent_process_death_signal(Some(Signal::TERM))?;
-            if rustix::process::getppid() != Some(parent) {
-                return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
-            }
-            Ok(())
-        });
-    }
+    crate::os::process::end_with_parent(&mut cmd, Signal::TERM);
     let mut child = cmd.spawn()?;
     let mut pipe = child
         .stdout

@@ -41,6 +41,34 @@ pub fn pidfd_of(child: &Child) -> io::Result<OwnedFd> {
     )?)
 }
 
+/// Makes the process `cmd` starts get `signal` when this process dies, however it dies
+/// (`PR_SET_PDEATHSIG`), so a `SIGKILL` to this process leaves no such child running. A
+/// parent that died between fork and exec fails the spawn (`ESRCH`) instead of leaving an
+/// orphan that would never get the signal.
+///
+/// Linux sends the signal when the *thread* that spawned the child ends: spawn from a
+/// thread that lives as long as the child is needed (every caller spawns from the main
+/// thread). Only the child itself is signalled, not what it starts.
+///
+/// # Process-global effects
+///
+/// None in this process; the child's parent-death signal is set between fork and exec.
+pub fn end_with_parent(cmd: &mut std::process::Command, signal: Signal) {
+    use std::os::unix::process::CommandExt;
+    let parent = rustix::process::getpid();
+    // SAFETY: the closure makes only raw, async-signal-safe system calls (prctl(2),
+    // getppid(2)) on copied values; nothing allocates between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            rustix::process::set_parent_process_death_signal(Some(signal))?;
+            if rustix::process::getppid() != Some(parent) {
+                return Err(io::Error::from_raw_os_error(libc::ESRCH));
+            }
+            Ok(())
+        });
+    }
+}
+
 /// Stops the process group `pgid`: nothing to do when no member is alive; otherwise
 /// `SIGTERM`, up to [`GRACE`] for the members to exit, then `SIGKILL` and a bounded wait
 /// (2 s) for them to die. Call it before reaping the group's leader.
