@@ -15,6 +15,7 @@ mod deliver_signals;
 mod deliver_support;
 mod deliver_warnings;
 mod edit_component;
+mod faults;
 mod fnmatch_differential;
 mod mcp;
 mod protocol_common;

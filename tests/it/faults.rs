@@ -1,0 +1,163 @@
+//! Real operating-system failures on demand, for the paths no healthy machine takes.
+//!
+//! [`inject`] installs a seccomp filter in a child between fork and exec: from its `exec`
+//! on, the chosen system calls of that child (and of everything it starts) fail with the
+//! chosen `errno`, returned by the kernel itself. The code under test sees exactly what a
+//! failing disk (`EIO` from `fsync`), an old kernel (`ENOSYS`) or a file system without a
+//! feature (`EINVAL` from `renameat2(RENAME_EXCHANGE)`) would give it; nothing in the binary
+//! under test knows. Every test that uses it also runs the same request without the filter
+//! (its real sibling).
+
+use std::os::unix::process::CommandExt;
+use std::process::Command;
+
+/// One system call to fail: `syscall` (a `libc::SYS_*` number) fails with `errno`, and
+/// with `flags` set, only when its argument `arg` has one of those bits.
+#[derive(Debug, Clone, Copy)]
+pub struct Fault {
+    pub syscall: libc::c_long,
+    pub errno: i32,
+    pub when: Option<(usize, u32)>,
+}
+
+impl Fault {
+    /// Every call of `syscall` fails with `errno`.
+    pub fn always(syscall: libc::c_long, errno: i32) -> Self {
+        Self {
+            syscall,
+            errno,
+            when: None,
+        }
+    }
+
+    /// Calls of `syscall` whose argument `arg` (0-based) has a bit of `flags` fail with
+    /// `errno` (the low 32 bits of the argument are compared).
+    pub fn with_flags(syscall: libc::c_long, arg: usize, flags: u32, errno: i32) -> Self {
+        Self {
+            syscall,
+            errno,
+            when: Some((arg, flags)),
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+const AUDIT_ARCH: u32 = 0xC000_003E;
+#[cfg(target_arch = "aarch64")]
+const AUDIT_ARCH: u32 = 0xC000_00B7;
+
+const OFFSET_NR: u32 = 0;
+const OFFSET_ARCH: u32 = 4;
+const OFFSET_ARGS: u32 = 16;
+
+fn stmt(code: u32, k: u32) -> libc::sock_filter {
+    jump(code, k, 0, 0)
+}
+
+fn jump(code: u32, k: u32, jt: u8, jf: u8) -> libc::sock_filter {
+    libc::sock_filter {
+        code: u16::try_from(code).expect("a BPF opcode"),
+        jt,
+        jf,
+        k,
+    }
+}
+
+/// The filter program: calls of another architecture and unlisted calls are allowed.
+fn program(faults: &[Fault]) -> Vec<libc::sock_filter> {
+    use libc::{BPF_ABS, BPF_JEQ, BPF_JMP, BPF_JSET, BPF_K, BPF_LD, BPF_RET, BPF_W};
+    let load = |offset| stmt(BPF_LD | BPF_W | BPF_ABS, offset);
+    let errno = |e: i32| {
+        stmt(
+            BPF_RET | BPF_K,
+            libc::SECCOMP_RET_ERRNO | (u32::try_from(e).expect("errno") & libc::SECCOMP_RET_DATA),
+        )
+    };
+    let allow = stmt(BPF_RET | BPF_K, libc::SECCOMP_RET_ALLOW);
+    let mut prog = vec![
+        load(OFFSET_ARCH),
+        jump(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH, 1, 0),
+        allow,
+        load(OFFSET_NR),
+    ];
+    for fault in faults {
+        let nr = u32::try_from(fault.syscall).expect("a system call number");
+        match fault.when {
+            None => {
+                prog.push(jump(BPF_JMP | BPF_JEQ | BPF_K, nr, 0, 1));
+                prog.push(errno(fault.errno));
+            }
+            Some((arg, flags)) => {
+                let offset = OFFSET_ARGS + 8 * u32::try_from(arg).expect("argument index");
+                prog.push(jump(BPF_JMP | BPF_JEQ | BPF_K, nr, 0, 4));
+                prog.push(load(offset));
+                prog.push(jump(BPF_JMP | BPF_JSET | BPF_K, flags, 0, 1));
+                prog.push(errno(fault.errno));
+                prog.push(load(OFFSET_NR));
+            }
+        }
+    }
+    prog.push(allow);
+    prog
+}
+
+/// Makes `cmd`'s process fail the `faults` from its `exec` on (see the module's docs).
+pub fn inject(cmd: &mut Command, faults: &[Fault]) {
+    let filter = program(faults);
+    // SAFETY: between fork and exec the closure makes only the two prctl(2) calls, on a
+    // program built (and so allocated) before the fork and alive for the closure's life.
+    unsafe {
+        cmd.pre_exec(move || {
+            let prog = libc::sock_fprog {
+                len: u16::try_from(filter.len()).expect("a short program"),
+                filter: filter.as_ptr().cast_mut(),
+            };
+            if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0
+                || libc::prctl(
+                    libc::PR_SET_SECCOMP,
+                    libc::SECCOMP_MODE_FILTER,
+                    &raw const prog,
+                ) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
+/// The filter fails exactly the chosen call: `dd conv=fsync` fails with the injected `EIO`
+/// of `fsync`, succeeds when only `fdatasync` is failed, and fails to open its output when
+/// opens with `O_TRUNC` fail.
+#[test]
+fn an_injected_fault_fails_exactly_the_chosen_call() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("out");
+    let dd = |faults: &[Fault]| {
+        let mut cmd = Command::new("dd");
+        cmd.arg("if=/dev/zero")
+            .arg(format!("of={}", out.display()))
+            .args(["bs=1k", "count=1", "conv=fsync", "status=none"]);
+        inject(&mut cmd, faults);
+        cmd.output().expect("run dd")
+    };
+    let failed = dd(&[Fault::always(libc::SYS_fsync, libc::EIO)]);
+    assert!(!failed.status.success());
+    let said = String::from_utf8_lossy(&failed.stderr);
+    assert!(said.contains("Input/output error"), "{said}");
+    let ok = dd(&[Fault::always(libc::SYS_fdatasync, libc::EIO)]);
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    assert_eq!(std::fs::read(&out).expect("written").len(), 1024);
+    let flagged = dd(&[Fault::with_flags(
+        libc::SYS_openat,
+        2,
+        u32::try_from(libc::O_TRUNC).expect("flag"),
+        libc::ENOSPC,
+    )]);
+    let said = String::from_utf8_lossy(&flagged.stderr);
+    assert!(said.contains("No space left"), "{said}");
+}
