@@ -25,6 +25,7 @@ mod protocol_read;
 mod protocol_refusals;
 mod protocol_requests;
 mod protocol_toolbox;
+mod publish_faults;
 mod publish_kill;
 mod publish_limits;
 mod publish_panic;

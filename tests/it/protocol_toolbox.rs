@@ -3,7 +3,6 @@
 //! has its success sibling and proves the whole tree unchanged (bytes, modes, inodes, the
 //! set of entries); the races loop and count.
 
-use std::collections::BTreeMap;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -14,36 +13,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::protocol_common::{Fixture, assert_failure};
-use crate::support::{ContractFile, ProtocolRun, host_bin, protocol, sha256_hex};
-
-/// Everything beneath `root` (`.git` included), never following a symlink: kind, bytes,
-/// permission bits and inode of every entry, and the target of every symlink.
-fn tree_state(root: &Path) -> BTreeMap<String, (String, Vec<u8>, u32, u64)> {
-    let mut out = BTreeMap::new();
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir).expect("read_dir") {
-            let path = entry.expect("entry").path();
-            let meta = std::fs::symlink_metadata(&path).expect("lstat");
-            let rel = path
-                .strip_prefix(root)
-                .expect("beneath")
-                .to_string_lossy()
-                .into_owned();
-            let (kind, bytes) = if meta.file_type().is_symlink() {
-                let target = std::fs::read_link(&path).expect("readlink");
-                ("symlink", target.to_string_lossy().as_bytes().to_vec())
-            } else if meta.is_dir() {
-                stack.push(path.clone());
-                ("dir", Vec::new())
-            } else {
-                ("file", std::fs::read(&path).expect("read"))
-            };
-            out.insert(rel, (kind.to_string(), bytes, meta.mode(), meta.ino()));
-        }
-    }
-    out
-}
+use crate::support::{ContractFile, ProtocolRun, host_bin, protocol, sha256_hex, tree_state};
 
 struct Toolbox {
     fx: Fixture,

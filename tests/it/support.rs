@@ -234,3 +234,40 @@ pub fn dir_entries(dir: &Path) -> Vec<String> {
     names.sort();
     names
 }
+
+/// Everything beneath `root` (`.git` included), never following a symlink: kind, bytes,
+/// permission bits and inode of every entry, and the target of every symlink.
+pub fn tree_state(root: &Path) -> std::collections::BTreeMap<String, (String, Vec<u8>, u32, u64)> {
+    let mut out = std::collections::BTreeMap::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).expect("read_dir") {
+            let path = entry.expect("entry").path();
+            let meta = std::fs::symlink_metadata(&path).expect("lstat");
+            let rel = path
+                .strip_prefix(root)
+                .expect("beneath")
+                .to_string_lossy()
+                .into_owned();
+            let (kind, bytes) = if meta.file_type().is_symlink() {
+                let target = std::fs::read_link(&path).expect("readlink");
+                ("symlink", target.to_string_lossy().as_bytes().to_vec())
+            } else if meta.is_dir() {
+                stack.push(path.clone());
+                ("dir", Vec::new())
+            } else {
+                ("file", std::fs::read(&path).expect("read"))
+            };
+            out.insert(
+                rel,
+                (
+                    kind.to_string(),
+                    bytes,
+                    std::os::unix::fs::MetadataExt::mode(&meta),
+                    std::os::unix::fs::MetadataExt::ino(&meta),
+                ),
+            );
+        }
+    }
+    out
+}

@@ -51,27 +51,60 @@ const DIR_MODE: u32 = 0o755;
 /// commit itself, so a concurrent creator that won makes this one `Exists`.
 /// [`PublishError::Failed`] for everything else: an unsafe or `.git` path, a segment that is
 /// a symbolic link or not a directory, any create, write or sync failure. Nothing is then
-/// left behind, except the directories this call created before the failure, which stay
-/// (empty, harmless to git).
+/// left behind: the directories this call created are removed again (innermost first, each
+/// only while it is empty).
 pub fn create(root: &OwnedFd, path: &str, content: &[u8]) -> Result<(), PublishError> {
     let segments = checked_segments(path, "create")?;
     let Some((leaf, dirs)) = segments.split_last() else {
         return Err(PublishError::Failed("empty path".to_string()));
     };
-    let dir = make_parent(root, dirs, path)?;
-    temporary::sweep_stale(&dir, &dirs.join("/"));
-    match rustix::fs::statat(&dir, *leaf, AtFlags::SYMLINK_NOFOLLOW) {
+    let mut made = MadeDirs::default();
+    let outcome = make_parent(root, dirs, path, &mut made)
+        .and_then(|dir| create_in(&dir, leaf, &dirs.join("/"), path, content));
+    if outcome.is_err() {
+        made.remove();
+    }
+    outcome
+}
+
+fn create_in(
+    dir: &OwnedFd,
+    leaf: &str,
+    dir_path: &str,
+    path: &str,
+    content: &[u8],
+) -> Result<(), PublishError> {
+    temporary::sweep_stale(dir, dir_path);
+    match rustix::fs::statat(dir, leaf, AtFlags::SYMLINK_NOFOLLOW) {
         Ok(_) => return Err(exists(path)),
         Err(Errno::NOENT) => {}
         Err(e) => return Err(failed(path, "inspecting the target", e)),
     }
     let held = HeldSignals::hold();
-    let outcome = write_and_link(&dir, leaf, path, content);
+    let outcome = write_and_link(dir, leaf, path, content);
     if outcome.is_ok() {
-        sync_committed(&dir, path, "created");
+        sync_committed(dir, path, "created");
     }
     drop(held);
     outcome
+}
+
+/// The directories one call created, each with its parent, in creation order.
+#[derive(Default)]
+struct MadeDirs(Vec<(OwnedFd, String)>);
+
+impl MadeDirs {
+    /// Removes them, innermost first, each only while it is empty (`rmdir`): a failed
+    /// create leaves the tree as it found it. Best effort: a directory that something else
+    /// filled meanwhile stays, and so do its parents.
+    fn remove(self) {
+        for (parent, name) in self.0.into_iter().rev() {
+            if rustix::fs::unlinkat(&parent, name.as_str(), AtFlags::REMOVEDIR).is_err() {
+                return;
+            }
+            let _ = rustix::fs::fsync(&parent);
+        }
+    }
 }
 
 fn exists(path: &str) -> PublishError {
@@ -107,19 +140,33 @@ fn write_and_link(
     }
 }
 
-/// Opens the directory `dirs` names beneath `root`, creating each missing segment; never
-/// follows a symbolic link.
-fn make_parent(root: &OwnedFd, dirs: &[&str], path: &str) -> Result<OwnedFd, PublishError> {
+/// Opens the directory `dirs` names beneath `root`, creating each missing segment (recorded
+/// in `made`); never follows a symbolic link.
+fn make_parent(
+    root: &OwnedFd,
+    dirs: &[&str],
+    path: &str,
+    made: &mut MadeDirs,
+) -> Result<OwnedFd, PublishError> {
     let mut dir = dup_root(root, path)?;
     for segment in dirs {
-        let made = match rustix::fs::mkdirat(&dir, *segment, Mode::from_raw_mode(DIR_MODE)) {
+        let created = match rustix::fs::mkdirat(&dir, *segment, Mode::from_raw_mode(DIR_MODE)) {
             Ok(()) => true,
             // A directory, or anything else the no-follow open below then refuses.
             Err(Errno::EXIST) => false,
             Err(e) => return Err(failed(path, &format!("creating directory `{segment}`"), e)),
         };
+        if created {
+            match rustix::io::dup(&dir) {
+                Ok(parent) => made.0.push((parent, (*segment).to_string())),
+                Err(e) => {
+                    let _ = rustix::fs::unlinkat(&dir, *segment, AtFlags::REMOVEDIR);
+                    return Err(failed(path, &format!("creating directory `{segment}`"), e));
+                }
+            }
+        }
         let child = open_segment(&dir, segment, path)?;
-        if made {
+        if created {
             rustix::fs::fsync(&dir)
                 .map_err(|e| failed(path, &format!("syncing the directory of `{segment}`"), e))?;
         }
