@@ -58,16 +58,33 @@ if ! $rust_only; then
 fi
 
 # A process killed while writing its profile (the SIGXFSZ test above) leaves a truncated
-# .profraw that would make llvm-profdata refuse the whole merge: set such files aside.
-profdata=${LLVM_PROFDATA:-$(command -v llvm-profdata || true)}
-if [ -n "$profdata" ]; then
-  for raw in "$CARGO_LLVM_COV_TARGET_DIR"/*.profraw; do
-    [ -e "$raw" ] || continue
-    if ! "$profdata" merge -sparse "$raw" -o /dev/null 2>/dev/null; then
-      log "set aside an unreadable profile: $raw"
-      rm -f "$raw"
-    fi
-  done
+# .profraw that would make llvm-profdata refuse the whole merge: set such files aside (into
+# target/coverage/unreadable/). The llvm-profdata must be the compiler's LLVM (rustup's
+# llvm-tools, else Debian's llvm of that major): another version reads no profile at all,
+# so a run where more than a few are unreadable stops instead of setting them all aside.
+profdata=${LLVM_PROFDATA:-}
+if [ -z "$profdata" ]; then
+  host=$(rustc -vV | sed -n 's/^host: //p')
+  profdata="$(rustc --print sysroot)/lib/rustlib/$host/bin/llvm-profdata"
+fi
+[ -x "$profdata" ] || { log "no llvm-profdata of the compiler's LLVM at $profdata"; exit 1; }
+aside="$root/target/coverage/unreadable"
+rm -rf "$aside"
+mkdir -p "$aside"
+total=0
+unreadable=0
+for raw in "$CARGO_LLVM_COV_TARGET_DIR"/*.profraw; do
+  [ -e "$raw" ] || continue
+  total=$((total + 1))
+  if ! "$profdata" merge -sparse "$raw" -o /dev/null 2>/dev/null; then
+    unreadable=$((unreadable + 1))
+    mv "$raw" "$aside/"
+  fi
+done
+log "$unreadable of $total profiles unreadable (set aside in $aside)"
+if [ "$unreadable" -gt 10 ]; then
+  log "too many unreadable profiles: is $profdata the compiler's LLVM ($(rustc -vV | sed -n 's/^LLVM version: //p'))?"
+  exit 1
 fi
 mkdir -p target/coverage
 cargo llvm-cov report --json --summary-only --output-path target/coverage/summary.json \
