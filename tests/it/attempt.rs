@@ -1333,3 +1333,55 @@ fn a_list_of_models_gives_attempt_i_the_ith_and_a_wrong_length_runs_no_pi() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(model_given_to_pi(&fx), "p/only");
 }
+
+/// A temporary directory that fills up (a real `ENOSPC`: a small `tmpfs` of the attempt's
+/// own) at every size from 4 KiB up: each attempt either runs Pi and succeeds, or fails
+/// with `ATTEMPT_FAILED` naming the private file it could not write — before Pi ran, with
+/// nothing on stdout — or Pi fails to write its transcript into the full spool and the
+/// attempt reports Pi's failure. The repository is unchanged every time.
+#[test]
+fn a_full_temporary_directory_fails_the_attempt_at_the_step_it_reached() {
+    let mut steps = std::collections::BTreeSet::new();
+    let mut succeeded = 0;
+    for kib in (4u64..=128).step_by(4) {
+        let fx = Fixture::new();
+        let status_before = git_ok(fx.repo.path(), &["status", "--porcelain=v1", "-z"]);
+        let tmp = tempfile::tempdir().expect("tmp");
+        let mut cmd = fx.command(&[("TMPDIR", tmp.path().to_str().expect("utf8"))]);
+        crate::faults::small_disk(&mut cmd, tmp.path(), kib * 1024);
+        let out = cmd.output().expect("run attempt");
+        let said = stderr(&out);
+        match out.status.code() {
+            Some(0) => {
+                succeeded += 1;
+                assert!(fx.log.exists(), "{kib} KiB: Pi did not run");
+            }
+            // Pi itself could not write its transcript into the full spool, and said so.
+            Some(10) if said.contains("ATTEMPT_FAILED: pi exited unsuccessfully") => {
+                assert!(
+                    said.contains("No space left on device"),
+                    "{kib} KiB: {said}"
+                );
+                steps.insert("write the transcript (Pi)".to_string());
+            }
+            Some(10) => {
+                let step = said
+                    .strip_prefix("satyrn-host attempt: ATTEMPT_FAILED: cannot ")
+                    .and_then(|rest| rest.split_once(": No space left on device"))
+                    .map(|(step, _)| step.to_string())
+                    .unwrap_or_else(|| panic!("{kib} KiB: exit 10: {said}"));
+                steps.insert(step);
+                assert!(out.stdout.is_empty(), "{kib} KiB");
+                assert!(!fx.log.exists(), "{kib} KiB: Pi ran");
+            }
+            other => panic!("{kib} KiB: exit {other:?}: {said}"),
+        }
+        assert_eq!(
+            git_ok(fx.repo.path(), &["status", "--porcelain=v1", "-z"]),
+            status_before,
+            "{kib} KiB: the repository changed"
+        );
+    }
+    assert!(succeeded > 0, "no size was large enough");
+    assert!(steps.len() >= 3, "failures at too few steps: {steps:?}");
+}

@@ -161,3 +161,66 @@ fn an_injected_fault_fails_exactly_the_chosen_call() {
     let said = String::from_utf8_lossy(&flagged.stderr);
     assert!(said.contains("No space left"), "{said}");
 }
+
+/// Makes `cmd`'s process see, at `at` (an existing directory), a file system of its own
+/// that holds at most `bytes`: a `tmpfs` mounted in a private mount namespace, made between
+/// fork and exec, so nothing else on the machine sees it and it is gone with the process.
+/// Writing past it gives the real `ENOSPC`.
+pub fn small_disk(cmd: &mut Command, at: &std::path::Path, bytes: u64) {
+    use std::ffi::CString;
+    use std::os::unix::ffi::OsStrExt;
+    let target = CString::new(at.as_os_str().as_bytes()).expect("a path without NUL");
+    let options = CString::new(format!("size={bytes},mode=0777")).expect("options");
+    // SAFETY: between fork and exec the closure makes only unshare(2) and mount(2) calls, on
+    // strings allocated before the fork and alive for the closure's life.
+    unsafe {
+        cmd.pre_exec(move || {
+            let none = c"none".as_ptr();
+            let tmpfs = c"tmpfs".as_ptr();
+            if libc::unshare(libc::CLONE_NEWNS) != 0
+                || libc::mount(
+                    none,
+                    c"/".as_ptr(),
+                    std::ptr::null(),
+                    libc::MS_REC | libc::MS_PRIVATE,
+                    std::ptr::null(),
+                ) != 0
+                || libc::mount(tmpfs, target.as_ptr(), tmpfs, 0, options.as_ptr().cast()) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
+/// The small disk is real: `dd` of 64 KiB into a 16 KiB one fails with `ENOSPC`, and 8 KiB
+/// fits; outside the process the directory stays empty.
+#[test]
+fn a_small_disk_fills_up_for_real() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let dd = |count: u32| {
+        let mut cmd = Command::new("dd");
+        cmd.arg("if=/dev/zero")
+            .arg(format!("of={}", dir.path().join("f").display()))
+            .args(["bs=1k", &format!("count={count}"), "status=none"]);
+        small_disk(&mut cmd, dir.path(), 16 * 1024);
+        cmd.output().expect("run dd")
+    };
+    let full = dd(64);
+    assert!(!full.status.success());
+    let said = String::from_utf8_lossy(&full.stderr);
+    assert!(said.contains("No space left on device"), "{said}");
+    let fits = dd(8);
+    assert!(
+        fits.status.success(),
+        "{}",
+        String::from_utf8_lossy(&fits.stderr)
+    );
+    assert!(
+        std::fs::read_dir(dir.path())
+            .expect("read_dir")
+            .next()
+            .is_none()
+    );
+}
