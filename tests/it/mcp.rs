@@ -691,3 +691,64 @@ fn the_toolbox_finds_creates_edits_and_deletes_with_the_sessions_revisions() {
         client.cancel().await.expect("close");
     });
 }
+
+/// What cannot start fails with one line on stderr and exit 1 (`INTERNAL_ERROR`), no MCP
+/// traffic: a runtime the kernel refuses (`epoll_create1` or `eventfd2` failing with
+/// `EMFILE`, as in a process out of descriptors), and a client that closes without a
+/// handshake or sends something else first. The sibling: the same server, healthy, answers
+/// `initialize`.
+#[test]
+fn a_server_that_cannot_start_or_gets_no_handshake_says_why_and_exits_1() {
+    use crate::faults::{Fault, inject};
+    use std::io::Write;
+    let fx = Fixture::new(&["src/*.txt"]);
+    let initialize = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+    let run = |faults: &[Fault], input: &str| {
+        let mut cmd = Command::new(host_bin());
+        cmd.arg("mcp")
+            .arg("--repo")
+            .arg(fx.repo.path())
+            .arg(&fx.contract.path)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        inject(&mut cmd, faults);
+        let mut child = cmd.spawn().expect("spawn");
+        let mut stdin = child.stdin.take().expect("stdin");
+        let _ = stdin.write_all(input.as_bytes());
+        drop(stdin);
+        child.wait_with_output().expect("wait")
+    };
+    let cases: [(&[Fault], &str, &str); 4] = [
+        (
+            &[Fault::always(libc::SYS_epoll_create1, libc::EMFILE)],
+            initialize,
+            "cannot start the runtime: Too many open files",
+        ),
+        (
+            &[Fault::always(libc::SYS_eventfd2, libc::EMFILE)],
+            initialize,
+            "cannot start the runtime: Too many open files",
+        ),
+        (&[], "", "the MCP handshake failed"),
+        (&[], "not json\n", "the MCP handshake failed"),
+    ];
+    for (faults, input, said) in cases {
+        let out = run(faults, &format!("{input}\n"));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{said}: {stderr}");
+        assert!(out.stdout.is_empty(), "{said}: MCP traffic");
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(
+            stderr.starts_with(&format!("satyrn-host mcp: {said}")),
+            "{stderr}"
+        );
+    }
+    let healthy = run(&[], &format!("{initialize}\n"));
+    assert_eq!(healthy.status.code(), Some(0));
+    assert!(
+        String::from_utf8_lossy(&healthy.stdout).contains("\"serverInfo\""),
+        "{}",
+        String::from_utf8_lossy(&healthy.stdout)
+    );
+}
