@@ -1385,3 +1385,107 @@ fn a_full_temporary_directory_fails_the_attempt_at_the_step_it_reached() {
     assert!(succeeded > 0, "no size was large enough");
     assert!(steps.len() >= 3, "failures at too few steps: {steps:?}");
 }
+
+/// An artifact that cannot be written — its destination's disk is full (a real `ENOSPC`
+/// on a small `tmpfs`), or `fsync` fails with `EIO` — fails the attempt with exit 10,
+/// naming the destination and the error; on the real disk the destination directory is
+/// left exactly as it was (no partial file, no temporary) and the private directory is gone.
+/// The sibling: the same attempt with room writes both artifacts.
+#[test]
+fn an_artifact_that_cannot_be_written_fails_the_attempt_and_leaves_nothing_partial() {
+    use crate::faults::{Fault, inject, small_disk};
+    let artifacts = |dest: &Path| {
+        let (t, p) = (dest.join("t.jsonl"), dest.join("p.patch"));
+        [
+            (
+                "SATYRN_ATTEMPT_TRANSCRIPT",
+                t.to_str().expect("utf8").to_string(),
+            ),
+            (
+                "SATYRN_ATTEMPT_PATCH",
+                p.to_str().expect("utf8").to_string(),
+            ),
+        ]
+    };
+    // A full disk: the transcript fits in the first page, the patch does not.
+    let fx = Fixture::new();
+    let dest = tempfile::tempdir().expect("dest");
+    let env = artifacts(dest.path());
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let mut with_edit = env.clone();
+    with_edit.push(("FAKE_PI_EDIT", "src/greeting.txt|hello|HELLO"));
+    let mut cmd = fx.command(&with_edit);
+    small_disk(&mut cmd, dest.path(), 4 * 1024);
+    let out = cmd.output().expect("run attempt");
+    assert_eq!(out.status.code(), Some(10), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(&format!(
+            "ATTEMPT_FAILED: publishing SATYRN_ATTEMPT_PATCH={}: writing failed: No space left on device",
+            dest.path().join("p.patch").display()
+        )),
+        "{}",
+        stderr(&out)
+    );
+
+    // A disk whose fsync fails: nothing appears at either destination.
+    let fx = Fixture::new();
+    let tmp = tempfile::tempdir().expect("tmp");
+    let mut env_tmp = env.clone();
+    let tmp_path = tmp.path().to_str().expect("utf8").to_string();
+    env_tmp.push(("TMPDIR", &tmp_path));
+    let mut cmd = fx.command(&env_tmp);
+    inject(&mut cmd, &[Fault::always(libc::SYS_fsync, libc::EIO)]);
+    let out = cmd.output().expect("run attempt");
+    assert_eq!(out.status.code(), Some(10), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("ATTEMPT_FAILED: publishing SATYRN_ATTEMPT_TRANSCRIPT=")
+            && stderr(&out).contains("Input/output error"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(
+        crate::support::dir_entries(dest.path()),
+        Vec::<String>::new(),
+        "something was left at the destination"
+    );
+    assert_eq!(
+        crate::support::dir_entries(tmp.path()),
+        Vec::<String>::new()
+    );
+
+    // With room: both artifacts.
+    let fx = Fixture::new();
+    let mut cmd = fx.command(&with_edit);
+    small_disk(&mut cmd, dest.path(), 64 * 1024);
+    let out = cmd.output().expect("run attempt");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}
+
+/// A kernel without `pidfd_open`: the attempt cannot watch Pi, so it kills and reaps it,
+/// says so (exit 10) and removes its private directory.
+#[test]
+fn a_kernel_without_pidfd_open_fails_the_attempt_and_leaves_no_pi() {
+    use crate::faults::{Fault, inject};
+    let fx = Fixture::new();
+    let tmp = tempfile::tempdir().expect("tmp");
+    let mut cmd = fx.command(&[("TMPDIR", tmp.path().to_str().expect("utf8"))]);
+    inject(
+        &mut cmd,
+        &[Fault::always(libc::SYS_pidfd_open, libc::ENOSYS)],
+    );
+    let out = cmd.output().expect("run attempt");
+    assert_eq!(out.status.code(), Some(10), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(
+            "ATTEMPT_FAILED: cannot wait for pi (it was killed): Function not implemented"
+        ),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(
+        crate::support::dir_entries(tmp.path()),
+        Vec::<String>::new()
+    );
+    let ok = fx.command(&[]).output().expect("run attempt");
+    assert_eq!(ok.status.code(), Some(0), "{}", stderr(&ok));
+}
