@@ -363,3 +363,95 @@ fn delete_needs_the_revision_of_a_regular_file() {
         RefusalCode::PathUndeclared
     );
 }
+
+#[test]
+fn write_refuses_content_over_the_limit_and_a_special_file_in_the_way() {
+    let (dir, disk) = fixture();
+    let (w, p) = (writable(), private());
+    let limit = usize::try_from(satyrn_mutator_core::gates::MAX_TEXT_FILE_BYTES).expect("size");
+    let at = "x".repeat(limit);
+    let over = "x".repeat(limit + 1);
+    let with = |content| WriteRequest {
+        content,
+        ..write_req("src/new.rs", None, &w, &p)
+    };
+    assert!(matches!(
+        write::decide(&disk, &with(at.as_str())),
+        Ok(WritePlan::Create { .. })
+    ));
+    match write::decide(&disk, &with(over.as_str())) {
+        Err(ReplaceError::InvalidRequest(m)) => assert_eq!(
+            m,
+            format!(
+                "content: {} bytes; at most {limit} bytes are allowed",
+                limit + 1
+            )
+        ),
+        other => panic!("{other:?}"),
+    }
+    let fifo = dir.path().join("root/src/pipe");
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .expect("mkfifo")
+            .success()
+    );
+    match write::decide(&disk, &write_req("src/pipe/x.rs", None, &w, &p)) {
+        Err(ReplaceError::Refused(r)) => {
+            assert_eq!(r.code, RefusalCode::MutationFailed);
+            assert_eq!(r.message, "`src/pipe` is not a directory");
+        }
+        other => panic!("{other:?}"),
+    }
+    match write::decide(&disk, &write_req("src/pipe", None, &w, &p)) {
+        Err(ReplaceError::Refused(r)) => {
+            assert_eq!(r.code, RefusalCode::TargetExists);
+            assert!(r.message.contains("(a special file)"), "{}", r.message);
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn list_refuses_a_zero_limit_and_lists_with_one() {
+    let (_dir, disk) = fixture();
+    let with = |limit| ListRequest {
+        path: None,
+        pattern: None,
+        recursive: false,
+        cursor: None,
+        limit: Some(limit),
+        writable_paths: &[],
+        private_paths: &[],
+    };
+    assert!(matches!(
+        list::list(&disk, &with(0)),
+        Err(ReadError::InvalidRequest(m)) if m == "limit: must be at least 1"
+    ));
+    let page = list::list(&disk, &with(1)).expect("one entry");
+    assert_eq!(page.entries.len(), 1);
+    assert!(page.next_cursor.is_some());
+}
+
+#[test]
+fn a_private_path_is_refused_to_read_with_its_own_code() {
+    use satyrn_mutator_core::read::{self, ReadRequest};
+    let (_dir, disk) = fixture();
+    let private = private();
+    let request = |path| ReadRequest {
+        path,
+        writable_paths: &[],
+        private_paths: &private,
+        offset: None,
+        limit: None,
+    };
+    match read::read(&disk, &request(".env")) {
+        Err(ReadError::Refused { code, message }) => {
+            assert_eq!(code.as_str(), "PATH_PRIVATE");
+            assert!(message.contains(".env"), "{message}");
+        }
+        other => panic!("{other:?}"),
+    }
+    read::read(&disk, &request("src/a.rs")).expect("the sibling reads");
+}
