@@ -165,3 +165,125 @@ impl From<AttemptError> for Failure {
         Failure::new(e.code(), e.to_string())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::error::Error as _;
+
+    fn os() -> io::Error {
+        io::Error::from_raw_os_error(libc::ENOSPC)
+    }
+
+    const NOSPC: &str = "No space left on device (os error 28)";
+
+    /// Every variant: its code, its message, and whether it keeps its source.
+    #[test]
+    fn every_attempt_error_has_its_code_message_and_source() {
+        let git = GitError::Output {
+            args: "rev-parse".to_string(),
+            detail: "no HEAD".to_string(),
+        };
+        let git_message = git.to_string();
+        let cases: Vec<(AttemptError, Code, String, bool)> = vec![
+            (
+                AttemptError::Refused(Failure::new(Code::ContractInvalid, "bad")),
+                Code::ContractInvalid,
+                "bad".to_string(),
+                false,
+            ),
+            (
+                AttemptError::io("cannot write the prompt")(os()),
+                Code::AttemptFailed,
+                format!("cannot write the prompt: {NOSPC}"),
+                true,
+            ),
+            (
+                AttemptError::git("HEAD is not a readable commit")(git),
+                Code::AttemptFailed,
+                format!("HEAD is not a readable commit: {git_message}"),
+                true,
+            ),
+            (
+                AttemptError::Located("x".to_string()),
+                Code::AttemptFailed,
+                "locating git's directories and HEAD failed: unexpected output \"x\"".to_string(),
+                false,
+            ),
+            (
+                AttemptError::Artifact(ArtifactError("refused".to_string())),
+                Code::AttemptFailed,
+                "refused".to_string(),
+                true,
+            ),
+            (
+                AttemptError::SameArtifact(PathBuf::from("/o/a")),
+                Code::AttemptFailed,
+                format!(
+                    "{TRANSCRIPT_VAR} and {PATCH_VAR} name the same file (/o/a); give each its own"
+                ),
+                false,
+            ),
+            (
+                AttemptError::PrivateInside(PathBuf::from("/r/t")),
+                Code::AttemptFailed,
+                "the temporary directory /r/t lies inside the worktree; set TMPDIR elsewhere"
+                    .to_string(),
+                false,
+            ),
+            (
+                AttemptError::Revisions("r".to_string()),
+                Code::AttemptFailed,
+                "r".to_string(),
+                false,
+            ),
+            (
+                AttemptError::Prompt(PromptError { task_bytes: 1 }),
+                Code::AttemptFailed,
+                PromptError { task_bytes: 1 }.to_string(),
+                true,
+            ),
+            (
+                AttemptError::Context(ContextError::Io(os())),
+                Code::AttemptFailed,
+                format!("cannot write the mutation context: {NOSPC}"),
+                true,
+            ),
+            (
+                AttemptError::Interrupted(libc::SIGTERM),
+                Code::AttemptFailed,
+                "interrupted by SIGTERM before pi started".to_string(),
+                false,
+            ),
+            (
+                AttemptError::Spawn {
+                    program: PathBuf::from("/bin/pi"),
+                    source: os(),
+                },
+                Code::AttemptFailed,
+                format!("cannot start pi (/bin/pi): {NOSPC}"),
+                true,
+            ),
+            (
+                AttemptError::After(vec!["a".to_string(), "b".to_string()]),
+                Code::AttemptFailed,
+                "a; b".to_string(),
+                false,
+            ),
+            (
+                AttemptError::Cleanup {
+                    dir: PathBuf::from("/t/p"),
+                    source: os(),
+                },
+                Code::AttemptFailed,
+                format!("cleanup failed, retained /t/p: {NOSPC}"),
+                true,
+            ),
+        ];
+        for (error, code, message, has_source) in cases {
+            assert_eq!(error.code(), code, "{message}");
+            assert_eq!(error.to_string(), message);
+            assert_eq!(error.source().is_some(), has_source, "{message}");
+        }
+    }
+}

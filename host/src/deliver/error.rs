@@ -346,3 +346,210 @@ impl std::error::Error for RemoveError {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::error::Error as _;
+
+    fn git() -> GitError {
+        GitError::Spawn {
+            args: "worktree list".to_string(),
+            source: io::Error::from_raw_os_error(libc::ENOENT),
+        }
+    }
+
+    fn os() -> io::Error {
+        io::Error::from_raw_os_error(libc::EIO)
+    }
+
+    /// Each error's message, and whether it keeps a source (the chain a caller can walk).
+    fn check(error: &dyn std::error::Error, message: &str, has_source: bool) {
+        assert_eq!(error.to_string(), message);
+        assert_eq!(error.source().is_some(), has_source, "{message}");
+    }
+
+    const GIT: &str = "cannot run git worktree list: No such file or directory (os error 2)";
+    const EIO: &str = "Input/output error (os error 5)";
+
+    #[test]
+    fn every_root_error_has_its_code_message_and_source() {
+        let path = PathBuf::from("/r");
+        let cases = [
+            (
+                RootError::Inaccessible {
+                    path: path.clone(),
+                    source: os(),
+                },
+                Code::RepoUnavailable,
+                format!("repository /r is not accessible: {EIO}"),
+                true,
+            ),
+            (
+                RootError::NotADirectory { path: path.clone() },
+                Code::RepoUnavailable,
+                "repository /r is not a directory".to_string(),
+                false,
+            ),
+            (
+                RootError::NotInWorktree {
+                    path: path.clone(),
+                    stderr: "fatal".to_string(),
+                },
+                Code::RepoUnavailable,
+                "/r is not inside a git worktree: fatal".to_string(),
+                false,
+            ),
+            (
+                RootError::NotRoot {
+                    path,
+                    top: PathBuf::from("/"),
+                },
+                Code::RepoUnavailable,
+                "/r is not a worktree root; the root of its worktree is /".to_string(),
+                false,
+            ),
+            (
+                RootError::Git(git()),
+                Code::GitFailed,
+                GIT.to_string(),
+                true,
+            ),
+        ];
+        for (error, code, message, has_source) in cases {
+            assert_eq!(error.code(), code, "{message}");
+            check(&error, &message, has_source);
+        }
+    }
+
+    #[test]
+    fn every_id_and_preflight_error_has_its_code_message_and_source() {
+        let ids = [
+            (
+                IdError::Slash("a/b".to_string()),
+                "candidate id \"a/b\" contains '/'; it must be a single ref component",
+            ),
+            (
+                IdError::Nul("a\0".to_string()),
+                "candidate id \"a\\0\" contains NUL",
+            ),
+            (
+                IdError::Deceptive {
+                    id: "a".to_string(),
+                    character: '\u{202e}',
+                    what: "a bidirectional override",
+                },
+                "candidate id \"a\" contains a bidirectional override U+202E; a reviewer could not read the id as it is",
+            ),
+            (
+                IdError::NotRefName {
+                    id: "a..b".to_string(),
+                    name: "refs/x".to_string(),
+                },
+                "candidate id \"a..b\" does not give a valid ref name (refs/x)",
+            ),
+        ];
+        for (error, message) in ids {
+            assert_eq!(error.code(), Code::InvalidCandidateId);
+            check(&error, message, false);
+        }
+        let error = IdError::Git(git());
+        assert_eq!(error.code(), Code::GitFailed);
+        check(&error, GIT, true);
+
+        let cases = [
+            (
+                PreflightError::Dirty {
+                    shown: vec!["?? x".to_string()],
+                },
+                Code::RepoDirty,
+                "the worktree has uncommitted changes or untracked files: [\"?? x\"]".to_string(),
+                false,
+            ),
+            (
+                PreflightError::Id(IdError::Nul("n\0".to_string())),
+                Code::InvalidCandidateId,
+                "candidate id \"n\\0\" contains NUL".to_string(),
+                true,
+            ),
+            (
+                PreflightError::Exists {
+                    name: "refs/satyrn/candidates/x/head".to_string(),
+                },
+                Code::CandidateExists,
+                "candidate ref refs/satyrn/candidates/x/head already exists".to_string(),
+                false,
+            ),
+            (
+                PreflightError::Git(git()),
+                Code::GitFailed,
+                GIT.to_string(),
+                true,
+            ),
+        ];
+        for (error, code, message, has_source) in cases {
+            assert_eq!(error.code(), code, "{message}");
+            check(&error, &message, has_source);
+        }
+    }
+
+    #[test]
+    fn every_command_lock_and_remove_error_has_its_message_and_source() {
+        let commands = [
+            (
+                CommandError::Unavailable(os()),
+                Code::CommandUnavailable,
+                format!("cannot start the command: {EIO}"),
+            ),
+            (
+                CommandError::Io("cannot wait for the command", os()),
+                Code::GitFailed,
+                format!("cannot wait for the command: {EIO}"),
+            ),
+            (
+                CommandError::Environment(git()),
+                Code::GitFailed,
+                GIT.to_string(),
+            ),
+        ];
+        for (error, code, message) in commands {
+            assert_eq!(error.code(), code, "{message}");
+            check(&error, &message, true);
+        }
+        let dir = "/r/.git".to_string();
+        let locks = [
+            (LockError::CommonDir(git()), GIT.to_string(), true),
+            (
+                LockError::Open {
+                    dir: dir.clone(),
+                    source: os(),
+                },
+                format!("cannot open /r/.git: {EIO}"),
+                true,
+            ),
+            (
+                LockError::Lock {
+                    dir: dir.clone(),
+                    source: os(),
+                },
+                format!("cannot lock /r/.git: {EIO}"),
+                true,
+            ),
+            (
+                LockError::Interrupted,
+                "interrupted while waiting for the worktree lock".to_string(),
+                false,
+            ),
+            (
+                LockError::Busy { dir, seconds: 60 },
+                "/r/.git stayed locked by another deliver for 60 s".to_string(),
+                false,
+            ),
+        ];
+        for (error, message, has_source) in locks {
+            check(&error, &message, has_source);
+        }
+        check(&RemoveError::Io(os()), EIO, true);
+        check(&RemoveError::Git(git()), GIT, true);
+    }
+}
