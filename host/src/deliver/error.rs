@@ -350,7 +350,6 @@ impl std::error::Error for RemoveError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::error::Error as _;
 
     fn git() -> GitError {
         GitError::Spawn {
