@@ -153,3 +153,104 @@ fn a_kernel_without_pidfd_open_fails_the_delivery_cleanly() {
     assert!(dir_entries(tmp.path()).is_empty(), "left in TMPDIR");
     before.assert_unchanged_then_sibling(&root, "nopidfd");
 }
+
+/// A `TMPDIR` that cannot hold the attempt — missing, a file, or a directory where `mkdir`
+/// fails with `EIO` — is refused before anything is created (`GIT_FAILED`, outcome
+/// `refused`), naming the directory and the error; the caller's repository is unchanged
+/// and the same delivery with a usable `TMPDIR` succeeds.
+#[test]
+fn a_tmpdir_that_cannot_hold_the_attempt_is_refused_before_anything_is_created() {
+    let repo = FixedRepo::with_files(&[("a.txt", b"a\n")]);
+    let root = repo.path();
+    let before = Caller::capture(&root);
+    let healthy = tempfile::tempdir().expect("tempdir");
+    let file = healthy.path().join("a-file");
+    std::fs::write(&file, b"x").expect("write");
+    let missing = healthy.path().join("missing");
+    let cases: [(&Path, Vec<Fault>, String); 3] = [
+        (
+            &missing,
+            vec![],
+            format!(
+                "temporary directory {} is unusable: No such file or directory",
+                missing.display()
+            ),
+        ),
+        (
+            &file,
+            vec![],
+            format!(
+                "cannot create a temporary directory in {}: Not a directory",
+                file.display()
+            ),
+        ),
+        (
+            healthy.path(),
+            vec![Fault::always(libc::SYS_mkdir, libc::EIO)],
+            format!(
+                "cannot create a temporary directory in {}: Input/output error",
+                healthy.path().display()
+            ),
+        ),
+    ];
+    for (tmp, faults, said) in cases {
+        let run = deliver_faulty(&root, "tmp", tmp, &faults);
+        assert_no_candidate(&run, "GIT_FAILED", 8);
+        assert_eq!(run.outcome(), "refused", "{}", run.stdout);
+        let message = run.receipt["message"].as_str().expect("message");
+        assert!(message.starts_with(&said), "{message}");
+        before.assert_unchanged(&root, None);
+    }
+    assert_eq!(dir_entries(healthy.path()), ["a-file"]);
+    let run = deliver_faulty(&root, "tmp", healthy.path(), &[]);
+    assert_eq!(run.code(), "OK", "{}", run.stdout);
+}
+
+/// A series whose attempts cannot be started (every `clone` fails with `EAGAIN`, as when the
+/// user's process limit is reached) reports each attempt's failure in its summary and exits
+/// 1; nothing is created. The sibling: the same series on a healthy machine.
+#[test]
+fn a_series_that_cannot_start_its_attempts_reports_each_and_creates_nothing() {
+    let repo = FixedRepo::with_files(&[("a.txt", b"a\n")]);
+    let root = repo.path();
+    let before = Caller::capture(&root);
+    let contract = ContractFile::new("series", &[]);
+    let argv = [
+        OsStr::new("sh"),
+        OsStr::new("-c"),
+        OsStr::new("echo x > a.txt"),
+    ];
+    let no_process = [
+        Fault::always(libc::SYS_clone3, libc::ENOSYS),
+        Fault::always(libc::SYS_clone, libc::EAGAIN),
+        Fault::always(libc::SYS_vfork, libc::EAGAIN),
+        Fault::always(libc::SYS_fork, libc::EAGAIN),
+    ];
+    let mut cmd = deliver_cmd(&root, &contract.path, &["--attempts", "2"], &argv);
+    inject(&mut cmd, &no_process);
+    let out = cmd.output().expect("run deliver");
+    assert_eq!(out.status.code(), Some(1));
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one summary line");
+    assert_eq!(summary["code"], "INTERNAL_ERROR");
+    assert_eq!(summary["message"], "0 of 2 attempts created a candidate");
+    let attempts = summary["attempts"].as_array().expect("attempts");
+    assert_eq!(attempts.len(), 2);
+    for (i, attempt) in attempts.iter().enumerate() {
+        assert_eq!(attempt["attempt"], i + 1);
+        assert_eq!(attempt["receipt"], serde_json::Value::Null);
+        assert_eq!(
+            attempt["message"],
+            "cannot start the attempt: Resource temporarily unavailable (os error 11)"
+        );
+    }
+    before.assert_unchanged(&root, None);
+    let out = deliver_cmd(&root, &contract.path, &["--attempts", "2"], &argv)
+        .output()
+        .expect("run deliver");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
