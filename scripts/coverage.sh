@@ -72,20 +72,20 @@ aside="$root/target/coverage/unreadable"
 rm -rf "$aside"
 mkdir -p "$aside"
 total=0
-unreadable=0
+bad=()
 for raw in "$CARGO_LLVM_COV_TARGET_DIR"/*.profraw; do
   [ -e "$raw" ] || continue
   total=$((total + 1))
-  if ! "$profdata" merge -sparse "$raw" -o /dev/null 2>/dev/null; then
-    unreadable=$((unreadable + 1))
-    mv "$raw" "$aside/"
-  fi
+  "$profdata" merge -sparse "$raw" -o /dev/null 2>/dev/null || bad+=("$raw")
 done
-log "$unreadable of $total profiles unreadable (set aside in $aside)"
-if [ "$unreadable" -gt 10 ]; then
-  log "too many unreadable profiles: is $profdata the compiler's LLVM ($(rustc -vV | sed -n 's/^LLVM version: //p'))?"
+# Counted before anything moves: a wrong llvm-profdata reads none, and then nothing is
+# set aside and the run stops. A few truncated profiles (killed processes) are expected.
+if [ "${#bad[@]}" -gt 10 ] && [ "${#bad[@]}" -gt $((total / 100)) ]; then
+  log "${#bad[@]} of $total profiles unreadable: is $profdata the compiler's LLVM ($(rustc -vV | sed -n 's/^LLVM version: //p'))? Nothing was set aside."
   exit 1
 fi
+for raw in "${bad[@]}"; do mv "$raw" "$aside/"; done
+log "${#bad[@]} of $total profiles unreadable (set aside in $aside)"
 mkdir -p target/coverage
 cargo llvm-cov report --json --summary-only --output-path target/coverage/summary.json \
   --ignore-filename-regex '(^|/)(tests|benches)/|/build\.rs$'

@@ -1066,7 +1066,8 @@ fn sigterm_to_the_attempt_is_forwarded_to_pi_and_reported() {
 }
 
 /// `SIGKILL` cannot be caught or forwarded: Pi gets `SIGTERM` from the kernel when the
-/// attempt dies (its parent-death signal), so no Pi outlives a killed attempt.
+/// attempt dies (its parent-death signal), so no Pi outlives a killed attempt; the private
+/// directory it leaves is removed by the next attempt.
 #[test]
 fn sigkill_to_the_attempt_ends_pi_with_it() {
     let fx = Fixture::new();
@@ -1088,8 +1089,10 @@ fn sigkill_to_the_attempt_ends_pi_with_it() {
     )
     .expect("write");
     std::fs::set_permissions(&slow_pi, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    // The killed attempt's private directory stays here, not in the machine's /tmp.
+    let tmp = tempfile::tempdir().expect("tmp");
     let mut child = fx
-        .command(&[])
+        .command(&[("TMPDIR", tmp.path().to_str().expect("utf8"))])
         .env("SATYRN_PI_BIN", &slow_pi)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -1114,6 +1117,28 @@ fn sigkill_to_the_attempt_ends_pi_with_it() {
     assert_eq!(
         std::fs::read_to_string(&got).expect("Pi got a signal"),
         "15"
+    );
+    // The killed attempt's private directory is left; the next attempt removes it (its
+    // owner is gone) and says so.
+    let left = crate::support::dir_entries(tmp.path());
+    assert_eq!(left.len(), 1, "{left:?}");
+    assert!(left[0].starts_with("satyrn-attempt-"), "{left:?}");
+    let next = fx
+        .command(&[("TMPDIR", tmp.path().to_str().expect("utf8"))])
+        .output()
+        .expect("run attempt");
+    assert_eq!(next.status.code(), Some(0), "{}", stderr(&next));
+    assert!(
+        stderr(&next).contains(&format!(
+            "satyrn-host attempt: removed the abandoned directory {}",
+            tmp.path().join(&left[0]).display()
+        )),
+        "{}",
+        stderr(&next)
+    );
+    assert_eq!(
+        crate::support::dir_entries(tmp.path()),
+        Vec::<String>::new()
     );
 }
 
@@ -1390,7 +1415,8 @@ fn a_full_temporary_directory_fails_the_attempt_at_the_step_it_reached() {
 /// on a small `tmpfs`), or `fsync` fails with `EIO` — fails the attempt with exit 10,
 /// naming the destination and the error; on the real disk the destination directory is
 /// left exactly as it was (no partial file, no temporary) and the private directory is gone.
-/// The sibling: the same attempt with room writes both artifacts.
+/// The sibling: the same attempt on a disk with room succeeds (its artifacts vanish with
+/// that private disk; other tests check their bytes).
 #[test]
 fn an_artifact_that_cannot_be_written_fails_the_attempt_and_leaves_nothing_partial() {
     use crate::faults::{Fault, inject, small_disk};
@@ -1462,13 +1488,26 @@ fn an_artifact_that_cannot_be_written_fails_the_attempt_and_leaves_nothing_parti
 }
 
 /// A kernel without `pidfd_open`: the attempt cannot watch Pi, so it kills and reaps it,
-/// says so (exit 10) and removes its private directory.
+/// says so (exit 10) and removes its private directory; no Pi is left running.
 #[test]
 fn a_kernel_without_pidfd_open_fails_the_attempt_and_leaves_no_pi() {
+    use crate::deliver_support::{alive, poll_until};
     use crate::faults::{Fault, inject};
     let fx = Fixture::new();
+    let slow_pi = fx.outside.path().join("slow-pi");
+    let started = fx.dest("pi-pid");
+    std::fs::write(
+        &slow_pi,
+        format!(
+            "#!/bin/sh\necho $$ > '{0}.tmp' && mv '{0}.tmp' '{0}'\nexec sleep 60\n",
+            started.display()
+        ),
+    )
+    .expect("write");
+    std::fs::set_permissions(&slow_pi, std::fs::Permissions::from_mode(0o755)).expect("chmod");
     let tmp = tempfile::tempdir().expect("tmp");
     let mut cmd = fx.command(&[("TMPDIR", tmp.path().to_str().expect("utf8"))]);
+    cmd.env("SATYRN_PI_BIN", &slow_pi);
     inject(
         &mut cmd,
         &[Fault::always(libc::SYS_pidfd_open, libc::ENOSYS)],
@@ -1486,6 +1525,15 @@ fn a_kernel_without_pidfd_open_fails_the_attempt_and_leaves_no_pi() {
         crate::support::dir_entries(tmp.path()),
         Vec::<String>::new()
     );
+    // Pi was killed, before or after it wrote its pid: either way none is running.
+    if poll_until(std::time::Duration::from_millis(500), || started.exists()) {
+        let pid: i32 = std::fs::read_to_string(&started)
+            .expect("pid")
+            .trim()
+            .parse()
+            .expect("a pid");
+        assert!(!alive(pid), "Pi {pid} outlived the attempt");
+    }
     let ok = fx.command(&[]).output().expect("run attempt");
     assert_eq!(ok.status.code(), Some(0), "{}", stderr(&ok));
 }

@@ -37,7 +37,7 @@ fn a_cleanup_that_fails_publishes_nothing_and_names_exactly_what_is_kept() {
     let cases = [
         ("getdents64", Fault::always(libc::SYS_getdents64, libc::EIO)),
         ("unlinkat", Fault::always(libc::SYS_unlinkat, libc::EIO)),
-        ("rmdir", Fault::always(libc::SYS_rmdir, libc::EIO)),
+        ("rmdir", crate::faults::rmdir(libc::EIO)),
     ];
     for (call, fault) in cases {
         let repo = FixedRepo::with_files(&[("a.txt", b"a\n")]);
@@ -186,7 +186,7 @@ fn a_tmpdir_that_cannot_hold_the_attempt_is_refused_before_anything_is_created()
         ),
         (
             healthy.path(),
-            vec![Fault::always(libc::SYS_mkdir, libc::EIO)],
+            vec![crate::faults::mkdir(libc::EIO)],
             format!(
                 "cannot create a temporary directory in {}: Input/output error",
                 healthy.path().display()
@@ -220,12 +220,7 @@ fn a_series_that_cannot_start_its_attempts_reports_each_and_creates_nothing() {
         OsStr::new("-c"),
         OsStr::new("echo x > a.txt"),
     ];
-    let no_process = [
-        Fault::always(libc::SYS_clone3, libc::ENOSYS),
-        Fault::always(libc::SYS_clone, libc::EAGAIN),
-        Fault::always(libc::SYS_vfork, libc::EAGAIN),
-        Fault::always(libc::SYS_fork, libc::EAGAIN),
-    ];
+    let no_process = crate::faults::no_new_process(libc::EAGAIN);
     let mut cmd = deliver_cmd(&root, &contract.path, &["--attempts", "2"], &argv);
     inject(&mut cmd, &no_process);
     let out = cmd.output().expect("run deliver");

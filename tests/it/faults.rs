@@ -45,6 +45,8 @@ impl Fault {
 const AUDIT_ARCH: u32 = 0xC000_003E;
 #[cfg(target_arch = "aarch64")]
 const AUDIT_ARCH: u32 = 0xC000_00B7;
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+compile_error!("tests/it/faults.rs knows the seccomp architecture of x86_64 and aarch64 only");
 
 const OFFSET_NR: u32 = 0;
 const OFFSET_ARCH: u32 = 4;
@@ -101,15 +103,52 @@ fn program(faults: &[Fault]) -> Vec<libc::sock_filter> {
     prog
 }
 
+/// The system call `rmdir(2)` makes: `rmdir` on x86_64; aarch64 has only
+/// `unlinkat(AT_REMOVEDIR)`.
+#[cfg(target_arch = "x86_64")]
+pub fn rmdir(errno: i32) -> Fault {
+    Fault::always(libc::SYS_rmdir, errno)
+}
+#[cfg(target_arch = "aarch64")]
+pub fn rmdir(errno: i32) -> Fault {
+    Fault::with_flags(libc::SYS_unlinkat, 2, 0x200, errno)
+}
+
+/// The system call `mkdir(2)` makes: `mkdir` on x86_64, `mkdirat` on aarch64.
+#[cfg(target_arch = "x86_64")]
+pub fn mkdir(errno: i32) -> Fault {
+    Fault::always(libc::SYS_mkdir, errno)
+}
+#[cfg(target_arch = "aarch64")]
+pub fn mkdir(errno: i32) -> Fault {
+    Fault::always(libc::SYS_mkdirat, errno)
+}
+
+/// Every way a process starts another: `clone3` (refused as on an old kernel, so the C
+/// library falls back), `clone` and, where they exist, `fork` and `vfork`.
+pub fn no_new_process(errno: i32) -> Vec<Fault> {
+    let mut faults = vec![
+        Fault::always(libc::SYS_clone3, libc::ENOSYS),
+        Fault::always(libc::SYS_clone, errno),
+    ];
+    #[cfg(target_arch = "x86_64")]
+    faults.extend([
+        Fault::always(libc::SYS_fork, errno),
+        Fault::always(libc::SYS_vfork, errno),
+    ]);
+    faults
+}
+
 /// Makes `cmd`'s process fail the `faults` from its `exec` on (see the module's docs).
 pub fn inject(cmd: &mut Command, faults: &[Fault]) {
     let filter = program(faults);
+    let len = u16::try_from(filter.len()).expect("a short program");
     // SAFETY: between fork and exec the closure makes only the two prctl(2) calls, on a
     // program built (and so allocated) before the fork and alive for the closure's life.
     unsafe {
         cmd.pre_exec(move || {
             let prog = libc::sock_fprog {
-                len: u16::try_from(filter.len()).expect("a short program"),
+                len,
                 filter: filter.as_ptr().cast_mut(),
             };
             if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0
@@ -165,7 +204,8 @@ fn an_injected_fault_fails_exactly_the_chosen_call() {
 /// Makes `cmd`'s process see, at `at` (an existing directory), a file system of its own
 /// that holds at most `bytes`: a `tmpfs` mounted in a private mount namespace, made between
 /// fork and exec, so nothing else on the machine sees it and it is gone with the process.
-/// Writing past it gives the real `ENOSPC`.
+/// Writing past it gives the real `ENOSPC`. Needs `CAP_SYS_ADMIN` (root, as on this
+/// project's machines and CI): without it the spawn fails with `EPERM`.
 pub fn small_disk(cmd: &mut Command, at: &std::path::Path, bytes: u64) {
     use std::ffi::CString;
     use std::os::unix::ffi::OsStrExt;

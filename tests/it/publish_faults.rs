@@ -131,7 +131,22 @@ fn assert_no_temporaries(t: &Tree) {
 fn a_failure_at_any_step_of_a_publish_changes_nothing_and_names_the_step() {
     use Op::{Create, Delete, Overwrite, Replace};
     let eio = "Input/output error";
-    let cases: [(&[Op], Fault, &str); 9] = [
+    let cases: [(&[Op], Fault, &str); 11] = [
+        (
+            &[Replace, Overwrite, Create],
+            Fault::with_flags(libc::SYS_openat, OPEN_FLAGS, O_TMPFILE_BIT, libc::EIO),
+            "creating the temporary failed",
+        ),
+        (
+            &[Delete],
+            Fault::with_flags(
+                libc::SYS_renameat2,
+                RENAME_FLAGS,
+                RENAME_NOREPLACE,
+                libc::EIO,
+            ),
+            "renaming the target aside failed",
+        ),
         (
             &[Replace, Overwrite],
             Fault::always(libc::SYS_fsync, libc::EIO),
@@ -233,7 +248,8 @@ fn a_worktree_the_component_cannot_read_refuses_every_writer_in_plain_words() {
 
 /// A file system without `O_TMPFILE`, `RENAME_EXCHANGE` or `RENAME_NOREPLACE` (the kernel
 /// answers `EOPNOTSUPP` or `EINVAL`, as such a file system does): every writer takes its
-/// fallback and succeeds, and leaves no temporary.
+/// fallback and succeeds, and leaves no temporary. (The same three filters with `EIO` fail
+/// the writers that use each feature, in the test above: the filters do hit.)
 #[test]
 fn a_file_system_without_tmpfile_exchange_or_noreplace_takes_the_fallbacks() {
     let no_tmpfile = Fault::with_flags(

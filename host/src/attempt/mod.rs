@@ -30,7 +30,7 @@ pub mod revisions;
 
 use std::fs::File;
 use std::io::{Read, Seek, Write};
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -38,7 +38,7 @@ use crate::code::Failure;
 use crate::contract;
 use crate::fsid;
 use crate::git::{self, Git};
-use crate::os::signals;
+use crate::os::{owned_dir, signals};
 use crate::repo::RepoRoot;
 use artifacts::Destination;
 pub use error::AttemptError;
@@ -353,13 +353,23 @@ struct Cleanup {
 impl Cleanup {
     /// Creates the private directory (mode 0700 whatever the umask) outside the worktree
     /// `cwd`.
+    /// Sweeps the private directories of killed attempts from `TMPDIR`, then creates this
+    /// one's (mode `0700`, owner-marked: [`owned_dir::ATTEMPT`]).
     fn private_dir(&mut self, cwd: &Path) -> Result<PathBuf, AttemptError> {
-        let dir = tempfile::Builder::new()
-            .prefix("satyrn-attempt-")
-            .permissions(std::fs::Permissions::from_mode(0o700))
-            .tempdir()
-            .map_err(AttemptError::io("cannot create a temporary directory"))?
-            .keep();
+        let base = std::env::temp_dir();
+        for note in owned_dir::sweep(&base, owned_dir::ATTEMPT) {
+            let _ = writeln!(std::io::stderr(), "satyrn-host attempt: {note}");
+        }
+        let created = owned_dir::create(&base, owned_dir::ATTEMPT)
+            .map_err(AttemptError::io("cannot create a temporary directory"))?;
+        if let Some(e) = &created.unmarked {
+            let _ = writeln!(
+                std::io::stderr(),
+                "satyrn-host attempt: cannot write the owner marker of {}: {e}",
+                created.path.display()
+            );
+        }
+        let dir = created.path;
         self.dir = Some(dir.clone());
         if fsid::is_within(&dir, cwd).unwrap_or(true) {
             return Err(AttemptError::PrivateInside(dir));
@@ -367,8 +377,13 @@ impl Cleanup {
         Ok(dir)
     }
 
+    /// Removes the private directory; one that cannot be removed is reported as retained
+    /// and loses its owner marker, so no later attempt sweeps what the report names.
     fn finish(self) -> Result<(), AttemptError> {
         let Some(dir) = self.dir else { return Ok(()) };
-        std::fs::remove_dir_all(&dir).map_err(|source| AttemptError::Cleanup { dir, source })
+        std::fs::remove_dir_all(&dir).map_err(|source| {
+            owned_dir::forget(&dir);
+            AttemptError::Cleanup { dir, source }
+        })
     }
 }

@@ -88,6 +88,10 @@ impl AdminLock {
 pub fn acquire_or_warn(repo: &Git) -> Option<AdminLock> {
     let waiting = |dir: &str| {
         use std::io::Write;
+        // After a signal the wait ends at once (cleanup then goes on without the lock).
+        if signals::received().is_some() {
+            return;
+        }
         let _ = writeln!(
             std::io::stderr(),
             "satyrn-host deliver: waiting for the worktree lock of {dir} (another deliver holds it; at most {} s)",

@@ -11,11 +11,10 @@
 //! removed, which is `CLEANUP_FAILED`), then `git worktree prune`, then the directory.
 
 use std::io::Write;
-use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::git::{self, Git, GitError};
+use crate::os::owned_dir;
 
 /// Why the worktree could not be created or removed.
 #[derive(Debug)]
@@ -117,8 +116,6 @@ pub struct Attempt {
     parent_removed: bool,
 }
 
-static COUNTER: AtomicU64 = AtomicU64::new(0);
-
 impl Attempt {
     /// Creates the private temporary parent in the system temporary directory, after
     /// verifying that directory lies outside every worktree registered in `repo`.
@@ -145,55 +142,29 @@ impl Attempt {
                 )));
             }
         }
-        let marker = super::stale::owner_marker();
-        let mut last_err = None;
-        for _ in 0..16 {
-            let nanos = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.subsec_nanos())
-                .unwrap_or(0);
-            let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-            let parent = base.join(format!(
-                "satyrn-deliver-{}-{n}-{nanos:09}",
-                std::process::id()
-            ));
-            match std::fs::DirBuilder::new().mode(0o700).create(&parent) {
-                Ok(()) => {
-                    let written = match &marker {
-                        Ok(m) => super::stale::write_owner(&parent, m),
-                        Err(e) => Err(std::io::Error::new(e.kind(), e.to_string())),
-                    };
-                    if let Err(e) = written {
-                        // Only costs the automatic pruning of this attempt, should it be killed.
-                        let _ = writeln!(
-                            std::io::stderr(),
-                            "satyrn-host deliver: cannot write the owner marker of {}: {e}",
-                            parent.display()
-                        );
-                    }
-                    return Ok(Self {
-                        repo: repo.clone(),
-                        worktree: parent.join("worktree"),
-                        parent,
-                        git_dir: None,
-                        state: State::Clean,
-                        parent_removed: false,
-                    });
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last_err = Some(e),
-                Err(e) => {
-                    return Err(WorktreeError::Parent(format!(
-                        "cannot create a temporary directory in {}: {e}",
-                        base.display()
-                    )));
-                }
-            }
+        let created = owned_dir::create(&base, owned_dir::DELIVER).map_err(|e| {
+            WorktreeError::Parent(format!(
+                "cannot create a temporary directory in {}: {e}",
+                base.display()
+            ))
+        })?;
+        if let Some(e) = &created.unmarked {
+            // Only costs the automatic pruning of this attempt, should it be killed.
+            let _ = writeln!(
+                std::io::stderr(),
+                "satyrn-host deliver: cannot write the owner marker of {}: {e}",
+                created.path.display()
+            );
         }
-        Err(WorktreeError::Parent(format!(
-            "cannot create a unique temporary directory in {}: {}",
-            base.display(),
-            last_err.map_or_else(String::new, |e| e.to_string())
-        )))
+        let parent = created.path;
+        Ok(Self {
+            repo: repo.clone(),
+            worktree: parent.join("worktree"),
+            parent,
+            git_dir: None,
+            state: State::Clean,
+            parent_removed: false,
+        })
     }
 
     /// The temporary parent.
@@ -262,7 +233,7 @@ impl Attempt {
             if let Err(e) = removed {
                 self.parent_removed = true;
                 if matches!(e, WorktreeError::Retained(_)) {
-                    super::stale::forget_owner(&self.parent);
+                    owned_dir::forget(&self.parent);
                 }
                 return Err(e);
             }
@@ -271,7 +242,7 @@ impl Attempt {
         if !self.parent_removed {
             self.parent_removed = true;
             if let Err(e) = remove_tree(&self.parent) {
-                super::stale::forget_owner(&self.parent);
+                owned_dir::forget(&self.parent);
                 return Err(WorktreeError::Retained(Leftovers {
                     worktree: self.worktree.clone(),
                     registered: false,

@@ -39,9 +39,9 @@ const DIR_MODE: u32 = 0o755;
 /// `RENAME_NOREPLACE`, or link then unlink without it); then the directory is fsynced. A
 /// failure of that last fsync is reported on stderr: the file is created.
 ///
-/// Process-global effects, from the temporary's creation until the directory is synced:
-/// the termination signals are held and `SIGXFSZ` is ignored, exactly as in
-/// [`super::publish`]. The stale temporaries of
+/// Process-global effects, from the first directory created until the file is committed and
+/// its directory synced (or a failure's directories are removed again): the termination
+/// signals are held and `SIGXFSZ` is ignored, exactly as in [`super::publish`]. The stale temporaries of
 /// killed publishes in the target's directory are removed first (reported on stderr).
 ///
 /// # Errors
@@ -58,12 +58,16 @@ pub fn create(root: &OwnedFd, path: &str, content: &[u8]) -> Result<(), PublishE
     let Some((leaf, dirs)) = segments.split_last() else {
         return Err(PublishError::Failed("empty path".to_string()));
     };
+    // Held from the first `mkdirat` until a failure's directories are removed again, so a
+    // termination signal never ends the process between the two.
+    let held = HeldSignals::hold();
     let mut made = MadeDirs::default();
     let outcome = make_parent(root, dirs, path, &mut made)
         .and_then(|dir| create_in(&dir, leaf, &dirs.join("/"), path, content));
     if outcome.is_err() {
         made.remove();
     }
+    drop(held);
     outcome
 }
 
@@ -80,12 +84,10 @@ fn create_in(
         Err(Errno::NOENT) => {}
         Err(e) => return Err(failed(path, "inspecting the target", e)),
     }
-    let held = HeldSignals::hold();
     let outcome = write_and_link(dir, leaf, path, content);
     if outcome.is_ok() {
         sync_committed(dir, path, "created");
     }
-    drop(held);
     outcome
 }
 
