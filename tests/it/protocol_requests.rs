@@ -1042,3 +1042,30 @@ fn repo_and_contract_paths_over_4096_bytes_are_invalid() {
     }
     sibling_success(&fx);
 }
+
+/// A standard input that cannot be read (a directory: `read` fails with `EISDIR`) is one
+/// well-formed `INVALID_REQUEST` naming the error, exit 7; the sibling with the request on a
+/// readable stdin succeeds.
+#[test]
+fn a_stdin_that_cannot_be_read_is_invalid_and_names_the_error() {
+    let fx = fixture();
+    let before = snapshot(&fx.file("a.txt"));
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = Command::new(host_bin())
+        .arg("protocol")
+        .stdin(std::fs::File::open(dir.path()).expect("open a directory"))
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(7));
+    let line = String::from_utf8(out.stdout).expect("utf-8");
+    assert_eq!(line.matches('\n').count(), 1, "{line}");
+    let response: Value = serde_json::from_str(line.trim_end()).expect("JSON");
+    assert_eq!(response["code"], "INVALID_REQUEST");
+    let message = response["message"].as_str().expect("message");
+    assert!(
+        message.starts_with("cannot read stdin: Is a directory"),
+        "{message}"
+    );
+    assert_eq!(snapshot(&fx.file("a.txt")), before);
+    fx.succeed(&valid(&fx), "a.txt", THERE);
+}
