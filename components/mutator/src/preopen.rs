@@ -321,10 +321,7 @@ fn io_error(shown: &str, e: ErrorCode) -> NotEditable {
         }
         ErrorCode::NotDirectory => String::from("is not beneath a directory"),
         ErrorCode::IsDirectory => String::from("is a directory"),
-        other => format!(
-            "cannot be read: {}",
-            other.message().trim_end_matches('.')
-        ),
+        other => format!("cannot be read: {}", other.message().trim_end_matches('.')),
     };
     NotEditable(format!("`{shown}` {why}"))
 }
