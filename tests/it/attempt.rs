@@ -1118,11 +1118,22 @@ fn sigkill_to_the_attempt_ends_pi_with_it() {
         std::fs::read_to_string(&got).expect("Pi got a signal"),
         "15"
     );
-    // The killed attempt's private directory is left; the next attempt removes it (its
+    // The killed attempt's private directory is left. The next attempt keeps it while its
+    // marker is younger than a minute (Pi may still be finishing), then removes it (its
     // owner is gone) and says so.
     let left = crate::support::dir_entries(tmp.path());
     assert_eq!(left.len(), 1, "{left:?}");
     assert!(left[0].starts_with("satyrn-attempt-"), "{left:?}");
+    let tmpdir = [("TMPDIR", tmp.path().to_str().expect("utf8"))];
+    let young = fx.command(&tmpdir).output().expect("run attempt");
+    assert_eq!(young.status.code(), Some(0), "{}", stderr(&young));
+    assert!(
+        !stderr(&young).contains("removed the abandoned"),
+        "{}",
+        stderr(&young)
+    );
+    assert_eq!(crate::support::dir_entries(tmp.path()), left);
+    backdate_marker(&tmp.path().join(&left[0]));
     let next = fx
         .command(&[("TMPDIR", tmp.path().to_str().expect("utf8"))])
         .output()
@@ -1357,6 +1368,48 @@ fn a_list_of_models_gives_attempt_i_the_ith_and_a_wrong_length_runs_no_pi() {
     );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(model_given_to_pi(&fx), "p/only");
+}
+
+/// Makes the owner marker in `dir` two minutes old, as if its attempt had been killed then.
+fn backdate_marker(dir: &Path) {
+    let old = std::time::SystemTime::now() - std::time::Duration::from_secs(120);
+    std::fs::File::options()
+        .write(true)
+        .open(dir.join("owner"))
+        .and_then(|f| f.set_modified(old))
+        .expect("backdate the owner marker");
+}
+
+/// A private directory that cannot be removed (every `unlinkat` fails with `EIO`) is
+/// reported as retained (exit 10), and its owner marker is taken out of it, so no later
+/// attempt removes what the report names, however old it gets.
+#[test]
+fn a_retained_private_directory_is_never_swept_later() {
+    use crate::faults::{Fault, inject};
+    let fx = Fixture::new();
+    let tmp = tempfile::tempdir().expect("tmp");
+    let tmpdir = [("TMPDIR", tmp.path().to_str().expect("utf8"))];
+    let mut cmd = fx.command(&tmpdir);
+    inject(&mut cmd, &[Fault::always(libc::SYS_unlinkat, libc::EIO)]);
+    let out = cmd.output().expect("run attempt");
+    assert_eq!(out.status.code(), Some(10), "{}", stderr(&out));
+    let kept = crate::support::dir_entries(tmp.path());
+    assert_eq!(kept.len(), 1, "{kept:?}");
+    let dir = tmp.path().join(&kept[0]);
+    assert!(
+        stderr(&out).contains(&format!("cleanup failed, retained {}", dir.display())),
+        "{}",
+        stderr(&out)
+    );
+    // `remove_dir_all` unlinks with `unlinkat`, the marker is taken out with `unlink`.
+    assert!(!dir.join("owner").exists(), "the marker is still there");
+    let next = fx.command(&tmpdir).output().expect("run attempt");
+    assert_eq!(next.status.code(), Some(0), "{}", stderr(&next));
+    assert!(
+        dir.exists(),
+        "a later attempt removed the retained directory"
+    );
+    assert_eq!(crate::support::dir_entries(tmp.path()), kept);
 }
 
 /// A temporary directory that fills up (a real `ENOSPC`: a small `tmpfs` of the attempt's

@@ -351,10 +351,9 @@ struct Cleanup {
 }
 
 impl Cleanup {
-    /// Creates the private directory (mode 0700 whatever the umask) outside the worktree
-    /// `cwd`.
     /// Sweeps the private directories of killed attempts from `TMPDIR`, then creates this
-    /// one's (mode `0700`, owner-marked: [`owned_dir::ATTEMPT`]).
+    /// one's (mode `0700` whatever the umask, owner-marked: [`owned_dir::ATTEMPT`]) and
+    /// checks that it lies outside the worktree `cwd`.
     fn private_dir(&mut self, cwd: &Path) -> Result<PathBuf, AttemptError> {
         let base = std::env::temp_dir();
         for note in owned_dir::sweep(&base, owned_dir::ATTEMPT) {
@@ -382,7 +381,13 @@ impl Cleanup {
     fn finish(self) -> Result<(), AttemptError> {
         let Some(dir) = self.dir else { return Ok(()) };
         std::fs::remove_dir_all(&dir).map_err(|source| {
-            owned_dir::forget(&dir);
+            if let Err(e) = owned_dir::forget(&dir) {
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "satyrn-host attempt: cannot take the owner marker out of the retained {}: {e}; a later attempt may remove it",
+                    dir.display()
+                );
+            }
             AttemptError::Cleanup { dir, source }
         })
     }

@@ -9,11 +9,11 @@
 //! - it is satyrn's: the worktree is `<dir>/worktree` and `<dir>`'s name is exactly
 //!   `satyrn-deliver-<pid>-<n>-<9 digits>`; `<dir>` is a real directory (not a symlink)
 //!   owned by the current user with mode `0700`; it holds a regular-file marker in the
-//!   format below whose pid is the one in the name;
+//!   format of [`owned_dir`] whose pid is the one in the name;
 //! - it is not locked (`git worktree lock`: a worktree someone locked is theirs to remove);
-//! - its owner is provably gone: the marker names another boot, or, in the same pid
-//!   namespace, no process has that pid or the process with that pid started at another
-//!   time. A marker from another pid namespace proves nothing, and is left alone.
+//! - its owner is provably gone, by [`owned_dir`]'s rules (another boot before this one; in
+//!   the same pid namespace, no process with that pid, or one that started at another
+//!   time). A marker from another pid namespace proves nothing, and is left alone.
 //!
 //! Removal is `git worktree remove --force`, or, when git refuses (the command removed or
 //! rewrote the worktree's `.git`), removing the directory and `git worktree prune`; then the

@@ -143,10 +143,12 @@ impl Attempt {
             }
         }
         let created = owned_dir::create(&base, owned_dir::DELIVER).map_err(|e| {
-            WorktreeError::Parent(format!(
-                "cannot create a temporary directory in {}: {e}",
-                base.display()
-            ))
+            let what = if e.kind() == std::io::ErrorKind::AlreadyExists {
+                "a unique temporary directory"
+            } else {
+                "a temporary directory"
+            };
+            WorktreeError::Parent(format!("cannot create {what} in {}: {e}", base.display()))
         })?;
         if let Some(e) = &created.unmarked {
             // Only costs the automatic pruning of this attempt, should it be killed.
@@ -233,7 +235,7 @@ impl Attempt {
             if let Err(e) = removed {
                 self.parent_removed = true;
                 if matches!(e, WorktreeError::Retained(_)) {
-                    owned_dir::forget(&self.parent);
+                    forget_owner(&self.parent);
                 }
                 return Err(e);
             }
@@ -242,7 +244,7 @@ impl Attempt {
         if !self.parent_removed {
             self.parent_removed = true;
             if let Err(e) = remove_tree(&self.parent) {
-                owned_dir::forget(&self.parent);
+                forget_owner(&self.parent);
                 return Err(WorktreeError::Retained(Leftovers {
                     worktree: self.worktree.clone(),
                     registered: false,
@@ -311,6 +313,17 @@ impl Attempt {
         Ok(git::worktree_entries(&self.repo)?
             .into_iter()
             .find(|e| e.path == self.worktree || e.path == ours))
+    }
+}
+
+/// [`owned_dir::forget`], saying on stderr when the marker stayed.
+fn forget_owner(parent: &Path) {
+    if let Err(e) = owned_dir::forget(parent) {
+        let _ = writeln!(
+            std::io::stderr(),
+            "satyrn-host deliver: cannot take the owner marker out of the retained {}: {e}; a later deliver may remove it",
+            parent.display()
+        );
     }
 }
 

@@ -8,9 +8,13 @@
 //! namespace. [`stale`] calls one abandoned only when **all** of these hold: the name has
 //! exactly that shape; the directory is a real directory (not a symlink) owned by the
 //! current user with mode `0700`; it holds a regular-file marker of its kind whose pid is
-//! the one in the name; and that owner is provably gone — the marker names another boot,
-//! or, in the same pid namespace, no process has that pid or the process with that pid
-//! started at another time. A marker from another pid namespace proves nothing.
+//! the one in the name; the marker is at least the kind's `min_age` old (so what the
+//! owner's own children may still be finishing is left to them); and that owner is provably gone — the
+//! marker names another boot and was written before this one began, or, in the same pid
+//! namespace, no process has that pid (`/proc` has no entry and `kill(pid, 0)` says
+//! `ESRCH`) or the process with that pid started at another time. A marker from another
+//! pid namespace proves nothing, and neither does anything while this process's `/proc` is
+//! not of its own pid namespace (then no marker is written either).
 
 use std::ffi::OsStr;
 use std::io;
@@ -22,6 +26,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// The marker's file name inside an owned directory.
 pub const OWNER_FILE: &str = "owner";
 
+/// The name a marker is moved to when [`forget`] cannot remove it.
+const FORGOTTEN_FILE: &str = "owner.retained";
+
 /// What an owned directory is for: its name prefix and the first line of its marker.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Kind {
@@ -29,18 +36,24 @@ pub struct Kind {
     pub prefix: &'static str,
     /// The marker's first line, e.g. `satyrn-deliver-owner 1`.
     pub magic: &'static str,
+    /// How old a marker must be before its directory can be called abandoned.
+    pub min_age: std::time::Duration,
 }
 
-/// A `deliver`'s attempt directory (its worktree's parent).
+/// A `deliver`'s attempt directory (its worktree's parent). No minimum age: a killed
+/// `deliver`'s command dies with it (its parent-death signal and watchdog).
 pub const DELIVER: Kind = Kind {
     prefix: "satyrn-deliver-",
     magic: "satyrn-deliver-owner 1",
+    min_age: std::time::Duration::ZERO,
 };
 
-/// An `attempt`'s private directory (frozen contract, prompt, context, transcript spool).
+/// An `attempt`'s private directory (frozen contract, prompt, context, transcript spool):
+/// 60 s at least, as Pi and what it started may still be finishing after the attempt died.
 pub const ATTEMPT: Kind = Kind {
     prefix: "satyrn-attempt-",
     magic: "satyrn-attempt-owner 1",
+    min_age: std::time::Duration::from_secs(60),
 };
 
 /// Who created a directory.
@@ -54,6 +67,11 @@ struct Owner {
 
 impl Owner {
     fn current() -> io::Result<Self> {
+        if !proc_is_ours() {
+            return Err(io::Error::other(
+                "/proc is not of this process's pid namespace",
+            ));
+        }
         let pid = std::process::id();
         Ok(Self {
             pid,
@@ -94,16 +112,25 @@ impl Owner {
         })
     }
 
-    /// `Some(why)` when this owner is provably gone.
-    fn gone(&self) -> io::Result<Option<String>> {
+    /// `Some(why)` when this owner, whose marker was last modified at `written`, is
+    /// provably gone.
+    fn gone(&self, written: std::time::SystemTime) -> io::Result<Option<String>> {
+        if !proc_is_ours() {
+            return Ok(None);
+        }
         if self.boot != boot_id()? {
-            return Ok(Some("it ran before the last boot".to_owned()));
+            // Another kernel may share this directory (a network or shared file system):
+            // only a marker older than this boot is proof.
+            return Ok((written < boot_time()?).then(|| "it ran before the last boot".to_owned()));
         }
         if self.pidns != pid_namespace()? {
             return Ok(None);
         }
         Ok(match start_time(self.pid)? {
-            None => Some(format!("process {} no longer exists", self.pid)),
+            None if no_such_process(self.pid) => {
+                Some(format!("process {} no longer exists", self.pid))
+            }
+            None => None,
             Some(t) if t != self.start => Some(format!(
                 "process {} is another process now (started at tick {t}, not {})",
                 self.pid, self.start
@@ -137,6 +164,38 @@ pub fn start_time(pid: u32) -> io::Result<Option<u64>> {
         .ok_or_else(|| io::Error::other("malformed /proc stat"))
 }
 
+/// Whether `/proc` is of this process's pid namespace (`/proc/self` names our own pid); a
+/// `/proc` left from a parent namespace would answer for other processes.
+fn proc_is_ours() -> bool {
+    std::fs::read_link("/proc/self")
+        .ok()
+        .and_then(|l| l.to_str()?.parse::<u32>().ok())
+        == Some(std::process::id())
+}
+
+/// `kill(pid, 0)` fails with `ESRCH`: no process has `pid` (one hidden from `/proc`, by
+/// `hidepid`, still answers).
+fn no_such_process(pid: u32) -> bool {
+    let Some(pid) = i32::try_from(pid)
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+    else {
+        return false;
+    };
+    rustix::process::test_kill_process(pid) == Err(rustix::io::Errno::SRCH)
+}
+
+/// When this boot began (`btime` in `/proc/stat`).
+fn boot_time() -> io::Result<std::time::SystemTime> {
+    let stat = std::fs::read_to_string("/proc/stat")?;
+    let seconds: u64 = stat
+        .lines()
+        .find_map(|l| l.strip_prefix("btime "))
+        .and_then(|v| v.trim().parse().ok())
+        .ok_or_else(|| io::Error::other("no btime in /proc/stat"))?;
+    Ok(std::time::UNIX_EPOCH + std::time::Duration::from_secs(seconds))
+}
+
 fn boot_id() -> io::Result<String> {
     Ok(std::fs::read_to_string("/proc/sys/kernel/random/boot_id")?
         .trim()
@@ -161,8 +220,9 @@ pub struct Created {
     pub unmarked: Option<io::Error>,
 }
 
-/// Creates a fresh directory of `kind` in `base` (mode `0700`, a unique name of the kind's
-/// shape, up to 16 tries) and writes this process's owner marker into it.
+/// Creates a fresh directory of `kind` in `base` (mode `0700` whatever the umask, a unique
+/// name of the kind's shape, up to 16 tries) and writes this process's owner marker into
+/// it.
 ///
 /// # Errors
 ///
@@ -183,6 +243,9 @@ pub fn create(base: &Path, kind: Kind) -> io::Result<Created> {
         ));
         match std::fs::DirBuilder::new().mode(0o700).create(&path) {
             Ok(()) => {
+                // Exactly 0700, whatever the umask.
+                use std::os::unix::fs::PermissionsExt;
+                std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o700))?;
                 let unmarked = match &marker {
                     Ok(m) => write_marker(&path, m).err(),
                     Err(e) => Some(io::Error::new(e.kind(), e.to_string())),
@@ -206,10 +269,20 @@ fn write_marker(dir: &Path, marker: &str) -> io::Result<()> {
     file.write_all(marker.as_bytes())
 }
 
-/// Removes the owner marker from `dir`, so it is never called abandoned (a directory a
-/// report names as retained). A missing marker is fine.
-pub fn forget(dir: &Path) {
-    let _ = std::fs::remove_file(dir.join(OWNER_FILE));
+/// Takes the owner marker out of `dir`, so it is never called abandoned (a directory a
+/// report names as retained): removed, or, when that fails, renamed aside. A missing marker
+/// is fine.
+///
+/// # Errors
+///
+/// Both failed: the marker is still there (the caller says so in its report).
+pub fn forget(dir: &Path) -> io::Result<()> {
+    let marker = dir.join(OWNER_FILE);
+    match std::fs::remove_file(&marker) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(_) => std::fs::rename(&marker, dir.join(FORGOTTEN_FILE)),
+    }
 }
 
 /// Whether `name` is exactly `<kind's prefix><pid>-<n>-<9 digits>`; returns the pid.
@@ -252,7 +325,12 @@ pub fn stale(dir: &Path, kind: Kind) -> io::Result<Option<String>> {
     else {
         return Ok(None);
     };
-    if !marker.metadata()?.is_file() {
+    let meta = marker.metadata()?;
+    if !meta.is_file() {
+        return Ok(None);
+    }
+    let written = meta.modified()?;
+    if written.elapsed().unwrap_or_default() < kind.min_age {
         return Ok(None);
     }
     let mut text = String::new();
@@ -263,7 +341,7 @@ pub fn stale(dir: &Path, kind: Kind) -> io::Result<Option<String>> {
         }
     }
     match Owner::parse(&text, kind) {
-        Some(owner) if owner.pid == named => owner.gone(),
+        Some(owner) if owner.pid == named => owner.gone(written),
         _ => Ok(None),
     }
 }
@@ -285,13 +363,18 @@ pub fn sweep(base: &Path, kind: Kind) -> Vec<String> {
         let Ok(Some(why)) = stale(&dir, kind) else {
             continue;
         };
-        notes.push(match std::fs::remove_dir_all(&dir) {
-            Ok(()) => format!("removed the abandoned directory {} ({why})", dir.display()),
-            Err(e) => format!(
+        match std::fs::remove_dir_all(&dir) {
+            Ok(()) => notes.push(format!(
+                "removed the abandoned directory {} ({why})",
+                dir.display()
+            )),
+            // Another sweep removed it first.
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => notes.push(format!(
                 "cannot remove the abandoned directory {} ({why}): {e}",
                 dir.display()
-            ),
-        });
+            )),
+        }
     }
     notes
 }
@@ -336,23 +419,35 @@ mod tests {
             None,
             "another kind"
         );
-        assert_eq!(me.gone().expect("gone"), None, "this process is alive");
+        let now = std::time::SystemTime::now();
+        assert_eq!(me.gone(now).expect("gone"), None, "this process is alive");
         let other = Owner {
             start: me.start + 1,
             ..me.clone()
         };
-        assert!(other.gone().expect("gone").is_some());
+        assert!(other.gone(now).expect("gone").is_some());
         let rebooted = Owner {
             boot: "another-boot".to_owned(),
             ..me.clone()
         };
-        assert!(rebooted.gone().expect("gone").is_some());
+        assert!(
+            rebooted
+                .gone(std::time::UNIX_EPOCH)
+                .expect("gone")
+                .is_some(),
+            "written before this boot"
+        );
+        assert_eq!(
+            rebooted.gone(now).expect("gone"),
+            None,
+            "another kernel's, written during this boot: unprovable"
+        );
         let elsewhere = Owner {
             pidns: "pid:[1]".to_owned(),
             start: me.start + 1,
             ..me
         };
-        assert_eq!(elsewhere.gone().expect("gone"), None, "unprovable");
+        assert_eq!(elsewhere.gone(now).expect("gone"), None, "unprovable");
         assert_eq!(
             Owner::parse("satyrn-deliver-owner 2\npid 1\n", DELIVER),
             None
@@ -382,6 +477,14 @@ mod tests {
         };
         write_marker(&dead, &owner.render(ATTEMPT)).expect("marker");
         std::fs::write(dead.join("transcript.jsonl"), b"{}\n").expect("write");
+        // Too young: kept, though its owner is gone.
+        assert_eq!(stale(&dead, ATTEMPT).expect("stale"), None);
+        let old = std::time::SystemTime::now() - 2 * ATTEMPT.min_age;
+        std::fs::File::options()
+            .write(true)
+            .open(dead.join(OWNER_FILE))
+            .and_then(|f| f.set_modified(old))
+            .expect("backdate the marker");
         // The same, but without a marker, and one of another kind: both kept.
         let unmarked = base
             .path()
@@ -406,7 +509,7 @@ mod tests {
         );
         assert!(!dead.exists());
         assert!(mine.path.exists() && unmarked.exists() && deliver.exists());
-        forget(&mine.path);
+        forget(&mine.path).expect("forget");
         assert!(!mine.path.join(OWNER_FILE).exists());
     }
 }
