@@ -130,28 +130,27 @@ pub fn run(
         }
     };
     let arm = watchdog.as_ref().and_then(Watchdog::arm_end);
-    let parent = rustix::process::getpid();
-    // SAFETY: the closure makes only raw, async-signal-safe system calls (setsid(2),
-    // prctl(2), getppid(2), getpid(2), send(2)) that touch no memory of the parent but
-    // `parent` (a copied integer) and `arm` (a descriptor this closure owns, close-on-exec);
-    // errors are raw OS errors, so nothing allocates between fork and exec.
+    // Three steps between fork and exec, run in this order: a session of its own; death
+    // with deliver (with this thread, the only one: deliver is single-threaded; a deliver
+    // already gone fails the spawn); then the watchdog armed with the pid, before the
+    // command runs a single instruction of its own.
+    // SAFETY: setsid(2) is async-signal-safe and touches no memory of the parent.
     unsafe {
-        cmd.pre_exec(move || {
+        cmd.pre_exec(|| {
             rustix::process::setsid()?;
-            // The direct child dies with this thread (the only one: deliver is
-            // single-threaded). Checked afterwards: deliver may have died before the prctl.
-            rustix::process::set_parent_process_death_signal(Some(Signal::KILL))?;
-            if rustix::process::getppid() != Some(parent) {
-                // deliver ended before the command started (no allocation after fork).
-                return Err(io::Error::from_raw_os_error(libc::ESRCH));
-            }
-            // Armed from here, before the command runs a single instruction of its own:
-            // if deliver dies from now on, the watchdog has the pid.
-            if let Some(arm) = &arm {
-                super::watchdog::arm_from_child(arm);
-            }
             Ok(())
         });
+    }
+    process::end_with_parent(&mut cmd, Signal::KILL);
+    if let Some(arm) = arm {
+        // SAFETY: getpid(2) and send(2) on a descriptor this closure owns (close-on-exec);
+        // nothing allocates between fork and exec.
+        unsafe {
+            cmd.pre_exec(move || {
+                super::watchdog::arm_from_child(&arm);
+                Ok(())
+            });
+        }
     }
     let spare = watchdog.as_ref().map(Watchdog::pid);
     let started = Instant::now();
