@@ -359,16 +359,8 @@ impl Cleanup {
         for note in owned_dir::sweep(&base, owned_dir::ATTEMPT) {
             let _ = writeln!(std::io::stderr(), "satyrn-host attempt: {note}");
         }
-        let created = owned_dir::create(&base, owned_dir::ATTEMPT)
+        let dir = owned_dir::create(&base, owned_dir::ATTEMPT)
             .map_err(AttemptError::io("cannot create a temporary directory"))?;
-        if let Some(e) = &created.unmarked {
-            let _ = writeln!(
-                std::io::stderr(),
-                "satyrn-host attempt: cannot write the owner marker of {}: {e}",
-                created.path.display()
-            );
-        }
-        let dir = created.path;
         self.dir = Some(dir.clone());
         if fsid::is_within(&dir, cwd).unwrap_or(true) {
             return Err(AttemptError::PrivateInside(dir));
@@ -381,13 +373,7 @@ impl Cleanup {
     fn finish(self) -> Result<(), AttemptError> {
         let Some(dir) = self.dir else { return Ok(()) };
         std::fs::remove_dir_all(&dir).map_err(|source| {
-            if let Err(e) = owned_dir::forget(&dir) {
-                let _ = writeln!(
-                    std::io::stderr(),
-                    "satyrn-host attempt: cannot take the owner marker out of the retained {}: {e}; a later attempt may remove it",
-                    dir.display()
-                );
-            }
+            owned_dir::forget(&dir, owned_dir::ATTEMPT);
             AttemptError::Cleanup { dir, source }
         })
     }

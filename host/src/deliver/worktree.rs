@@ -10,7 +10,6 @@
 //! `git worktree remove --force` (one `--force`: a worktree the command *locked* is not
 //! removed, which is `CLEANUP_FAILED`), then `git worktree prune`, then the directory.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use crate::git::{self, Git, GitError};
@@ -142,7 +141,7 @@ impl Attempt {
                 )));
             }
         }
-        let created = owned_dir::create(&base, owned_dir::DELIVER).map_err(|e| {
+        let parent = owned_dir::create(&base, owned_dir::DELIVER).map_err(|e| {
             let what = if e.kind() == std::io::ErrorKind::AlreadyExists {
                 "a unique temporary directory"
             } else {
@@ -150,15 +149,6 @@ impl Attempt {
             };
             WorktreeError::Parent(format!("cannot create {what} in {}: {e}", base.display()))
         })?;
-        if let Some(e) = &created.unmarked {
-            // Only costs the automatic pruning of this attempt, should it be killed.
-            let _ = writeln!(
-                std::io::stderr(),
-                "satyrn-host deliver: cannot write the owner marker of {}: {e}",
-                created.path.display()
-            );
-        }
-        let parent = created.path;
         Ok(Self {
             repo: repo.clone(),
             worktree: parent.join("worktree"),
@@ -235,7 +225,7 @@ impl Attempt {
             if let Err(e) = removed {
                 self.parent_removed = true;
                 if matches!(e, WorktreeError::Retained(_)) {
-                    forget_owner(&self.parent);
+                    owned_dir::forget(&self.parent, owned_dir::DELIVER);
                 }
                 return Err(e);
             }
@@ -244,7 +234,7 @@ impl Attempt {
         if !self.parent_removed {
             self.parent_removed = true;
             if let Err(e) = remove_tree(&self.parent) {
-                forget_owner(&self.parent);
+                owned_dir::forget(&self.parent, owned_dir::DELIVER);
                 return Err(WorktreeError::Retained(Leftovers {
                     worktree: self.worktree.clone(),
                     registered: false,
@@ -313,17 +303,6 @@ impl Attempt {
         Ok(git::worktree_entries(&self.repo)?
             .into_iter()
             .find(|e| e.path == self.worktree || e.path == ours))
-    }
-}
-
-/// [`owned_dir::forget`], saying on stderr when the marker stayed.
-fn forget_owner(parent: &Path) {
-    if let Err(e) = owned_dir::forget(parent) {
-        let _ = writeln!(
-            std::io::stderr(),
-            "satyrn-host deliver: cannot take the owner marker out of the retained {}: {e}; a later deliver may remove it",
-            parent.display()
-        );
     }
 }
 

@@ -38,6 +38,8 @@ pub struct Kind {
     pub magic: &'static str,
     /// How old a marker must be before its directory can be called abandoned.
     pub min_age: std::time::Duration,
+    /// The subcommand that makes such directories, for what is said on stderr.
+    pub command: &'static str,
 }
 
 /// A `deliver`'s attempt directory (its worktree's parent). No minimum age: a killed
@@ -46,6 +48,7 @@ pub const DELIVER: Kind = Kind {
     prefix: "satyrn-deliver-",
     magic: "satyrn-deliver-owner 1",
     min_age: std::time::Duration::ZERO,
+    command: "deliver",
 };
 
 /// An `attempt`'s private directory (frozen contract, prompt, context, transcript spool):
@@ -54,6 +57,7 @@ pub const ATTEMPT: Kind = Kind {
     prefix: "satyrn-attempt-",
     magic: "satyrn-attempt-owner 1",
     min_age: std::time::Duration::from_secs(60),
+    command: "attempt",
 };
 
 /// Who created a directory.
@@ -210,24 +214,15 @@ fn pid_namespace() -> io::Result<String> {
 
 static COUNTER: AtomicU64 = AtomicU64::new(0);
 
-/// A directory [`create`] made.
-#[derive(Debug)]
-pub struct Created {
-    /// Its path.
-    pub path: PathBuf,
-    /// Why its marker could not be written, if so: the directory exists and is usable, but
-    /// [`stale`] will never call it abandoned.
-    pub unmarked: Option<io::Error>,
-}
-
 /// Creates a fresh directory of `kind` in `base` (mode `0700` whatever the umask, a unique
 /// name of the kind's shape, up to 16 tries) and writes this process's owner marker into
-/// it.
+/// it. A marker that cannot be written is said on stderr: the directory is usable, but
+/// [`stale`] will never call it abandoned.
 ///
 /// # Errors
 ///
 /// The operating-system error of `mkdir` (`AlreadyExists` only when 16 names were taken).
-pub fn create(base: &Path, kind: Kind) -> io::Result<Created> {
+pub fn create(base: &Path, kind: Kind) -> io::Result<PathBuf> {
     let marker = Owner::current().map(|o| o.render(kind));
     let mut last = None;
     for _ in 0..16 {
@@ -246,11 +241,20 @@ pub fn create(base: &Path, kind: Kind) -> io::Result<Created> {
                 // Exactly 0700, whatever the umask.
                 use std::os::unix::fs::PermissionsExt;
                 std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o700))?;
-                let unmarked = match &marker {
-                    Ok(m) => write_marker(&path, m).err(),
-                    Err(e) => Some(io::Error::new(e.kind(), e.to_string())),
+                let written = match &marker {
+                    Ok(m) => write_marker(&path, m),
+                    Err(e) => Err(io::Error::new(e.kind(), e.to_string())),
                 };
-                return Ok(Created { path, unmarked });
+                if let Err(e) = written {
+                    use std::io::Write;
+                    let _ = writeln!(
+                        io::stderr(),
+                        "satyrn-host {}: cannot write the owner marker of {}: {e}",
+                        kind.command,
+                        path.display()
+                    );
+                }
+                return Ok(path);
             }
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => last = Some(e),
             Err(e) => return Err(e),
@@ -271,17 +275,23 @@ fn write_marker(dir: &Path, marker: &str) -> io::Result<()> {
 
 /// Takes the owner marker out of `dir`, so it is never called abandoned (a directory a
 /// report names as retained): removed, or, when that fails, renamed aside. A missing marker
-/// is fine.
-///
-/// # Errors
-///
-/// Both failed: the marker is still there (the caller says so in its report).
-pub fn forget(dir: &Path) -> io::Result<()> {
+/// is fine; one that stays is said on stderr.
+pub fn forget(dir: &Path, kind: Kind) {
     let marker = dir.join(OWNER_FILE);
-    match std::fs::remove_file(&marker) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
-        Err(_) => std::fs::rename(&marker, dir.join(FORGOTTEN_FILE)),
+    let outcome = match std::fs::remove_file(&marker) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => {
+            std::fs::rename(&marker, dir.join(FORGOTTEN_FILE))
+        }
+        _ => Ok(()),
+    };
+    if let Err(e) = outcome {
+        use std::io::Write;
+        let _ = writeln!(
+            io::stderr(),
+            "satyrn-host {0}: cannot take the owner marker out of the retained {1}: {e}; a later {0} may remove it",
+            kind.command,
+            dir.display()
+        );
     }
 }
 
@@ -458,8 +468,8 @@ mod tests {
     fn a_live_owners_directory_is_kept_and_a_dead_ones_is_swept() {
         let base = tempfile::tempdir().expect("tempdir");
         let mine = create(base.path(), ATTEMPT).expect("create");
-        assert!(mine.unmarked.is_none());
-        assert_eq!(stale(&mine.path, ATTEMPT).expect("stale"), None);
+        assert!(mine.join(OWNER_FILE).is_file());
+        assert_eq!(stale(&mine, ATTEMPT).expect("stale"), None);
         // A directory whose marker names a process that has exited.
         let mut child = std::process::Command::new("true").spawn().expect("spawn");
         let pid = child.id();
@@ -508,8 +518,8 @@ mod tests {
             "{notes:?}"
         );
         assert!(!dead.exists());
-        assert!(mine.path.exists() && unmarked.exists() && deliver.exists());
-        forget(&mine.path).expect("forget");
-        assert!(!mine.path.join(OWNER_FILE).exists());
+        assert!(mine.exists() && unmarked.exists() && deliver.exists());
+        forget(&mine, ATTEMPT);
+        assert!(!mine.join(OWNER_FILE).exists());
     }
 }
