@@ -76,6 +76,16 @@ pub enum Code {
     /// Delivery (`--push`): the push did not end by its deadline and was stopped; the local
     /// candidate is kept, and whether the remote has it is unknown.
     PushTimeout,
+    /// Deliver: the command changed the caller's repository (refs, the stash, configuration,
+    /// hooks, worktree registrations); nothing is published.
+    RepositoryChanged,
+    /// Deliver: the command left a FIFO, socket or device where git would open it.
+    SpecialFile,
+    /// Deliver: a new or changed file of the candidate is larger than the limit.
+    CandidateTooLarge,
+    /// Deliver: the work after the command (checks, staging, the candidate commit) did not
+    /// finish by the attempt's deadline.
+    FinishTimeout,
     /// Candidates: no candidate has the given id.
     CandidateNotFound,
     /// Candidates: the candidate's ref no longer names the expected commit.
@@ -151,6 +161,10 @@ impl Code {
             Self::CleanupFailed => ("CLEANUP_FAILED", 8),
             Self::Interrupted => ("INTERRUPTED", 8),
             Self::PushTimeout => ("PUSH_TIMEOUT", 8),
+            Self::RepositoryChanged => ("REPOSITORY_CHANGED", 8),
+            Self::SpecialFile => ("SPECIAL_FILE", 8),
+            Self::CandidateTooLarge => ("CANDIDATE_TOO_LARGE", 8),
+            Self::FinishTimeout => ("FINISH_TIMEOUT", 8),
             Self::CandidateNotFound => ("CANDIDATE_NOT_FOUND", 13),
             Self::CandidateChanged => ("CANDIDATE_CHANGED", 13),
             Self::ApplyConflict => ("APPLY_CONFLICT", 13),

@@ -71,6 +71,22 @@ pub enum GitError {
         /// What was wrong.
         detail: String,
     },
+    /// A [`Git::with_deadline`] git was still running at its deadline; its process group
+    /// was stopped and git reaped.
+    TimedOut {
+        /// The arguments, for the message.
+        args: String,
+        /// git's stderr up to the stop, lossily decoded and trimmed.
+        stderr: String,
+    },
+    /// A [`Git::with_deadline`] git was stopped because this process received `SIGINT`,
+    /// `SIGTERM` or `SIGHUP` ([`crate::os::signals`]); its process group was stopped.
+    Interrupted {
+        /// The arguments, for the message.
+        args: String,
+        /// The signal received.
+        signal: i32,
+    },
 }
 
 impl fmt::Display for GitError {
@@ -83,6 +99,22 @@ impl fmt::Display for GitError {
                 stderr,
             } => write!(f, "git {args} failed ({status}): {stderr}"),
             Self::Output { args, detail } => write!(f, "git {args}: {detail}"),
+            Self::TimedOut { args, stderr } => {
+                write!(
+                    f,
+                    "git {args} did not finish by its deadline and its process group was stopped"
+                )?;
+                if stderr.is_empty() {
+                    Ok(())
+                } else {
+                    write!(f, " (git said: {stderr})")
+                }
+            }
+            Self::Interrupted { args, signal } => write!(
+                f,
+                "git {args} was stopped with its process group: {} was received",
+                crate::os::signals::name(*signal)
+            ),
         }
     }
 }
@@ -91,7 +123,10 @@ impl std::error::Error for GitError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             Self::Spawn { source, .. } => Some(source),
-            Self::Failed { .. } | Self::Output { .. } => None,
+            Self::Failed { .. }
+            | Self::Output { .. }
+            | Self::TimedOut { .. }
+            | Self::Interrupted { .. } => None,
         }
     }
 }
@@ -167,11 +202,23 @@ pub fn scrub_env(cmd: &mut Command) -> Result<(), GitError> {
 
 /// Where git runs: a working directory, optionally with a pinned git directory and work
 /// tree (`--git-dir`/`--work-tree`), so a `.git` file rewritten by a command cannot
-/// redirect the engine.
+/// redirect the engine; and optionally a deadline ([`Git::with_deadline`]) that bounds
+/// every git it starts.
 #[derive(Debug, Clone)]
 pub struct Git {
     cwd: PathBuf,
     pinned: Option<(PathBuf, PathBuf)>,
+    deadline: Option<(Instant, OnSignal)>,
+}
+
+/// What a [`Git::with_deadline`] git does when this process receives `SIGINT`, `SIGTERM` or
+/// `SIGHUP` ([`crate::os::signals`]) while it runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnSignal {
+    /// Stop it with its process group ([`GitError::Interrupted`]).
+    Stop,
+    /// Let it run to its deadline: for the cleanup that an interruption itself needs.
+    Continue,
 }
 
 impl Git {
@@ -181,6 +228,7 @@ impl Git {
         Self {
             cwd: cwd.to_path_buf(),
             pinned: None,
+            deadline: None,
         }
     }
 
@@ -190,6 +238,23 @@ impl Git {
         Self {
             cwd: work_tree.to_path_buf(),
             pinned: Some((git_dir.to_path_buf(), work_tree.to_path_buf())),
+            deadline: None,
+        }
+    }
+
+    /// The same git, every invocation of which is bounded by `deadline`: each runs in a
+    /// process group of its own with `SIGTERM` as its parent-death signal, and is stopped
+    /// with that group ([`crate::os::process::stop_group`]) when the deadline passes
+    /// ([`GitError::TimedOut`]) or, with [`OnSignal::Stop`], when this process receives
+    /// `SIGINT`/`SIGTERM`/`SIGHUP` ([`GitError::Interrupted`]; only once
+    /// [`crate::os::signals::install`] ran, and one received before the call counts). A
+    /// call made once the deadline passed is started and stopped at once. See
+    /// [`Git::output_until`] for how long a stop takes.
+    #[must_use]
+    pub fn with_deadline(&self, deadline: Instant, on_signal: OnSignal) -> Self {
+        Self {
+            deadline: Some((deadline, on_signal)),
+            ..self.clone()
         }
     }
 
@@ -240,14 +305,7 @@ impl Git {
         args: &[S],
         envs: &[(&str, &str)],
     ) -> Result<Output, GitError> {
-        let mut cmd = self.command(args)?;
-        for (k, v) in envs {
-            cmd.env(k, v);
-        }
-        cmd.output().map_err(|source| GitError::Spawn {
-            args: describe(args),
-            source,
-        })
+        self.exec(args, envs, None)
     }
 
     /// Runs git with `args` and returns its output whatever the exit status.
@@ -312,27 +370,7 @@ impl Git {
         input: &[u8],
         envs: &[(&str, &str)],
     ) -> Result<Output, GitError> {
-        use std::io::Write;
-        let spawn_error = |source| GitError::Spawn {
-            args: describe(args),
-            source,
-        };
-        let mut cmd = self.command(args)?;
-        cmd.envs(envs.iter().copied());
-        cmd.stdin(Stdio::piped());
-        let mut child = cmd.spawn().map_err(spawn_error)?;
-        let mut stdin = child
-            .stdin
-            .take()
-            .ok_or_else(|| spawn_error(std::io::Error::other("git's stdin was not piped")))?;
-        let output = std::thread::scope(|scope| {
-            // A git that exits early closes the pipe: its status says why, not EPIPE.
-            scope.spawn(move || {
-                let _ = stdin.write_all(input);
-            });
-            child.wait_with_output()
-        });
-        output.map_err(spawn_error)
+        self.exec(args, envs, Some(input))
     }
 
     /// As [`Git::output_input`], returning stdout bytes on success.
@@ -381,6 +419,64 @@ impl Git {
         })?;
         Ok(text.trim_end_matches('\n').to_owned())
     }
+}
+
+impl Git {
+    /// Runs git with `args` and `envs` (and `input` on its stdin, from a thread, so a large
+    /// input and a large output cannot block each other), bounded when this git has a
+    /// deadline; returns its output whatever the exit status.
+    fn exec<S: AsRef<OsStr>>(
+        &self,
+        args: &[S],
+        envs: &[(&str, &str)],
+        input: Option<&[u8]>,
+    ) -> Result<Output, GitError> {
+        let mut cmd = self.command(args)?;
+        cmd.envs(envs.iter().copied());
+        if input.is_some() {
+            cmd.stdin(Stdio::piped());
+        }
+        let Some((deadline, on_signal)) = self.deadline else {
+            return unbounded(cmd, input).map_err(|source| GitError::Spawn {
+                args: describe(args),
+                source,
+            });
+        };
+        match bounded(cmd, input, deadline, on_signal).map_err(|source| GitError::Spawn {
+            args: describe(args),
+            source,
+        })? {
+            Bounded::Finished(out) => Ok(out),
+            Bounded::TimedOut { stderr } => Err(GitError::TimedOut {
+                args: describe(args),
+                stderr,
+            }),
+            Bounded::Interrupted { signal, .. } => Err(GitError::Interrupted {
+                args: describe(args),
+                signal,
+            }),
+        }
+    }
+}
+
+/// Runs `cmd` to its end, writing `input` (if any) to its stdin from a scoped thread.
+fn unbounded(mut cmd: Command, input: Option<&[u8]>) -> std::io::Result<Output> {
+    use std::io::Write;
+    let Some(input) = input else {
+        return cmd.output();
+    };
+    let mut child = cmd.spawn()?;
+    let mut stdin = child
+        .stdin
+        .take()
+        .ok_or_else(|| std::io::Error::other("git's stdin was not piped"))?;
+    std::thread::scope(|scope| {
+        // A git that exits early closes the pipe: its status says why, not EPIPE.
+        scope.spawn(move || {
+            let _ = stdin.write_all(input);
+        });
+        child.wait_with_output()
+    })
 }
 
 /// How a git invocation with a deadline ended ([`Git::output_until`]).
@@ -440,38 +536,56 @@ impl Git {
         args: &[S],
         deadline: Instant,
     ) -> Result<Bounded, GitError> {
-        use std::os::unix::process::CommandExt;
-        let spawn_error = |source| GitError::Spawn {
+        let cmd = self.command(args)?;
+        bounded(cmd, None, deadline, OnSignal::Stop).map_err(|source| GitError::Spawn {
             args: describe(args),
             source,
-        };
-        let mut cmd = self.command(args)?;
-        cmd.process_group(0);
-        crate::os::process::end_with_parent(&mut cmd, rustix::process::Signal::TERM);
-        let mut child = cmd.spawn().map_err(spawn_error)?;
-        let stdout = read_in_thread(child.stdout.take());
-        let stderr = read_in_thread(child.stderr.take());
-        let waited = wait_until(&child, deadline).map_err(spawn_error);
-        let stopped = !matches!(waited, Ok(Waited::Exited));
-        if stopped && let Ok(pgid) = crate::os::process::pid_of(&child) {
-            crate::os::process::stop_group(pgid);
-        }
-        let status = child.wait().map_err(spawn_error)?;
-        let waited = waited?;
-        if stopped {
-            let stderr = stderr.recv_timeout(STOPPED_OUTPUT_WAIT).unwrap_or_default();
-            let stderr = String::from_utf8_lossy(&stderr).trim().to_owned();
-            return Ok(match waited {
-                Waited::Signal(signal) => Bounded::Interrupted { signal, stderr },
-                Waited::Exited | Waited::Deadline => Bounded::TimedOut { stderr },
-            });
-        }
-        Ok(Bounded::Finished(Output {
-            status,
-            stdout: stdout.recv().unwrap_or_default(),
-            stderr: stderr.recv().unwrap_or_default(),
-        }))
+        })
     }
+}
+
+/// Runs `cmd` in a process group of its own, with `SIGTERM` as its parent-death signal,
+/// until it exits, `deadline` passes or an interruption arrives (see [`Git::output_until`]).
+fn bounded(
+    mut cmd: Command,
+    input: Option<&[u8]>,
+    deadline: Instant,
+    on_signal: OnSignal,
+) -> std::io::Result<Bounded> {
+    use std::io::Write;
+    use std::os::unix::process::CommandExt;
+    cmd.process_group(0);
+    crate::os::process::end_with_parent(&mut cmd, rustix::process::Signal::TERM);
+    let mut child = cmd.spawn()?;
+    if let (Some(input), Some(mut stdin)) = (input, child.stdin.take()) {
+        let input = input.to_vec();
+        // Ends with the pipe: git exiting or stopped closes it (EPIPE, not SIGPIPE).
+        std::thread::spawn(move || {
+            let _ = stdin.write_all(&input);
+        });
+    }
+    let stdout = read_in_thread(child.stdout.take());
+    let stderr = read_in_thread(child.stderr.take());
+    let waited = wait_until(&child, deadline, on_signal);
+    let stopped = !matches!(waited, Ok(Waited::Exited));
+    if stopped && let Ok(pgid) = crate::os::process::pid_of(&child) {
+        crate::os::process::stop_group(pgid);
+    }
+    let status = child.wait()?;
+    let waited = waited?;
+    if stopped {
+        let stderr = stderr.recv_timeout(STOPPED_OUTPUT_WAIT).unwrap_or_default();
+        let stderr = String::from_utf8_lossy(&stderr).trim().to_owned();
+        return Ok(match waited {
+            Waited::Signal(signal) => Bounded::Interrupted { signal, stderr },
+            Waited::Exited | Waited::Deadline => Bounded::TimedOut { stderr },
+        });
+    }
+    Ok(Bounded::Finished(Output {
+        status,
+        stdout: stdout.recv().unwrap_or_default(),
+        stderr: stderr.recv().unwrap_or_default(),
+    }))
 }
 
 /// Reads `pipe` to its end in a thread of its own; the bytes arrive on the channel.
@@ -488,25 +602,41 @@ fn read_in_thread<R: Read + Send + 'static>(pipe: Option<R>) -> mpsc::Receiver<V
 }
 
 /// Whether `child` exited (left un-reaped) before `deadline` or an interruption, watched
-/// through a pidfd and the signals' self-pipe.
-fn wait_until(child: &std::process::Child, deadline: Instant) -> std::io::Result<Waited> {
+/// through a pidfd and the signals' self-pipe — or, on a kernel without `pidfd_open`, by
+/// asking every 10 ms (`waitid` with `WNOWAIT`, so the child stays un-reaped).
+fn wait_until(
+    child: &std::process::Child,
+    deadline: Instant,
+    on_signal: OnSignal,
+) -> std::io::Result<Waited> {
     use crate::os::signals;
     use rustix::event::{PollFd, PollFlags, Timespec};
-    let pidfd = crate::os::process::pidfd_of(child)?;
+    let pidfd = crate::os::process::pidfd_of(child).ok();
     loop {
-        if let Some(signal) = signals::received() {
+        if on_signal == OnSignal::Stop
+            && let Some(signal) = signals::received()
+        {
             return Ok(Waited::Signal(signal));
         }
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
             return Ok(Waited::Deadline);
         }
+        let Some(pidfd) = &pidfd else {
+            if exited_unreaped(child)? {
+                return Ok(Waited::Exited);
+            }
+            std::thread::sleep(left.min(Duration::from_millis(10)));
+            continue;
+        };
         let timeout = Timespec {
             tv_sec: i64::try_from(left.as_secs()).unwrap_or(i64::MAX),
             tv_nsec: i64::from(left.subsec_nanos()),
         };
-        let mut fds = vec![PollFd::new(&pidfd, PollFlags::IN)];
-        if let Some(wake) = signals::wake_fd() {
+        let mut fds = vec![PollFd::new(pidfd, PollFlags::IN)];
+        if on_signal == OnSignal::Stop
+            && let Some(wake) = signals::wake_fd()
+        {
             fds.push(PollFd::from_borrowed_fd(wake, PollFlags::IN));
         }
         match rustix::event::poll(&mut fds, Some(&timeout)) {
@@ -520,6 +650,17 @@ fn wait_until(child: &std::process::Child, deadline: Instant) -> std::io::Result
             return Ok(Waited::Exited);
         }
     }
+}
+
+/// Whether `child` has exited, leaving it un-reaped.
+fn exited_unreaped(child: &std::process::Child) -> std::io::Result<bool> {
+    use rustix::process::{WaitId, WaitIdOptions, waitid};
+    let pid = crate::os::process::pid_of(child)?;
+    let status = waitid(
+        WaitId::Pid(pid),
+        WaitIdOptions::EXITED | WaitIdOptions::NOHANG | WaitIdOptions::NOWAIT,
+    )?;
+    Ok(status.is_some())
 }
 
 /// The arguments of an atomic, lease-guarded `git push` to `remote`: each `(ref, expected)`

@@ -11,6 +11,7 @@ mod deliver;
 mod deliver_faults;
 mod deliver_lock;
 mod deliver_output;
+mod deliver_repository;
 mod deliver_series;
 mod deliver_signals;
 mod deliver_support;

@@ -2,7 +2,8 @@
 //! spread over the run. The file is always exactly the old or the new bytes; a temporary is
 //! visible after a kill only in the instant between its naming and the rename (it is
 //! anonymous until then, which the kernel's own inotify events prove), and whatever a
-//! killed publish left, the next writing call removes.
+//! killed publish left, the next writing call removes — on the proof of the worktree's
+//! journal, never on a name alone.
 //! The same campaign on the named-temporary fallback (a file system without `O_TMPFILE`,
 //! forced in debug builds by `SATYRN_TEST_PUBLISH_FALLBACK=1`) leaves real temporaries, and
 //! proves the next call sweeps them.
@@ -143,7 +144,7 @@ fn campaign(named: bool, on_create: bool, rounds: u32) -> Campaign {
             }
             let run = next_call(&fx, &old, &new, named);
             assert!(
-                run.stderr.contains("removed the stale publish temporary"),
+                run.stderr.contains("that a killed satyrn-host left"),
                 "round {round}: {run:?}"
             );
             assert_eq!(
@@ -243,32 +244,51 @@ fn wait_for_a_temporary(watcher: &std::os::fd::OwnedFd) {
     panic!("no temporary was created within 30 s");
 }
 
-/// A sweep removes only the temporaries of gone processes, only in the target's
-/// directory: a running process's temporary and another directory's are kept.
+/// Repository content named like satyrn's temporaries, with a dead pid — committed, one of
+/// them private — is never removed: the sweep takes no name for proof. An edit of the only
+/// writable file beside them publishes, and both stay, byte for byte, tracked and clean.
 #[test]
-fn only_gone_owners_temporaries_in_the_targets_directory_are_removed() {
-    let fx = Fixture::new(&[("sub/a.txt", b"hello world\n")], &["sub/*"]);
-    let mut live = Command::new("sleep").arg("30").spawn().expect("sleep");
-    let mut gone = Command::new("true").spawn().expect("true");
-    let gone_pid = gone.id();
-    gone.wait().expect("wait");
-    let live_name = format!(".a.txt.satyrn-{}-0abc.tmp", live.id());
-    let gone_name = format!(".a.txt.satyrn-{gone_pid}-0abc.tmp");
-    let elsewhere = format!(".b.txt.satyrn-{gone_pid}-0abd.tmp");
-    for name in [&live_name, &gone_name] {
-        std::fs::write(fx.file("sub").join(name), b"stale").expect("write");
-    }
-    std::fs::write(fx.repo.path().join(&elsewhere), b"stale").expect("write");
-    let run = crate::support::protocol(&fx.fresh("sub/a.txt", "world", "there"));
-    live.kill().expect("kill sleep");
-    live.wait().expect("wait");
-    assert_ok(&run, "sub/a.txt", b"hello there\n");
-    assert!(run.stderr.contains(&gone_name), "{run:?}");
-    assert_eq!(
-        dir_entries(&fx.file("sub")),
-        [live_name, "a.txt".to_string()]
+fn committed_files_named_like_temporaries_are_never_swept() {
+    let notes = "src/.notes.satyrn-4000000-ab.tmp";
+    let key = "src/.id_rsa.satyrn-999999999-0.tmp";
+    let fx = Fixture::new(
+        &[
+            ("src/main.txt", b"hello world\n"),
+            (notes, b"my notes\n"),
+            (key, b"-----BEGIN PRIVATE KEY-----\n"),
+        ],
+        &["src/main.txt"],
     );
-    assert_eq!(temporaries(fx.repo.path()), [elsewhere]);
+    let before: Vec<(String, Vec<u8>, u64)> = [notes, key]
+        .iter()
+        .map(|p| {
+            let path = fx.file(p);
+            let ino = std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(&path).expect("stat"));
+            ((*p).to_owned(), std::fs::read(&path).expect("read"), ino)
+        })
+        .collect();
+    for round in 0..3 {
+        let (from, to) = if round % 2 == 0 {
+            ("world", "there")
+        } else {
+            ("there", "world")
+        };
+        let run = crate::support::protocol(&fx.fresh("src/main.txt", from, to));
+        assert_eq!(run.response["code"], "OK", "{run:?}");
+        assert!(
+            !run.stderr.contains("satyrn-"),
+            "stderr names a temporary: {}",
+            run.stderr
+        );
+    }
+    for (p, bytes, ino) in &before {
+        let path = fx.file(p);
+        assert_eq!(&std::fs::read(&path).expect("still there"), bytes, "{p}");
+        let now = std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(&path).expect("stat"));
+        assert_eq!(now, *ino, "{p}: same inode");
+    }
+    let status = crate::support::git_ok(fx.repo.path(), &["status", "--porcelain"]);
+    assert_eq!(status, " M src/main.txt\n");
 }
 
 /// Every inotify event of the repository's root during one real `replace`, as
@@ -337,7 +357,7 @@ fn the_temporary_is_never_written_while_it_has_a_name() {
 /// worktree (by a `satyrn-host` killed mid-publish: a dead process's pid in its name) is
 /// not part of the candidate; a file that only resembles one is, like any other file.
 #[test]
-fn a_candidate_never_carries_a_publish_temporary() {
+fn a_candidate_carries_what_the_command_wrote_even_when_named_like_a_temporary() {
     use crate::deliver_support::{FixedRepo, deliver, sh};
     use crate::support::{ContractFile, git_ok};
     let repo = FixedRepo::with_files(&[("a.txt", b"a\n"), ("d/b.txt", b"b\n")]);
@@ -367,5 +387,12 @@ fn a_candidate_never_carries_a_publish_temporary() {
             commit.trim(),
         ],
     );
-    assert_eq!(changes, "A\t.notes.satyrn-tmp.tmp\nM\ta.txt\n");
+    // No journal entry proves any of them satyrn's: they are the command's files, and a
+    // reviewer sees them.
+    assert_eq!(
+        changes,
+        format!(
+            "A\t.a.txt.satyrn-{pid}-0abc01.tmp\nA\t.notes.satyrn-tmp.tmp\nM\ta.txt\nA\td/.b [x].txt.satyrn-{pid}-ff.tmp\n"
+        )
+    );
 }

@@ -181,7 +181,10 @@ fn attempt(options: &Options, cleanup: &mut Cleanup) -> Result<(), AttemptError>
     let (swept, patched) = std::thread::scope(|scope| {
         let patching = scope.spawn(|| patch(&git, &head));
         let swept = match &lock {
-            Ok(_) => sweep_temporaries(&root, &git),
+            Ok(_) => {
+                crate::publish::sweep(root.dir());
+                Ok(())
+            }
             Err(e) => Err(format!(
                 "cannot lock the worktree to sweep temporaries: {e}"
             )),
@@ -220,44 +223,6 @@ fn attempt(options: &Options, cleanup: &mut Cleanup) -> Result<(), AttemptError>
         Ok(())
     } else {
         Err(AttemptError::After(errors))
-    }
-}
-
-/// Removes the publish temporaries (`.<name>.satyrn-<pid>-<nonce>.tmp`) that a
-/// `satyrn-host protocol` killed by `SIGKILL` mid-publish may have left, so they never reach
-/// the patch or a candidate. Runs after Pi exited, with the worktree lock held by the
-/// caller, so no publish is in flight; each removal is reported on stderr.
-fn sweep_temporaries(root: &RepoRoot, git: &Git) -> Result<(), String> {
-    let untracked = git
-        .run(&["ls-files", "-z", "--others", "--full-name"])
-        .map_err(|e| format!("listing untracked files failed: {e}"))?;
-    let mut failures = Vec::new();
-    for raw in git::split_z(&untracked) {
-        let Ok(path) = std::str::from_utf8(raw) else {
-            continue;
-        };
-        let name = path.rsplit('/').next().unwrap_or(path);
-        if !crate::publish::is_temporary_name(name) {
-            continue;
-        }
-        let full = root.path().join(path);
-        match std::fs::remove_file(&full) {
-            Ok(()) => {
-                let _ = writeln!(
-                    std::io::stderr(),
-                    "satyrn-host attempt: removed a stale publish temporary {path}"
-                );
-            }
-            Err(e) => failures.push(format!("{}: {e}", full.display())),
-        }
-    }
-    if failures.is_empty() {
-        Ok(())
-    } else {
-        Err(format!(
-            "cannot remove stale publish temporaries: {}",
-            failures.join("; ")
-        ))
     }
 }
 

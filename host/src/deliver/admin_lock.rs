@@ -42,6 +42,16 @@ impl AdminLock {
         let dir = repo
             .line(&["rev-parse", "--path-format=absolute", "--git-common-dir"])
             .map_err(LockError::CommonDir)?;
+        Self::acquire_in(dir, on_wait)
+    }
+
+    /// As [`AdminLock::acquire`], for the repository whose common directory is `dir`: no
+    /// git runs.
+    ///
+    /// # Errors
+    ///
+    /// As [`AdminLock::acquire`], but for finding the directory.
+    pub fn acquire_in(dir: String, on_wait: impl FnOnce(&str)) -> Result<Self, LockError> {
         let fd = rustix::fs::open(
             dir.as_str(),
             OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC | OFlags::NOFOLLOW,
@@ -86,6 +96,20 @@ impl AdminLock {
 /// a signal ended the wait), and going on without the lock.
 #[must_use]
 pub fn acquire_or_warn(repo: &Git) -> Option<AdminLock> {
+    acquire_or_warn_with(|waiting| AdminLock::acquire(repo, waiting))
+}
+
+/// [`acquire_or_warn`] for the repository whose common directory is `common`: no git runs.
+#[must_use]
+pub fn acquire_or_warn_in(common: &std::path::Path) -> Option<AdminLock> {
+    acquire_or_warn_with(|waiting| {
+        AdminLock::acquire_in(common.to_string_lossy().into_owned(), waiting)
+    })
+}
+
+fn acquire_or_warn_with(
+    acquire: impl FnOnce(&dyn Fn(&str)) -> Result<AdminLock, LockError>,
+) -> Option<AdminLock> {
     let waiting = |dir: &str| {
         use std::io::Write;
         // After a signal the wait ends at once (cleanup then goes on without the lock).
@@ -98,7 +122,7 @@ pub fn acquire_or_warn(repo: &Git) -> Option<AdminLock> {
             WAIT.as_secs()
         );
     };
-    match AdminLock::acquire(repo, waiting) {
+    match acquire(&waiting) {
         Ok(lock) => Some(lock),
         Err(LockError::Interrupted) => None,
         Err(_) if signals::received().is_some() => None,

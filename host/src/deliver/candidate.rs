@@ -156,9 +156,9 @@ impl From<GitError> for CandidateError {
     }
 }
 
-/// Stages everything in the worktree (`add -A`) except the publish temporaries a killed
-/// `satyrn-host` may have left (`publish::is_temporary_name`), writes the tree and, when it
-/// differs from the base's, commits it with exactly `base` as parent, the fixed identity and date and no
+/// Stages everything in the worktree (`add -A`; `deliver` swept the publish temporaries a
+/// killed `satyrn-host` provably left first: [`crate::publish::sweep`]), writes the tree
+/// and, when it differs from the base's, commits it with exactly `base` as parent, the fixed identity and date and no
 /// signature; the paths come from `diff-tree -z` of that commit.
 ///
 /// # Errors
@@ -166,7 +166,6 @@ impl From<GitError> for CandidateError {
 /// [`CandidateError`] when a git step fails or a changed path is not UTF-8.
 pub fn build(wt: &Git, id: &str, base: &str) -> Result<Change, CandidateError> {
     wt.run(&["add", "-A", "--", "."])?;
-    unstage_temporaries(wt, base)?;
     let tree = wt.line(&["write-tree"])?;
     let base_tree = wt.line(&["rev-parse", "--verify", &format!("{base}^{{tree}}")])?;
     if tree == base_tree {
@@ -219,32 +218,6 @@ pub fn build(wt: &Git, id: &str, base: &str) -> Result<Change, CandidateError> {
     // String order is raw UTF-8 byte order.
     paths.sort();
     Ok(Change::Commit { commit, paths })
-}
-
-/// Takes the added publish temporaries back out of the index, so no candidate carries one.
-fn unstage_temporaries(wt: &Git, base: &str) -> Result<(), GitError> {
-    let added = wt.run(&[
-        "diff",
-        "--cached",
-        "--name-only",
-        "-z",
-        "--no-renames",
-        "--diff-filter=A",
-        base,
-        "--",
-    ])?;
-    let temporaries: Vec<&str> = git::split_z(&added)
-        .into_iter()
-        .filter_map(|raw| std::str::from_utf8(raw).ok())
-        .filter(|p| crate::publish::is_temporary_name(p.rsplit('/').next().unwrap_or(p)))
-        .collect();
-    if temporaries.is_empty() {
-        return Ok(());
-    }
-    let mut args = vec!["rm", "--cached", "-q", "--"];
-    args.extend(temporaries);
-    wt.run_env(&args, &[("GIT_LITERAL_PATHSPECS", "1")])?;
-    Ok(())
 }
 
 /// The receipt ref of `id`: an annotated tag object, beside the head ref, pointing at the

@@ -19,9 +19,11 @@ pub mod admin_lock;
 pub mod candidate;
 pub mod command;
 pub mod error;
+pub mod guard;
 pub mod output;
 pub mod push;
 pub mod receipt;
+pub mod scan;
 pub mod series;
 pub mod spool;
 pub mod stale;
@@ -36,7 +38,7 @@ use std::time::{Duration, Instant};
 
 use crate::code::Code;
 use crate::contract;
-use crate::git::{self, Git, GitError};
+use crate::git::{self, Git, GitError, OnSignal};
 use crate::os::signals;
 use candidate::{Change, Published};
 use command::CommandError;
@@ -100,6 +102,8 @@ struct Progress {
     /// The end of the command's `--timeout` budget, once the command is about to start;
     /// the push's deadline derives from it ([`push::deadline`]).
     budget_end: Option<Instant>,
+    /// The deadline of the work after the command ([`finish_deadline`]), once it ended.
+    finish_deadline: Option<Instant>,
 }
 
 impl Progress {
@@ -184,6 +188,7 @@ pub fn deliver(request: &Request) -> Receipt {
         ),
         started: false,
         budget_end: None,
+        finish_deadline: None,
     };
 
     // 1. Contract first, then the repository.
@@ -228,7 +233,16 @@ pub fn deliver(request: &Request) -> Receipt {
         Err(e) => return progress.finish(Code::GitFailed, e.to_string()),
     };
     progress.started = true;
-    let pending = run_attempt(request, &id, &base, &mut attempt, &mut progress, lock);
+    let pending = run_attempt(
+        request,
+        (&repo, &id, &base),
+        &mut attempt,
+        &mut progress,
+        lock,
+    );
+    // A descendant of the work after the command that left git's process group (a
+    // filter's `setsid` child) was reparented to this subreaper: it ends here.
+    crate::os::process::stop_strays(None);
 
     // 5. Cleanup before publishing; its failure supersedes.
     match attempt.cleanup() {
@@ -275,6 +289,10 @@ pub fn deliver(request: &Request) -> Receipt {
     published.code = Code::Ok;
     published.outcome = Outcome::CandidateCreated;
     let receipt_name = candidate::receipt_ref_name(&id);
+    let repo = repo.with_deadline(
+        finish_deadline(progress.finish_deadline, Instant::now()),
+        OnSignal::Continue,
+    );
     let tag = match candidate::write_receipt_tag(
         &repo,
         &id,
@@ -392,8 +410,7 @@ fn now_seconds() -> u64 {
 /// Steps 2–4 inside the worktree; returns the pending result (cleanup still to do).
 fn run_attempt(
     request: &Request,
-    id: &str,
-    base: &str,
+    (repo, id, base): (&Git, &str, &str),
     attempt: &mut Attempt,
     progress: &mut Progress,
     lock: Option<admin_lock::AdminLock>,
@@ -409,6 +426,19 @@ fn run_attempt(
     if let Some(s) = signals::received() {
         return Pending::fail(Code::Interrupted, interrupted_message(s));
     }
+    let layout = match layout_of(repo, attempt) {
+        Ok(l) => l,
+        Err(e) => return Pending::fail(Code::GitFailed, e.to_string()),
+    };
+    let before = match guard::Snapshot::take(repo, &layout) {
+        Ok(s) => s,
+        Err(e) => {
+            return Pending::fail(
+                Code::GitFailed,
+                format!("cannot record the repository before the command: {e}"),
+            );
+        }
+    };
 
     // 3. The command.
     progress.budget_end = Instant::now().checked_add(request.timeout);
@@ -431,9 +461,31 @@ fn run_attempt(
     };
     progress.receipt.exit_code = finished.exit_code;
     progress.receipt.signal = finished.signal;
+    // Everything after the command, git included, ends by this deadline.
+    let deadline = finish_deadline(progress.budget_end, Instant::now());
+    progress.finish_deadline = Some(deadline);
+
+    // The caller's repository, first by its files (no git runs before they are known to
+    // be what they were), then by its refs.
+    let changed = before.file_changes(&guard::Snapshot::files_only(&layout));
+    if !changed.is_empty() {
+        // Its configuration may now include a FIFO, its refs be one: git there may block.
+        attempt.clean_up_without_git();
+        return repository_changed(&changed);
+    }
     if finished.interrupted {
         let s = signals::received().unwrap_or(libc::SIGTERM);
         return Pending::fail(Code::Interrupted, interrupted_message(s));
+    }
+    let bounded_repo = repo.with_deadline(deadline, OnSignal::Stop);
+    match guard::Snapshot::take(&bounded_repo, &layout) {
+        Ok(after) => {
+            let changed = before.changes(&after);
+            if !changed.is_empty() {
+                return repository_changed(&changed);
+            }
+        }
+        Err(e) => return git_failure(&e, "cannot compare the repository after the command"),
     }
     if finished.timed_out {
         return Pending::fail(
@@ -446,11 +498,15 @@ fn run_attempt(
     }
 
     // 4. Classify.
-    let wt = attempt.git();
+    if let Some(scan::Found::Special { path, kind }) = scan::special_in_registration(&layout.own) {
+        attempt.clean_up_without_git();
+        return special_file(&path, kind);
+    }
+    let wt = attempt.git().with_deadline(deadline, OnSignal::Stop);
     match head_moved(&wt, base) {
         Ok(None) => {}
         Ok(Some(m)) => return Pending::fail(Code::HeadMoved, m),
-        Err(e) => return Pending::fail(Code::GitFailed, e.to_string()),
+        Err(e) => return git_failure(&e, "cannot read HEAD"),
     }
     if !finished.succeeded() {
         let how = match (finished.exit_code, finished.signal) {
@@ -460,9 +516,32 @@ fn run_attempt(
         };
         return Pending::fail(Code::CommandFailed, format!("the command {how}"));
     }
+    match scan::scan(&wt, attempt.worktree(), base, deadline) {
+        Ok(None) => {}
+        Ok(Some(scan::Found::Special { path, kind })) => return special_file(&path, kind),
+        Ok(Some(scan::Found::TooLarge { path, size })) => {
+            return Pending::fail(
+                Code::CandidateTooLarge,
+                format!(
+                    "{path} is {size} bytes, over the {} bytes a candidate's new or changed file may have; it was not staged",
+                    scan::FILE_MAX
+                ),
+            );
+        }
+        Err(scan::ScanError::TimedOut) => return finish_timeout("looking at the worktree"),
+        Err(scan::ScanError::Git(e)) => return git_failure(&e, "cannot classify a large file"),
+    }
+    // Every process of the command is gone: no publish is in flight.
+    if let Ok(root) = rustix::fs::open(
+        attempt.worktree(),
+        rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::CLOEXEC,
+        rustix::fs::Mode::empty(),
+    ) {
+        crate::publish::sweep(&root);
+    }
     match warnings::dropped_submodule_writes(&wt, attempt.worktree()) {
         Ok(w) => progress.receipt.warnings.extend(w),
-        Err(e) => return Pending::fail(Code::GitFailed, format!("cannot list submodules: {e}")),
+        Err(e) => return git_failure(&e, "cannot list submodules"),
     }
     match candidate::build(&wt, id, base) {
         Ok(Change::None) => Pending::fail(Code::NoChange, "the command changed nothing"),
@@ -477,12 +556,83 @@ fn run_attempt(
                         warnings,
                     }),
                 },
-                Err(e) => {
-                    Pending::fail(Code::GitFailed, format!("cannot review the candidate: {e}"))
-                }
+                Err(e) => git_failure(&e, "cannot review the candidate"),
             }
         }
+        Err(candidate::CandidateError::Git(e)) => git_failure(&e, "cannot build the candidate"),
         Err(e) => Pending::fail(Code::GitFailed, format!("cannot build the candidate: {e}")),
+    }
+}
+
+/// The least time the work after the command gets, however much of `--timeout` the
+/// command used: 10 s (as a push's).
+pub const FINISH_FLOOR: Duration = push::PUSH_FLOOR;
+
+/// When the work after the command must end: the end of the command's budget, or
+/// [`FINISH_FLOOR`] after `now`, whichever is later.
+fn finish_deadline(budget_end: Option<Instant>, now: Instant) -> Instant {
+    push::deadline(budget_end.unwrap_or(now), now)
+}
+
+/// Where the repository's shared state and this attempt's registration live.
+fn layout_of(repo: &Git, attempt: &Attempt) -> Result<guard::Layout, GitError> {
+    let common = repo.line(&["rev-parse", "--path-format=absolute", "--git-common-dir"])?;
+    let own = attempt.git_dir().map(Path::to_path_buf).unwrap_or_default();
+    Ok(guard::Layout {
+        common: PathBuf::from(common),
+        own,
+    })
+}
+
+/// The most changes a `REPOSITORY_CHANGED` message names; the rest are counted.
+const CHANGES_SHOWN: usize = 20;
+
+fn repository_changed(changes: &[guard::Change]) -> Pending {
+    let mut shown: Vec<String> = changes
+        .iter()
+        .take(CHANGES_SHOWN)
+        .map(ToString::to_string)
+        .collect();
+    if changes.len() > CHANGES_SHOWN {
+        shown.push(format!("and {} more", changes.len() - CHANGES_SHOWN));
+    }
+    Pending::fail(
+        Code::RepositoryChanged,
+        format!(
+            "the command changed the caller's repository, which its worktree shares (only `satyrn-host confine` prevents this): {}; nothing was published",
+            shown.join("; ")
+        ),
+    )
+}
+
+fn special_file(path: &str, kind: &str) -> Pending {
+    Pending::fail(
+        Code::SpecialFile,
+        format!(
+            "the command left {kind} at {path}, where git would open it; nothing was published"
+        ),
+    )
+}
+
+fn finish_timeout(doing: &str) -> Pending {
+    Pending::fail(
+        Code::FinishTimeout,
+        format!(
+            "the work after the command did not finish by the attempt's deadline (what was left of --timeout, at least {} s) while {doing}; nothing was published",
+            FINISH_FLOOR.as_secs()
+        ),
+    )
+}
+
+/// The pending result of a failed git step after the command: `FINISH_TIMEOUT` when it was
+/// stopped at the deadline, `INTERRUPTED` when a signal stopped it, else `GIT_FAILED`.
+fn git_failure(e: &GitError, what: &str) -> Pending {
+    match e {
+        GitError::TimedOut { args, .. } => finish_timeout(&format!("git {args} ran")),
+        GitError::Interrupted { signal, .. } => {
+            Pending::fail(Code::Interrupted, interrupted_message(*signal))
+        }
+        _ => Pending::fail(Code::GitFailed, format!("{what}: {e}")),
     }
 }
 

@@ -11,9 +11,14 @@
 //! removed, which is `CLEANUP_FAILED`), then `git worktree prune`, then the directory.
 
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
-use crate::git::{self, Git, GitError};
+use crate::git::{self, Git, GitError, OnSignal};
 use crate::os::owned_dir;
+
+/// How long the cleanup's git may take, each step (`worktree remove`, `prune`, `list`): 30 s.
+/// An interruption does not stop them: cleaning up is what it asks for.
+pub const CLEANUP_LIMIT: Duration = Duration::from_secs(30);
 
 /// Why the worktree could not be created or removed.
 #[derive(Debug)]
@@ -113,6 +118,7 @@ pub struct Attempt {
     git_dir: Option<PathBuf>,
     state: State,
     parent_removed: bool,
+    without_git: bool,
 }
 
 impl Attempt {
@@ -156,6 +162,7 @@ impl Attempt {
             git_dir: None,
             state: State::Clean,
             parent_removed: false,
+            without_git: false,
         })
     }
 
@@ -169,6 +176,19 @@ impl Attempt {
     #[must_use]
     pub fn worktree(&self) -> &Path {
         &self.worktree
+    }
+
+    /// The worktree's administrative directory in the repository (after [`Attempt::add`]).
+    #[must_use]
+    pub fn git_dir(&self) -> Option<&Path> {
+        self.git_dir.as_deref()
+    }
+
+    /// Makes [`Attempt::cleanup`] remove the worktree and its administrative directory
+    /// itself, without git: for a repository where git may block (a FIFO the command left
+    /// in the shared `.git`).
+    pub fn clean_up_without_git(&mut self) {
+        self.without_git = true;
     }
 
     /// git pinned to the worktree and its administrative directory (after [`Attempt::add`]).
@@ -219,7 +239,16 @@ impl Attempt {
     pub fn cleanup(&mut self) -> Result<(), WorktreeError> {
         if self.state == State::Uncertain {
             self.state = State::Done;
-            let lock = super::admin_lock::acquire_or_warn(&self.repo);
+            // The common directory of `<common>/worktrees/<name>`, once known: no git.
+            let lock = match self
+                .git_dir
+                .as_deref()
+                .and_then(Path::parent)
+                .and_then(Path::parent)
+            {
+                Some(common) => super::admin_lock::acquire_or_warn_in(common),
+                None => super::admin_lock::acquire_or_warn(&self.repo),
+            };
             let removed = self.remove_worktree();
             drop(lock);
             if let Err(e) = removed {
@@ -249,36 +278,47 @@ impl Attempt {
     }
 
     fn remove_worktree(&mut self) -> Result<(), WorktreeError> {
+        if self.without_git
+            && let Some(admin) = self.git_dir.clone()
+        {
+            return self.remove_directly(&admin);
+        }
+        let repo = self
+            .repo
+            .with_deadline(Instant::now() + CLEANUP_LIMIT, OnSignal::Continue);
         let mut args: Vec<std::ffi::OsString> =
             vec!["worktree".into(), "remove".into(), "--force".into()];
         args.push(self.worktree.clone().into_os_string());
-        let removed = self.repo.output(&args);
+        let removed = repo.output(&args);
+        let repo = self
+            .repo
+            .with_deadline(Instant::now() + CLEANUP_LIMIT, OnSignal::Continue);
         if matches!(&removed, Ok(out) if out.status.success()) {
-            self.repo.run(&["worktree", "prune"])?;
+            repo.run(&["worktree", "prune"])?;
             return Ok(());
         }
         let mut detail = match removed {
             Ok(out) => git::failed(&args, &out).to_string(),
             Err(e) => e.to_string(),
         };
-        let locked = self.entry()?.is_some_and(|e| e.locked)
-            || self
-                .git_dir
-                .as_ref()
-                .is_some_and(|d| d.join("locked").symlink_metadata().is_ok());
+        // Known by its administrative directory once added: no `git worktree list`, which
+        // reads every worktree's HEAD and so the refs a command may have broken.
+        let locked = match &self.git_dir {
+            Some(d) => d.join("locked").symlink_metadata().is_ok(),
+            None => self.entry(&repo)?.is_some_and(|e| e.locked),
+        };
         if !locked {
             if let Err(e) = remove_tree(&self.worktree) {
                 detail = format!("{detail}; cannot remove {}: {e}", self.worktree.display());
             }
-            self.repo.run(&["worktree", "prune"])?;
+            repo.run(&["worktree", "prune"])?;
         }
-        // Ours by path, or by the administrative directory git gave it (the command may have
-        // pointed the registration elsewhere).
-        let registered = self.entry()?.is_some()
-            || self
-                .git_dir
-                .as_ref()
-                .is_some_and(|d| d.symlink_metadata().is_ok());
+        // Ours by the administrative directory git gave it (the command may have pointed the
+        // registration elsewhere), or by path before git named one.
+        let registered = match &self.git_dir {
+            Some(d) => d.symlink_metadata().is_ok(),
+            None => self.entry(&repo)?.is_some(),
+        };
         let worktree_dir = self.worktree.symlink_metadata().is_ok();
         if registered || worktree_dir {
             return Err(WorktreeError::Retained(Leftovers {
@@ -297,10 +337,41 @@ impl Attempt {
         Ok(())
     }
 
+    /// What `git worktree remove --force` does, without git: the worktree directory (ours,
+    /// inside our private parent), then its administrative directory `admin` (git's
+    /// registration of it); a locked worktree is kept as it is.
+    fn remove_directly(&self, admin: &Path) -> Result<(), WorktreeError> {
+        let locked = admin.join("locked").symlink_metadata().is_ok();
+        let mut detail = Vec::new();
+        if !locked {
+            for dir in [self.worktree.as_path(), admin] {
+                if let Err(e) = remove_tree(dir) {
+                    detail.push(format!("cannot remove {}: {e}", dir.display()));
+                }
+            }
+        }
+        let registered = admin.symlink_metadata().is_ok();
+        let worktree_dir = self.worktree.symlink_metadata().is_ok();
+        if registered || worktree_dir {
+            if locked {
+                detail.push("the worktree is locked".to_owned());
+            }
+            return Err(WorktreeError::Retained(Leftovers {
+                worktree: self.worktree.clone(),
+                registered,
+                admin: Some(admin.to_path_buf()),
+                worktree_dir,
+                parent: self.parent.clone(),
+                detail: detail.join("; "),
+            }));
+        }
+        Ok(())
+    }
+
     /// Our worktree's entry in `git worktree list`, if it is registered.
-    fn entry(&self) -> Result<Option<git::WorktreeEntry>, WorktreeError> {
+    fn entry(&self, repo: &Git) -> Result<Option<git::WorktreeEntry>, WorktreeError> {
         let ours = std::fs::canonicalize(&self.worktree).unwrap_or_else(|_| self.worktree.clone());
-        Ok(git::worktree_entries(&self.repo)?
+        Ok(git::worktree_entries(repo)?
             .into_iter()
             .find(|e| e.path == self.worktree || e.path == ours))
     }

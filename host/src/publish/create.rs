@@ -62,8 +62,9 @@ pub fn create(root: &OwnedFd, path: &str, content: &[u8]) -> Result<(), PublishE
     // termination signal never ends the process between the two.
     let held = HeldSignals::hold();
     let mut made = MadeDirs::default();
+    let journal = super::swept(root);
     let outcome = make_parent(root, dirs, path, &mut made)
-        .and_then(|dir| create_in(&dir, leaf, &dirs.join("/"), path, content));
+        .and_then(|dir| create_in(&dir, leaf, &dirs.join("/"), path, content, journal.as_ref()));
     if outcome.is_err() {
         made.remove();
     }
@@ -77,14 +78,19 @@ fn create_in(
     dir_path: &str,
     path: &str,
     content: &[u8],
+    journal: Option<&super::journal::Journal>,
 ) -> Result<(), PublishError> {
-    temporary::sweep_stale(dir, dir_path);
     match rustix::fs::statat(dir, leaf, AtFlags::SYMLINK_NOFOLLOW) {
         Ok(_) => return Err(exists(path)),
         Err(Errno::NOENT) => {}
         Err(e) => return Err(failed(path, "inspecting the target", e)),
     }
-    let outcome = write_and_link(dir, leaf, path, content);
+    let proof = temporary::Proof {
+        journal,
+        dir: dir_path,
+        displaced: None,
+    };
+    let outcome = write_and_link(dir, leaf, path, content, proof);
     if outcome.is_ok() {
         sync_committed(dir, path, "created");
     }
@@ -122,8 +128,9 @@ fn write_and_link(
     leaf: &str,
     path: &str,
     content: &[u8],
+    proof: temporary::Proof<'_>,
 ) -> Result<(), PublishError> {
-    let mut temp = Temporary::create(dir, leaf, path)?;
+    let mut temp = Temporary::create(dir, leaf, path, proof)?;
     let written = rustix::fs::fchmod(&temp.file, Mode::from_raw_mode(FILE_MODE))
         .map_err(|e| failed(path, "setting the mode", e))
         .and_then(|()| {

@@ -37,7 +37,8 @@ use crate::os::signals::HeldSignals;
 /// Process-global effects, from the rename aside until the directory is synced (or the
 /// file put back): the termination signals are held and `SIGXFSZ` ignored, as in
 /// [`super::publish`]. A `SIGKILL` in that instant leaves the file under its hidden name,
-/// which the next publish, create or delete in that directory removes (the stale sweep).
+/// recorded in the worktree's journal, which the next publish, create or delete removes
+/// (the sweep: [`super::sweep`]).
 ///
 /// # Errors
 ///
@@ -53,14 +54,21 @@ pub fn delete(root: &OwnedFd, path: &str, base: &Revision) -> Result<(), Publish
         return Err(PublishError::Failed("empty path".to_string()));
     };
     let dir = open_parent(root, dirs, path)?;
-    temporary::sweep_stale(&dir, &dirs.join("/"));
+    let journal = super::swept(root);
     let target = check_target(&dir, leaf, base, path)?;
+    let rel_dir = dirs.join("/");
+    let proof = temporary::Proof {
+        journal: journal.as_ref(),
+        dir: &rel_dir,
+        displaced: None,
+    };
     let held = HeldSignals::hold();
     let outcome = if temporary::forced_no_noreplace() {
         remove_in_place(&dir, leaf, path, base, &target)
     } else {
-        match rename_aside(&dir, leaf, path)? {
-            Some(aside) => remove_aside(&dir, leaf, &aside, path, base, &target),
+        match rename_aside(&dir, leaf, path, proof, &target)? {
+            // The record lives until the aside name is gone (unlinked or put back).
+            Some((aside, _record)) => remove_aside(&dir, leaf, &aside, path, base, &target),
             None => remove_in_place(&dir, leaf, path, base, &target),
         }
     };
@@ -71,13 +79,24 @@ pub fn delete(root: &OwnedFd, path: &str, base: &Revision) -> Result<(), Publish
     outcome
 }
 
-/// Renames `leaf` to a fresh hidden temporary name; `None` when the file system has no
-/// `RENAME_NOREPLACE`.
-fn rename_aside(dir: &OwnedFd, leaf: &str, path: &str) -> Result<Option<String>, PublishError> {
+/// Renames `leaf` to a fresh hidden temporary name, recorded in the journal first as
+/// holding the target; `None` when the file system has no `RENAME_NOREPLACE`.
+fn rename_aside<'a>(
+    dir: &OwnedFd,
+    leaf: &str,
+    path: &str,
+    proof: temporary::Proof<'a>,
+    target: &Target,
+) -> Result<Option<(String, Option<super::journal::Record<'a>>)>, PublishError> {
     let mut unsupported = false;
+    let mut record = None;
     let renamed = temporary::for_each_candidate_name(temporary::stem(leaf), |name| {
+        let recorded = proof.record(name, &target.file);
         match rustix::fs::renameat_with(dir, leaf, dir, name, RenameFlags::NOREPLACE) {
-            Ok(()) => Ok(true),
+            Ok(()) => {
+                record = recorded;
+                Ok(true)
+            }
             Err(Errno::EXIST) => Ok(false),
             Err(Errno::INVAL | Errno::NOSYS | Errno::OPNOTSUPP) => {
                 unsupported = true;
@@ -90,7 +109,7 @@ fn rename_aside(dir: &OwnedFd, leaf: &str, path: &str) -> Result<Option<String>,
         }
     });
     match renamed {
-        Ok(name) => Ok(Some(name)),
+        Ok(name) => Ok(Some((name, record))),
         Err(_) if unsupported => Ok(None),
         Err(e) => Err(e),
     }

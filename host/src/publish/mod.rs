@@ -3,7 +3,7 @@
 //!
 //! [`publish`] reopens the target's directory one segment at a time with
 //! `O_NOFOLLOW | O_DIRECTORY`, so no symlink anywhere on the path is followed; removes the
-//! temporaries of killed publishes there ([`temporary`]); confirms the target is still a
+//! temporaries the worktree's journal proves killed publishes left ([`journal`]); confirms the target is still a
 //! single-link regular file whose bytes hash to the plan's base revision; writes the new
 //! content to a temporary in the same directory — anonymous (`O_TMPFILE`) where the file
 //! system allows, so nothing is visible until the commit — with the target's permission
@@ -30,6 +30,7 @@ use crate::code::{Code, Failure};
 mod commit;
 mod create;
 mod delete;
+mod journal;
 mod temporary;
 #[cfg(test)]
 mod tests_create;
@@ -95,9 +96,10 @@ fn failed(path: &str, what: &str, e: impl Into<std::io::Error>) -> PublishError 
 /// this process mid-publish cannot leave a temporary behind (a held signal takes effect
 /// right after); `SIGXFSZ` is ignored, so a file-size limit (`RLIMIT_FSIZE`) fails the
 /// write (`EFBIG`) instead of killing the process. Only `SIGKILL` cannot be held: the
-/// temporary is anonymous until the commit where the file system has `O_TMPFILE`, and
-/// every publish first removes, in the target's directory, the temporaries whose process
-/// is gone (reported on stderr). See `docs/architecture.md`.
+/// temporary is anonymous until the commit where the file system has `O_TMPFILE`, every
+/// name it gets is recorded in the worktree's journal first, and every publish first
+/// removes the temporaries the journal proves a killed publish left ([`sweep`], reported
+/// on stderr). See `docs/architecture.md`.
 ///
 /// The exchange of the names (or, without `RENAME_EXCHANGE`, the rename) is the commit
 /// point: once it stood the re-check, the edit is published, and a failure to fsync the
@@ -123,12 +125,36 @@ pub fn publish(
         return Err(PublishError::Failed("empty path".to_string()));
     };
     let dir = open_parent(root, dirs, path)?;
-    temporary::sweep_stale(&dir, &dirs.join("/"));
+    let journal = swept(root);
     let target = check_target(&dir, leaf, base, path)?;
+    let rel_dir = dirs.join("/");
+    let proof = temporary::Proof {
+        journal: journal.as_ref(),
+        dir: &rel_dir,
+        displaced: journal
+            .as_ref()
+            .and_then(|_| journal::FileId::of(&target.file, None))
+            .map(|(_, id)| id),
+    };
     let held = HeldSignals::hold();
-    let outcome = write_and_commit(&dir, leaf, path, base, &target, content);
+    let outcome = write_and_commit(&dir, leaf, path, base, &target, content, proof);
     drop(held);
     outcome
+}
+
+/// Removes every publish temporary under the worktree `root` that the worktree's journal
+/// proves a killed `satyrn-host` left ([`journal`]: never a file on its name alone), and
+/// says each on stderr; returns what was said. The caller holds the worktree lock (or
+/// knows no publish can be running). Fails nothing.
+pub fn sweep(root: &OwnedFd) -> Vec<String> {
+    journal::Journal::open(root).map_or_else(Vec::new, |j| j.sweep(root))
+}
+
+/// The worktree's journal, after its sweep.
+fn swept(root: &OwnedFd) -> Option<journal::Journal> {
+    let journal = journal::Journal::open(root)?;
+    journal.sweep(root);
+    Some(journal)
 }
 
 /// The segments of `path` once it passed the component's own rules again
@@ -154,8 +180,9 @@ fn write_and_commit(
     base: &Revision,
     target: &Target,
     content: &[u8],
+    proof: temporary::Proof<'_>,
 ) -> Result<(), PublishError> {
-    let mut temp = Temporary::create(dir, leaf, path)?;
+    let mut temp = Temporary::create(dir, leaf, path, proof)?;
     let committed = match fill(path, target, &mut temp, content) {
         Ok(name) => commit::commit(dir, leaf, &name, path, base, target),
         Err(e) => commit::Committed::Undone(e),

@@ -1,11 +1,11 @@
-//! The temporary a publish writes the new content to, its name, and the sweep of the
-//! temporaries that a killed publish left.
+//! The temporary a publish writes the new content to, and its name.
 //!
 //! Where the file system allows it, the temporary is **anonymous** (`O_TMPFILE`): written
 //! and fsynced without any name, so a process killed then leaves nothing behind; it gets
 //! its name (`linkat`) only right before the rename that commits it. Where the file
 //! system has no `O_TMPFILE`, it is a named file created with `O_EXCL`, as every atomic
-//! editor does.
+//! editor does. Every name given is first recorded in the worktree's journal
+//! ([`super::journal`]), the only proof the sweep of killed publishes accepts.
 
 use std::io::Write;
 use std::os::fd::{AsFd, OwnedFd};
@@ -13,6 +13,7 @@ use std::os::fd::{AsFd, OwnedFd};
 use rustix::fs::{AtFlags, Mode, OFlags, RenameFlags};
 use rustix::io::Errno;
 
+use super::journal::{FileId, Journal, Record};
 use super::{PublishError, failed};
 
 /// Whether `name` is a publish temporary's name, `.<name>.satyrn-<pid>-<nonce>.tmp`: the one
@@ -92,8 +93,46 @@ fn forced_level() -> u8 {
     }
 }
 
+/// Where a temporary's names are recorded: the journal (if the worktree has one), the
+/// worktree-relative directory the temporary is in, and the inode of the target it may come
+/// to hold after an exchange (none for a create).
+#[derive(Clone, Copy)]
+pub(super) struct Proof<'a> {
+    /// The worktree's journal.
+    pub journal: Option<&'a Journal>,
+    /// The temporary's directory, worktree-relative (`""` for the root).
+    pub dir: &'a str,
+    /// The displaced target, when the name may come to hold it.
+    pub displaced: Option<FileId>,
+}
+
+impl<'a> Proof<'a> {
+    /// Records `name` in this directory as holding the file `file` (or the displaced
+    /// target).
+    pub(super) fn record(&self, name: &str, file: &OwnedFd) -> Option<Record<'a>> {
+        let journal = self.journal?;
+        let (dev, id) = FileId::of(file, None)?;
+        let ids: Vec<FileId> = std::iter::once(id).chain(self.displaced).collect();
+        journal.record(&self.rel(name), dev, &ids)
+    }
+
+    /// Records `name`, about to be created exclusively on `dev` (see [`Journal::record`]).
+    pub(super) fn record_exclusive(&self, name: &str, dev: u64) -> Option<Record<'a>> {
+        self.journal?.record(&self.rel(name), dev, &[])
+    }
+
+    /// `name` in this directory, worktree-relative.
+    pub(super) fn rel(&self, name: &str) -> String {
+        if self.dir.is_empty() {
+            name.to_owned()
+        } else {
+            format!("{}/{name}", self.dir)
+        }
+    }
+}
+
 /// The new content's file beside the target: anonymous until [`Temporary::name`] links it,
-/// then removed on drop unless disarmed.
+/// then removed on drop unless disarmed; its name's journal record goes after it.
 pub(super) struct Temporary<'a> {
     dir: &'a OwnedFd,
     stem: String,
@@ -101,12 +140,20 @@ pub(super) struct Temporary<'a> {
     pub(super) file: OwnedFd,
     name: Option<String>,
     armed: bool,
+    proof: Proof<'a>,
+    /// Dropped after the name (fields drop after [`Drop::drop`]).
+    record: Option<Record<'a>>,
 }
 
 impl<'a> Temporary<'a> {
     /// Creates the temporary in `dir` (mode 0600 until the caller sets the target's):
     /// anonymous when the file system supports it, else named.
-    pub(super) fn create(dir: &'a OwnedFd, leaf: &str, path: &str) -> Result<Self, PublishError> {
+    pub(super) fn create(
+        dir: &'a OwnedFd,
+        leaf: &str,
+        path: &str,
+        proof: Proof<'a>,
+    ) -> Result<Self, PublishError> {
         // A leaf may be up to NAME_MAX (255) bytes; the temporary's name adds up to 34
         // bytes around it, so only a prefix of a long leaf is used (on a character
         // boundary), or naming the temporary of a valid file would fail.
@@ -125,6 +172,8 @@ impl<'a> Temporary<'a> {
                         file,
                         name: None,
                         armed: true,
+                        proof,
+                        record: None,
                     });
                 }
                 // No O_TMPFILE on this file system (EOPNOTSUPP), or in this kernel (which
@@ -134,7 +183,12 @@ impl<'a> Temporary<'a> {
             }
         }
         let mut temp = None;
+        let mut record = None;
+        let dev = rustix::fs::fstat(dir).map(|st| st.st_dev).unwrap_or(0);
         for_each_candidate_name(&stem, |name| {
+            // Recorded before it exists (its inode added once known), so a kill right after
+            // the create still leaves it provable.
+            let recorded = proof.record_exclusive(name, dev);
             match rustix::fs::openat(
                 dir,
                 name,
@@ -142,7 +196,11 @@ impl<'a> Temporary<'a> {
                 Mode::from_raw_mode(0o600),
             ) {
                 Ok(file) => {
+                    if let (Some(r), Some((dev, id))) = (&recorded, FileId::of(&file, None)) {
+                        r.prove(&proof.rel(name), dev, id);
+                    }
                     temp = Some(file);
+                    record = recorded;
                     Ok(true)
                 }
                 Err(Errno::EXIST) => Ok(false),
@@ -156,6 +214,8 @@ impl<'a> Temporary<'a> {
                 file: temp.ok_or_else(|| no_free_name(path))?,
                 name: Some(name),
                 armed: true,
+                proof,
+                record,
             })
         })
     }
@@ -163,9 +223,18 @@ impl<'a> Temporary<'a> {
     /// The temporary's name, linking the anonymous file into the directory first.
     pub(super) fn name(&mut self, path: &str) -> Result<&str, PublishError> {
         if self.name.is_none() {
-            let (dir, file) = (self.dir, &self.file);
-            let name = for_each_candidate_name(&self.stem, |name| link(file, dir, name, path))?;
+            let (dir, file, proof) = (self.dir, &self.file, self.proof);
+            let mut record = None;
+            let name = for_each_candidate_name(&self.stem, |name| {
+                let recorded = proof.record(name, file);
+                let linked = link(file, dir, name, path)?;
+                if linked {
+                    record = recorded;
+                }
+                Ok(linked)
+            })?;
             self.name = Some(name);
+            self.record = record;
         }
         Ok(self.name.as_deref().unwrap_or_default())
     }
@@ -290,54 +359,4 @@ fn link(file: &OwnedFd, dir: &OwnedFd, name: &str, path: &str) -> Result<bool, P
         Err(Errno::EXIST) => Ok(false),
         Err(e) => Err(failed(path, "naming the temporary", e)),
     }
-}
-
-/// Removes the publish temporaries in `dir` whose owner is gone: a name of
-/// [`is_temporary_name`]'s pattern whose pid is not a live process (and is not this
-/// process). Runs under the worktree lock, so no cooperating publish is in flight; scans
-/// only this one directory (one pass over its entries). Each removal, and each failure to
-/// remove, is reported on stderr; nothing here fails the publish.
-pub(super) fn sweep_stale(dir: &OwnedFd, display_dir: &str) {
-    let Ok(entries) = rustix::fs::Dir::read_from(dir) else {
-        return;
-    };
-    let me = std::process::id();
-    for entry in entries.flatten() {
-        let Ok(name) = entry.file_name().to_str() else {
-            continue;
-        };
-        let Some(pid) = owner(name) else {
-            continue;
-        };
-        if pid == me || is_alive(pid) {
-            continue;
-        }
-        let shown = if display_dir.is_empty() {
-            name.to_owned()
-        } else {
-            format!("{display_dir}/{name}")
-        };
-        let message = match rustix::fs::unlinkat(dir, name, AtFlags::empty()) {
-            Ok(()) => {
-                format!("removed the stale publish temporary `{shown}` (process {pid} is gone)")
-            }
-            Err(Errno::NOENT) => continue,
-            Err(e) => format!(
-                "cannot remove the stale publish temporary `{shown}`: {}",
-                std::io::Error::from(e)
-            ),
-        };
-        let _ = writeln!(std::io::stderr(), "satyrn-host: {message}");
-    }
-}
-
-/// Whether a process with this id exists (one we may not signal exists too).
-fn is_alive(pid: u32) -> bool {
-    let Some(pid) = i32::try_from(pid)
-        .ok()
-        .and_then(rustix::process::Pid::from_raw)
-    else {
-        return false;
-    };
-    !matches!(rustix::process::test_kill_process(pid), Err(Errno::SRCH))
 }

@@ -29,18 +29,52 @@ fn deletes_the_file_it_was_shown_and_leaves_no_temporary() {
     assert_eq!(names(&tree.outside()), ["kept.txt"]);
 }
 
-/// A delete first removes, in its directory, the temporaries of killed publishes (a dead
-/// pid), and keeps a live process's.
+/// A delete first removes what the worktree's journal proves a killed publish left, and
+/// nothing on its name alone: a dead pid's name with no entry, a recorded name now holding
+/// another inode, and a live writer's are kept, byte for byte.
 #[test]
-fn a_delete_sweeps_the_temporaries_of_gone_processes_in_its_directory() {
+fn a_delete_sweeps_only_what_the_journal_proves() {
     let tree = Tree::new();
     tree.write("d/old.txt", b"old\n");
-    let (stale, live) = plant_temporaries(&tree.at("d"));
-    let mut planted = vec![stale, live.clone(), "old.txt".to_string()];
-    planted.sort();
-    assert_eq!(names(&tree.at("d")), planted);
+    let (planted, hold) = plant_temporaries(&tree, "d");
+    let kept_bytes: Vec<Vec<u8>> = planted
+        .kept
+        .iter()
+        .map(|n| std::fs::read(tree.at("d").join(n)).expect("read"))
+        .collect();
     delete(&tree.fd, "d/old.txt", &Revision::of(b"old\n")).expect("delete");
-    assert_eq!(names(&tree.at("d")), [live]);
+    let mut expected = planted.kept.clone();
+    expected.sort();
+    assert_eq!(names(&tree.at("d")), expected);
+    for name in &planted.proven {
+        assert!(
+            !tree.at("d").join(name).exists(),
+            "{name} was proven, yet kept"
+        );
+    }
+    for (name, bytes) in planted.kept.iter().zip(&kept_bytes) {
+        assert_eq!(
+            &std::fs::read(tree.at("d").join(name)).expect("read"),
+            bytes,
+            "{name}"
+        );
+    }
+    // The live writer ends: its entry is kept by nobody, and the next sweep removes its file.
+    // (Polled: a child another test forks may hold the lock's descriptor until it execs.)
+    drop(hold);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while super::sweep(&tree.fd).is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the once-live one was never swept"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert!(!tree.at("d").join(&planted.kept[2]).exists());
+    assert!(
+        tree.at("d").join(&planted.kept[1]).exists(),
+        "a replaced file is never removed"
+    );
 }
 
 #[test]

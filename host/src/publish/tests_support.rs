@@ -95,6 +95,15 @@ pub(super) fn open_dir(path: &Path) -> OwnedFd {
     .expect("open directory")
 }
 
+fn open_dir_or_file(path: &Path) -> OwnedFd {
+    rustix::fs::open(
+        path,
+        rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::CLOEXEC,
+        rustix::fs::Mode::empty(),
+    )
+    .expect("open")
+}
+
 /// The sorted names in `dir`.
 pub(super) fn names(dir: &Path) -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(dir)
@@ -109,18 +118,59 @@ pub(super) fn mode_of(path: &Path) -> u32 {
     std::fs::symlink_metadata(path).expect("lstat").mode() & 0o7777
 }
 
-/// Plants, in `dir`, a publish temporary of a process that is gone and one of a live
-/// process (pid 1); returns their names.
-pub(super) fn plant_temporaries(dir: &Path) -> (String, String) {
+/// What [`plant_temporaries`] left in a directory `d` of the tree: the names the sweep must
+/// remove, and those it must keep.
+pub(super) struct Planted {
+    /// Recorded in the journal by a writer that is gone, and still the recorded inode.
+    pub(super) proven: Vec<String>,
+    /// Everything else named like a temporary: a dead pid's name with no entry (committed
+    /// content, say), a recorded name whose file was replaced by another inode, and one
+    /// whose writer still holds its entry.
+    pub(super) kept: Vec<String>,
+}
+
+/// Plants, in `rel_dir` of `tree` (which gets a `.git` directory, so it has a journal),
+/// temporaries of every kind [`Planted`] names. The live entry stays held until `hold` is
+/// dropped by the caller.
+pub(super) fn plant_temporaries(tree: &Tree, rel_dir: &str) -> (Planted, OwnedFd) {
+    std::fs::create_dir_all(tree.at(".git")).expect("mkdir .git");
+    let journal = super::journal::Journal::open(&tree.fd).expect("a journal");
+    let dir = tree.at(rel_dir);
     let mut gone = Command::new("true").spawn().expect("spawn true");
     let gone_pid = gone.id();
     gone.wait().expect("wait");
-    let stale = format!(".old.txt.satyrn-{gone_pid}-00000000ab.tmp");
-    let live = ".old.txt.satyrn-1-00000000cd.tmp".to_string();
-    for name in [&stale, &live] {
-        std::fs::write(dir.join(name), b"left by a killed publish\n").expect("plant");
+    let name_only = format!(".old.txt.satyrn-{gone_pid}-00000000ab.tmp");
+    std::fs::write(dir.join(&name_only), b"committed content\n").expect("plant");
+    let plant = |name: &str, replace_after: bool| {
+        let path = dir.join(name);
+        std::fs::write(&path, b"left by a killed publish\n").expect("plant");
+        let file = open_dir_or_file(&path);
+        let (dev, id) = super::journal::FileId::of(&file, None).expect("statx");
+        let record = journal
+            .record(&format!("{rel_dir}/{name}"), dev, &[id])
+            .expect("record");
+        if replace_after {
+            std::fs::remove_file(&path).expect("rm");
+            std::fs::write(&path, b"someone else's file\n").expect("replace");
+        }
+        record
+    };
+    let proven = format!(".old.txt.satyrn-{gone_pid}-00000000cd.tmp");
+    let replaced = format!(".old.txt.satyrn-{gone_pid}-00000000ef.tmp");
+    let live = format!(".old.txt.satyrn-{}-0000000012.tmp", std::process::id());
+    // A killed writer: its lock is released, its entry stays.
+    for record in [plant(&proven, false), plant(&replaced, true)] {
+        record.abandon();
     }
-    (stale, live)
+    let held = plant(&live, false);
+    let hold = held.hand_over();
+    (
+        Planted {
+            proven: vec![proven],
+            kept: vec![name_only, replaced, live],
+        },
+        hold,
+    )
 }
 
 /// The one word a child prints per outcome.

@@ -1,0 +1,502 @@
+//! What the command may not change in the caller's repository, taken before the command
+//! runs and compared after it: the shared `.git` that every worktree of a repository uses.
+//!
+//! A linked worktree shares its repository's refs (`refs/stash` included), configuration,
+//! hooks, `info/` and worktree registrations with the caller's checkout, so a command that
+//! runs `git stash`, `git branch`, `git config`, `git update-ref`, `git submodule add` or
+//! `git worktree add` in its worktree changes the caller's repository. Without the kernel
+//! boundary (`satyrn-host confine`) nothing can prevent that; `deliver` detects it and ends
+//! with `REPOSITORY_CHANGED`, naming each change and how to undo it, and publishes nothing.
+//!
+//! A [`Snapshot`] holds:
+//!
+//! - every ref (`git for-each-ref`: name, object, symbolic target), and the entries of the
+//!   stash's reflog (`refs/stash@{n}`, which `git stash pop` drops);
+//! - the bytes, kind and mode of the common directory's `HEAD`, `config`, `packed-refs`,
+//!   `shallow`, `objects/info/alternates` and `objects/info/grafts`, and of every entry under
+//!   `hooks/`, `info/`, `branches/` and `remotes/`; the names under `modules/` with each
+//!   one's `config`;
+//! - the registrations under `worktrees/`: for every one but this attempt's, its `HEAD`,
+//!   `gitdir`, `locked` and `config.worktree`; for this attempt's, its `commondir` and
+//!   `config.worktree` (which would redirect or configure `deliver`'s own git).
+//!
+//! Files are read without following a symlink and without blocking: a FIFO is recorded as
+//! a FIFO, never opened for reading, so the comparison runs before any git that could
+//! block on one. What may change while the command runs without being the command's doing
+//! is allowed: refs created under `refs/satyrn/candidates/` and the registrations of other
+//! `deliver` attempts (a series runs attempts side by side). A change the caller made
+//! themselves while the command ran (a commit in their checkout) is reported the same way:
+//! the two cannot be told apart.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::io::Read;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use crate::git::{Git, GitError};
+
+/// The most bytes of one file recorded; a longer file is recorded by its size, inode and
+/// modification time.
+const CONTENT_MAX: u64 = 4 << 20;
+
+/// The most entries recorded under one directory tree; past it, the tree is recorded as
+/// "too many entries" (and so changed if the count differs).
+const ENTRIES_MAX: usize = 10_000;
+
+/// The ref namespace that other attempts of a series create refs in while this one runs.
+const CANDIDATE_REFS: &str = "refs/satyrn/candidates/";
+
+/// The parts of the common directory recorded file by file.
+const FILES: [&str; 6] = [
+    "HEAD",
+    "config",
+    "packed-refs",
+    "shallow",
+    "objects/info/alternates",
+    "objects/info/grafts",
+];
+
+/// The directory trees of the common directory recorded entry by entry.
+const TREES: [&str; 4] = ["hooks", "info", "branches", "remotes"];
+
+/// The files of another worktree's registration that are recorded.
+const OTHER_WORKTREE_FILES: [&str; 4] = ["HEAD", "gitdir", "locked", "config.worktree"];
+
+/// The files of this attempt's own registration that are recorded.
+const OWN_WORKTREE_FILES: [&str; 2] = ["commondir", "config.worktree"];
+
+/// One recorded file-system entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Entry {
+    /// A regular file: its mode and bytes (or, past [`CONTENT_MAX`], its identity).
+    File { mode: u32, content: Content },
+    /// A directory (its entries are recorded separately).
+    Dir { mode: u32 },
+    /// A symbolic link and its target.
+    Symlink(Vec<u8>),
+    /// A FIFO, socket or device: recorded, never opened.
+    Special(&'static str),
+    /// More than [`ENTRIES_MAX`] entries below: how many were seen.
+    TooMany(usize),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Content {
+    Bytes(Vec<u8>),
+    Large {
+        size: u64,
+        ino: u64,
+        mtime: i64,
+        mtime_nsec: i64,
+    },
+}
+
+/// The caller's repository as the command may not change it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Snapshot {
+    refs: BTreeMap<String, String>,
+    stash: Vec<String>,
+    files: BTreeMap<String, Entry>,
+    /// The names under `worktrees/` that were other attempts' when recorded.
+    attempts: std::collections::BTreeSet<String>,
+}
+
+/// Where a repository's shared state lives.
+#[derive(Debug, Clone)]
+pub struct Layout {
+    /// The common git directory (absolute).
+    pub common: PathBuf,
+    /// This attempt's registration directory under `worktrees/` (absolute).
+    pub own: PathBuf,
+}
+
+/// One difference between two snapshots, as said to the user.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Change(String);
+
+impl Change {
+    fn new(said: String) -> Self {
+        Self(said)
+    }
+}
+
+impl fmt::Display for Change {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl Snapshot {
+    /// Records `layout`'s shared state, reading refs through `repo` (which should carry the
+    /// attempt's deadline after the command ran: a FIFO at `packed-refs` then turns into
+    /// [`GitError::TimedOut`], but [`Snapshot::changes`] of the files, compared first,
+    /// already names it).
+    ///
+    /// # Errors
+    ///
+    /// [`GitError`] when git cannot list the refs or the stash's reflog.
+    pub fn take(repo: &Git, layout: &Layout) -> Result<Self, GitError> {
+        let mut snapshot = Self::files_only(layout);
+        snapshot.refs = refs_of(repo)?;
+        if snapshot.refs.contains_key("refs/stash") {
+            snapshot.stash = stash_of(repo)?;
+        }
+        Ok(snapshot)
+    }
+
+    /// Records only the files (no git runs): what [`Snapshot::file_changes`] compares.
+    #[must_use]
+    pub fn files_only(layout: &Layout) -> Self {
+        let files = files_of(layout);
+        Self {
+            refs: BTreeMap::new(),
+            stash: Vec::new(),
+            attempts: attempt_registrations(&files),
+            files,
+        }
+    }
+
+    /// The differences of the recorded files between `self` (before) and `after`.
+    #[must_use]
+    pub fn file_changes(&self, after: &Self) -> Vec<Change> {
+        let mut siblings = self.attempts.clone();
+        siblings.extend(after.attempts.iter().cloned());
+        let sibling = |path: &str| {
+            path.strip_prefix("worktrees/")
+                .map(|rest| rest.split('/').next().unwrap_or(rest))
+                .is_some_and(|name| siblings.contains(name))
+        };
+        let mut changes = Vec::new();
+        for (path, before) in &self.files {
+            if sibling(path) {
+                continue;
+            }
+            match after.files.get(path) {
+                None => changes.push(Change::new(format!(".git/{path} was removed"))),
+                Some(now) if now != before => {
+                    changes.push(Change::new(format!(
+                        ".git/{path} {}",
+                        describe(before, now)
+                    )));
+                }
+                Some(_) => {}
+            }
+        }
+        for path in after.files.keys() {
+            if !self.files.contains_key(path) && !sibling(path) {
+                changes.push(Change::new(match after.files.get(path) {
+                    Some(Entry::Special(kind)) => format!(".git/{path} was created as {kind}"),
+                    _ => format!(".git/{path} was created"),
+                }));
+            }
+        }
+        changes
+    }
+
+    /// Every difference between `self` (before) and `after`: files, refs and stash entries,
+    /// each with how to undo it where git can.
+    #[must_use]
+    pub fn changes(&self, after: &Self) -> Vec<Change> {
+        let mut changes = self.file_changes(after);
+        for (name, before) in &self.refs {
+            match after.refs.get(name) {
+                None => changes.push(Change::new(format!(
+                    "ref {name} was deleted (it was {before}; restore: git update-ref {name} {before})"
+                ))),
+                Some(now) if now != before => changes.push(Change::new(format!(
+                    "ref {name} moved from {before} to {now} (restore: git update-ref {name} {before} {now})"
+                ))),
+                Some(_) => {}
+            }
+        }
+        for (name, now) in &after.refs {
+            if !self.refs.contains_key(name) && !name.starts_with(CANDIDATE_REFS) {
+                changes.push(Change::new(format!(
+                    "ref {name} was created at {now} (undo: git update-ref -d {name} {now})"
+                )));
+            }
+        }
+        for entry in &self.stash {
+            if !after.stash.contains(entry) {
+                changes.push(Change::new(format!(
+                    "stash entry {entry} was dropped (restore: git stash store -m restored {entry})"
+                )));
+            }
+        }
+        for entry in &after.stash {
+            if !self.stash.contains(entry) {
+                changes.push(Change::new(format!("stash entry {entry} was added")));
+            }
+        }
+        changes
+    }
+}
+
+/// The refs of `repo`: name → object id, or `-> target` for a symbolic ref.
+fn refs_of(repo: &Git) -> Result<BTreeMap<String, String>, GitError> {
+    let out = repo.run(&[
+        "for-each-ref",
+        "--format=%(refname)%00%(objectname)%00%(symref)",
+    ])?;
+    let mut refs = BTreeMap::new();
+    for line in out.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
+        let mut fields = line.split(|b| *b == 0);
+        let name = String::from_utf8_lossy(fields.next().unwrap_or_default()).into_owned();
+        let object = String::from_utf8_lossy(fields.next().unwrap_or_default()).into_owned();
+        let symref = String::from_utf8_lossy(fields.next().unwrap_or_default()).into_owned();
+        let value = if symref.is_empty() {
+            object
+        } else {
+            format!("-> {symref}")
+        };
+        refs.insert(name, value);
+    }
+    Ok(refs)
+}
+
+/// The commits of the stash's reflog, newest first.
+fn stash_of(repo: &Git) -> Result<Vec<String>, GitError> {
+    let out = repo.run(&[
+        "log",
+        "--walk-reflogs",
+        "--no-decorate",
+        "--format=%H",
+        "refs/stash",
+        "--",
+    ])?;
+    Ok(String::from_utf8_lossy(&out)
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(str::to_owned)
+        .collect())
+}
+
+/// The recorded files of `layout`, by path relative to the common directory.
+fn files_of(layout: &Layout) -> BTreeMap<String, Entry> {
+    let mut files = BTreeMap::new();
+    for name in FILES {
+        record(&layout.common, name, &mut files);
+    }
+    for tree in TREES {
+        record_tree(&layout.common, tree, &mut files);
+    }
+    record_modules(&layout.common, &mut files);
+    let own_name = layout.own.file_name().map(|n| n.as_bytes().to_vec());
+    if let Ok(entries) = std::fs::read_dir(layout.common.join("worktrees")) {
+        for entry in entries.flatten().take(ENTRIES_MAX) {
+            let name = entry.file_name();
+            let rel = format!("worktrees/{}", String::from_utf8_lossy(name.as_bytes()));
+            let own = own_name.as_deref() == Some(name.as_bytes());
+            let wanted: &[&str] = if own {
+                &OWN_WORKTREE_FILES
+            } else {
+                &OTHER_WORKTREE_FILES
+            };
+            if !own {
+                record(&layout.common, &rel, &mut files);
+            }
+            for file in wanted {
+                record(&layout.common, &format!("{rel}/{file}"), &mut files);
+            }
+        }
+    }
+    files
+}
+
+/// Records `modules/` one level deep, with each module's `config`.
+fn record_modules(common: &Path, files: &mut BTreeMap<String, Entry>) {
+    record(common, "modules", files);
+    let Ok(entries) = std::fs::read_dir(common.join("modules")) else {
+        return;
+    };
+    for entry in entries.flatten().take(ENTRIES_MAX) {
+        let rel = format!(
+            "modules/{}",
+            String::from_utf8_lossy(entry.file_name().as_bytes())
+        );
+        record(common, &rel, files);
+        record(common, &format!("{rel}/config"), files);
+    }
+}
+
+/// Records `rel` and, when it is a directory, everything below it (no symlink followed),
+/// up to [`ENTRIES_MAX`] entries.
+fn record_tree(common: &Path, rel: &str, files: &mut BTreeMap<String, Entry>) {
+    let mut pending = vec![rel.to_owned()];
+    let mut seen = 0usize;
+    while let Some(dir) = pending.pop() {
+        if !matches!(record(common, &dir, files), Some(Entry::Dir { .. })) {
+            continue;
+        }
+        let Ok(entries) = std::fs::read_dir(common.join(&dir)) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            seen += 1;
+            if seen > ENTRIES_MAX {
+                files.insert(format!("{rel}/…"), Entry::TooMany(seen));
+                continue;
+            }
+            let child = format!(
+                "{dir}/{}",
+                String::from_utf8_lossy(entry.file_name().as_bytes())
+            );
+            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                pending.push(child);
+            } else {
+                record(common, &child, files);
+            }
+        }
+    }
+}
+
+/// Records the entry at `common/rel` (nothing when it does not exist) and returns it.
+fn record(common: &Path, rel: &str, files: &mut BTreeMap<String, Entry>) -> Option<Entry> {
+    let entry = read_entry(&common.join(rel))?;
+    files.insert(rel.to_owned(), entry.clone());
+    Some(entry)
+}
+
+/// The entry at `path`, read without following a symlink and without blocking.
+fn read_entry(path: &Path) -> Option<Entry> {
+    let meta = std::fs::symlink_metadata(path).ok()?;
+    let kind = meta.file_type();
+    let mode = meta.mode() & 0o7777;
+    if kind.is_symlink() {
+        let target = std::fs::read_link(path).unwrap_or_default();
+        return Some(Entry::Symlink(std::os::unix::ffi::OsStringExt::into_vec(
+            target.into_os_string(),
+        )));
+    }
+    if kind.is_dir() {
+        return Some(Entry::Dir { mode });
+    }
+    if !kind.is_file() {
+        return Some(Entry::Special(special_name(kind)));
+    }
+    if meta.len() > CONTENT_MAX {
+        return Some(Entry::File {
+            mode,
+            content: large(&meta),
+        });
+    }
+    let opened = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path);
+    let mut bytes = Vec::new();
+    let read = opened.and_then(|f| {
+        let meta = f.metadata()?;
+        if !meta.is_file() {
+            return Err(std::io::Error::other("not a regular file"));
+        }
+        f.take(CONTENT_MAX + 1).read_to_end(&mut bytes)
+    });
+    Some(match read {
+        Ok(_) => Entry::File {
+            mode,
+            content: Content::Bytes(bytes),
+        },
+        // Unreadable (or swapped for something else): recorded by identity.
+        Err(_) => Entry::File {
+            mode,
+            content: large(&meta),
+        },
+    })
+}
+
+fn large(meta: &std::fs::Metadata) -> Content {
+    Content::Large {
+        size: meta.len(),
+        ino: meta.ino(),
+        mtime: meta.mtime(),
+        mtime_nsec: meta.mtime_nsec(),
+    }
+}
+
+fn special_name(kind: std::fs::FileType) -> &'static str {
+    if kind.is_fifo() {
+        "a FIFO"
+    } else if kind.is_socket() {
+        "a socket"
+    } else if kind.is_block_device() {
+        "a block device"
+    } else if kind.is_char_device() {
+        "a character device"
+    } else {
+        "a special file"
+    }
+}
+
+/// The names under `worktrees/` that are other `deliver` attempts': whose `gitdir` lies in
+/// a `deliver` attempt's directory (`…/satyrn-deliver-…/worktree/.git`), or that have no
+/// `gitdir` yet (`git worktree add` writes it last, `remove` removes it first: a half-made
+/// registration, which `git worktree prune` removes).
+fn attempt_registrations(files: &BTreeMap<String, Entry>) -> std::collections::BTreeSet<String> {
+    files
+        .keys()
+        .filter_map(|path| {
+            let name = path.strip_prefix("worktrees/")?;
+            if name.contains('/') {
+                return None;
+            }
+            let attempt = match files.get(&format!("worktrees/{name}/gitdir")) {
+                None => true,
+                Some(Entry::File {
+                    content: Content::Bytes(bytes),
+                    ..
+                }) => is_attempt_gitdir(Path::new(std::ffi::OsStr::from_bytes(
+                    bytes.trim_ascii_end(),
+                ))),
+                Some(_) => false,
+            };
+            attempt.then(|| name.to_owned())
+        })
+        .collect()
+}
+
+/// Whether `gitdir` is `…/satyrn-deliver-<pid>-<n>-<9 digits>/worktree/.git`: a worktree
+/// `deliver` made (its own directory's exact shape; the directory may already be gone, as a
+/// finishing sibling removes it right after its registration).
+fn is_attempt_gitdir(gitdir: &Path) -> bool {
+    let mut up = gitdir.components().rev();
+    let (Some(dot_git), Some(worktree), Some(parent)) = (up.next(), up.next(), up.next()) else {
+        return false;
+    };
+    dot_git.as_os_str() == ".git"
+        && worktree.as_os_str() == "worktree"
+        && crate::os::owned_dir::named_pid(parent.as_os_str(), crate::os::owned_dir::DELIVER)
+            .is_some()
+}
+
+/// How an entry changed, as the end of a sentence.
+fn describe(before: &Entry, now: &Entry) -> String {
+    match (before, now) {
+        (
+            Entry::File {
+                mode: a,
+                content: x,
+            },
+            Entry::File {
+                mode: b,
+                content: y,
+            },
+        ) => {
+            if x == y {
+                format!("changed mode from {a:o} to {b:o}")
+            } else {
+                "changed".to_owned()
+            }
+        }
+        (Entry::Dir { mode: a }, Entry::Dir { mode: b }) => {
+            format!("changed mode from {a:o} to {b:o}")
+        }
+        (_, Entry::Special(kind)) => format!("was replaced by {kind}"),
+        (Entry::Symlink(_), Entry::Symlink(_)) => "now points elsewhere".to_owned(),
+        (_, Entry::Symlink(_)) => "was replaced by a symbolic link".to_owned(),
+        (_, Entry::TooMany(n)) => format!("now holds more than {n} entries"),
+        _ => "changed kind".to_owned(),
+    }
+}

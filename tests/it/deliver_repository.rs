@@ -1,0 +1,386 @@
+//! `deliver` and the caller's repository, which the attempt's worktree shares: git use in
+//! the worktree that changes it is named (`REPOSITORY_CHANGED`), and nothing the command
+//! leaves behind makes the work after it hang or run unbounded (`SPECIAL_FILE`,
+//! `CANDIDATE_TOO_LARGE`, `FINISH_TIMEOUT`). Real git, real FIFOs, real processes.
+
+use std::ffi::OsStr;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use crate::deliver_support::*;
+use crate::support::{ContractFile, git, git_ok};
+
+/// How long a `deliver` that must end by itself may take before the test gives up on it:
+/// it bounds a hang, not speed.
+const ENDS_WITHIN: Duration = Duration::from_secs(90);
+
+/// git with an identity, as a command in the worktree would run it.
+const GIT: &str = "git -c user.name=t -c user.email=t@example.invalid";
+
+fn two_commit_repo() -> FixedRepo {
+    let repo = FixedRepo::with_files(&[("a.txt", b"a\n"), ("src/main.txt", b"main\n")]);
+    std::fs::write(repo.path().join("a.txt"), "a2\n").expect("write");
+    commit_all(&repo.path(), "second");
+    repo
+}
+
+fn run_in(root: &Path, id: &str, opts: &[&str], script: &str) -> Run {
+    let contract = ContractFile::new(id, &[]);
+    let argv: Vec<&OsStr> = sh(script).into_iter().map(OsStr::new).collect();
+    let t0 = Instant::now();
+    let child = deliver_cmd(root, &contract.path, opts, &argv)
+        .spawn()
+        .expect("spawn deliver");
+    wait_ended(child, ENDS_WITHIN, t0)
+}
+
+fn refs(root: &Path) -> String {
+    git_ok(root, &["for-each-ref", "--format=%(refname) %(objectname)"])
+}
+
+#[test]
+fn git_use_in_the_worktree_that_changes_the_callers_repository_is_named() {
+    let cases: [(&str, String, &str); 12] = [
+        (
+            "stash",
+            format!("echo w >> a.txt; {GIT} stash -q"),
+            "ref refs/stash was created",
+        ),
+        (
+            "branch",
+            "git branch topic".into(),
+            "ref refs/heads/topic was created",
+        ),
+        ("tag", "git tag v9".into(), "ref refs/tags/v9 was created"),
+        (
+            "note",
+            format!("{GIT} notes add -m n"),
+            "ref refs/notes/commits was created",
+        ),
+        (
+            "remote",
+            "git remote add origin /nowhere".into(),
+            ".git/config changed",
+        ),
+        (
+            "config",
+            "git config user.name mallory".into(),
+            ".git/config changed",
+        ),
+        (
+            "worktree",
+            "git worktree add -q --detach ../other".into(),
+            ".git/worktrees/other was created",
+        ),
+        (
+            "moved",
+            "git update-ref refs/heads/main HEAD~1".into(),
+            "ref refs/heads/main moved from",
+        ),
+        (
+            "deleted",
+            "git update-ref -d refs/heads/main".into(),
+            "ref refs/heads/main was deleted",
+        ),
+        (
+            "hook",
+            "printf '#!/bin/sh\\n' > \"$(git rev-parse --git-common-dir)/hooks/pre-commit\"".into(),
+            ".git/hooks/pre-commit was created",
+        ),
+        (
+            "exclude",
+            "echo '*.c' >> \"$(git rev-parse --git-common-dir)/info/exclude\"".into(),
+            ".git/info/exclude changed",
+        ),
+        (
+            "caller-head",
+            "echo 'ref: refs/heads/gone' > \"$(git rev-parse --git-common-dir)/HEAD\"".into(),
+            ".git/HEAD changed",
+        ),
+    ];
+    for (id, script, said) in cases {
+        let repo = two_commit_repo();
+        let root = repo.path();
+        // The same change to a file alongside: the candidate would otherwise be `OK`.
+        let run = run_in(
+            &root,
+            id,
+            &[],
+            &format!("echo edit >> src/main.txt; {script}"),
+        );
+        assert_discarded(&run, "REPOSITORY_CHANGED");
+        let message = run.receipt["message"].as_str().expect("message");
+        assert!(message.contains(said), "{id}: {message}");
+        assert!(
+            message.ends_with("nothing was published"),
+            "{id}: {message}"
+        );
+        assert!(
+            !refs(&root).contains("refs/satyrn/candidates/"),
+            "{id}: a candidate ref was written"
+        );
+    }
+}
+
+#[test]
+fn a_stash_pop_in_the_worktree_names_the_callers_entry_and_how_to_restore_it() {
+    let repo = two_commit_repo();
+    let root = repo.path();
+    std::fs::write(root.join("a.txt"), "work in progress\n").expect("write");
+    git_ok(&root, &["stash", "-q"]);
+    let stash_before = git_ok(&root, &["stash", "list", "--format=%H %s"]);
+    let entry = git_ok(&root, &["rev-parse", "refs/stash"]);
+    let entry = entry.trim();
+    let run = run_in(&root, "pop", &[], &format!("{GIT} stash pop -q"));
+    assert_discarded(&run, "REPOSITORY_CHANGED");
+    let message = run.receipt["message"].as_str().expect("message");
+    let restore = format!("git stash store -m restored {entry}");
+    assert!(
+        message.contains(&format!("stash entry {entry} was dropped")),
+        "{message}"
+    );
+    assert!(message.contains(&restore), "{message}");
+    // The command took it; the receipt's own words bring it back.
+    assert_eq!(git_ok(&root, &["stash", "list"]), "");
+    git_ok(&root, &["stash", "store", "-m", "restored", entry]);
+    assert_eq!(
+        git_ok(&root, &["stash", "list", "--format=%H"]).trim(),
+        stash_before.split(' ').next().expect("hash")
+    );
+    // The sibling: the same repository with its stash, an ordinary command, `OK`, the stash
+    // untouched.
+    let stash = git_ok(&root, &["stash", "list", "--format=%H"]);
+    let run = run_in(&root, "pop-sibling", &[], "echo edit >> src/main.txt");
+    assert_eq!(run.code(), "OK", "{}", run.stdout);
+    assert_eq!(git_ok(&root, &["stash", "list", "--format=%H"]), stash);
+}
+
+/// Where a command can leave a FIFO that `deliver`'s own git would open.
+fn fifo_placements() -> [(&'static str, &'static str, &'static str); 9] {
+    [
+        ("gitignore", "mkfifo .gitignore", "SPECIAL_FILE"),
+        ("src-gitignore", "mkfifo src/.gitignore", "SPECIAL_FILE"),
+        (
+            "gitattributes",
+            "mkdir -p docs && mkfifo docs/.gitattributes",
+            "SPECIAL_FILE",
+        ),
+        ("gitmodules", "mkfifo .gitmodules", "SPECIAL_FILE"),
+        (
+            "index",
+            "g=$(git rev-parse --git-dir); rm \"$g/index\"; mkfifo \"$g/index\"",
+            "SPECIAL_FILE",
+        ),
+        (
+            "exclude",
+            "c=$(git rev-parse --git-common-dir); rm -f \"$c/info/exclude\"; mkfifo \"$c/info/exclude\"",
+            "REPOSITORY_CHANGED",
+        ),
+        (
+            "packed-refs",
+            "c=$(git rev-parse --git-common-dir); git pack-refs --all; rm \"$c/packed-refs\"; mkfifo \"$c/packed-refs\"",
+            "REPOSITORY_CHANGED",
+        ),
+        (
+            "include",
+            "mkfifo ../fifo; git config include.path \"$PWD/../fifo\"",
+            "REPOSITORY_CHANGED",
+        ),
+        (
+            "worktree-head",
+            "g=$(git rev-parse --git-dir); rm \"$g/HEAD\"; mkfifo \"$g/HEAD\"",
+            "SPECIAL_FILE",
+        ),
+    ]
+}
+
+#[test]
+fn a_fifo_where_git_would_open_it_never_hangs_deliver() {
+    for (id, script, code) in fifo_placements() {
+        eprintln!("placement {id}");
+        let repo = two_commit_repo();
+        let root = repo.path();
+        let head = git_ok(&root, &["rev-parse", "HEAD"]);
+        // A generous --timeout: the refusal comes from looking, not from waiting it out.
+        let run = run_in(
+            &root,
+            id,
+            &["--timeout", "60"],
+            &format!("echo edit >> src/main.txt; {script}"),
+        );
+        assert_discarded(&run, code);
+        assert!(
+            run.elapsed < Duration::from_secs(30),
+            "{id}: took {:?}",
+            run.elapsed
+        );
+        let message = run.receipt["message"].as_str().expect("message");
+        assert!(
+            message.contains("FIFO")
+                || message.contains("replaced by a FIFO")
+                || message.contains("config changed"),
+            "{id}: {message}"
+        );
+        // Undo what the command did to the caller's repository, then the sibling succeeds.
+        let common = root.join(".git");
+        for fifo in ["info/exclude", "packed-refs"] {
+            let path = common.join(fifo);
+            if path.symlink_metadata().is_ok_and(|m| !m.is_file()) {
+                std::fs::remove_file(&path).expect("remove fifo");
+            }
+        }
+        let _ = git(&root)
+            .args(["config", "--unset", "include.path"])
+            .output();
+        // `pack-refs` then a FIFO for `packed-refs` took the branch with it.
+        git_ok(&root, &["update-ref", "refs/heads/main", head.trim()]);
+        sibling_success(&root, &format!("{id}-sibling"));
+    }
+}
+
+#[test]
+fn a_huge_new_file_is_refused_before_git_hashes_it() {
+    let repo = two_commit_repo();
+    let root = repo.path();
+    let objects = || git_ok(&root, &["count-objects", "-v"]);
+    let before = objects();
+    let run = run_in(
+        &root,
+        "huge",
+        &["--timeout", "60"],
+        "echo edit >> src/main.txt; truncate -s 8G big",
+    );
+    assert_discarded(&run, "CANDIDATE_TOO_LARGE");
+    let message = run.receipt["message"].as_str().expect("message");
+    assert!(
+        message.starts_with("big is 8589934592 bytes, over the 16777216 bytes"),
+        "{message}"
+    );
+    assert_eq!(
+        objects(),
+        before,
+        "nothing was written to the caller's object store"
+    );
+    // At the limit it is staged; an ignored huge file is not the candidate's.
+    let run = run_in(
+        &root,
+        "huge-sibling",
+        &["--timeout", "60"],
+        "truncate -s 16777216 at-limit; mkdir target; echo target/ > .gitignore; truncate -s 8G target/huge",
+    );
+    assert_eq!(run.code(), "OK", "{}", run.stdout);
+    assert_eq!(
+        run.receipt["paths"],
+        serde_json::json!([".gitignore", "at-limit"])
+    );
+}
+
+/// A clean filter the caller configured (legitimately, before the command) that hangs,
+/// and whose `setsid` child would outlive `deliver`.
+fn hanging_filter(root: &Path, marks: &Path) {
+    std::fs::write(root.join(".gitattributes"), "*.slow filter=slow\n").expect("attributes");
+    commit_all(root, "attributes");
+    let script = marks.join("filter.sh");
+    std::fs::write(
+        &script,
+        format!(
+            "setsid sleep 300 </dev/null >/dev/null 2>&1 &\necho $! > '{}'\nsleep 300\n",
+            marks.join("escaped").display()
+        ),
+    )
+    .expect("filter script");
+    git_ok(
+        root,
+        &[
+            "config",
+            "filter.slow.clean",
+            &format!("sh '{}'", script.display()),
+        ],
+    );
+    git_ok(root, &["config", "filter.slow.smudge", "cat"]);
+}
+
+#[test]
+fn a_git_that_hangs_after_the_command_is_stopped_at_the_deadline_with_its_strays() {
+    let repo = two_commit_repo();
+    let root = repo.path();
+    let marks = tempfile::tempdir().expect("tempdir");
+    hanging_filter(&root, marks.path());
+    let run = run_in(&root, "slow", &["--timeout", "1"], "echo x > x.slow");
+    assert_discarded(&run, "FINISH_TIMEOUT");
+    let message = run.receipt["message"].as_str().expect("message");
+    assert!(message.contains("git add"), "{message}");
+    // The floor (10 s) and the group's grace (5 s) bound it, with room for a slow machine.
+    assert!(
+        run.elapsed < Duration::from_secs(40),
+        "took {:?}",
+        run.elapsed
+    );
+    assert_all_stopped(&[&marks.path().join("escaped")]);
+    // The sibling: the same filter on a file it does not match.
+    let run = run_in(
+        &root,
+        "slow-sibling",
+        &["--timeout", "1"],
+        "echo x > x.fast",
+    );
+    assert_eq!(run.code(), "OK", "{}", run.stdout);
+}
+
+#[test]
+fn sigterm_during_a_hanging_git_after_the_command_ends_deliver_promptly() {
+    let repo = two_commit_repo();
+    let root = repo.path();
+    let marks = tempfile::tempdir().expect("tempdir");
+    hanging_filter(&root, marks.path());
+    let contract = ContractFile::new("term", &[]);
+    let argv: Vec<&OsStr> = sh("echo x > x.slow").into_iter().map(OsStr::new).collect();
+    let t0 = Instant::now();
+    let child = deliver_cmd(&root, &contract.path, &["--timeout", "600"], &argv)
+        .spawn()
+        .expect("spawn");
+    wait_for(&marks.path().join("escaped"));
+    signal(&child, libc::SIGTERM);
+    let run = wait_ended(child, ENDS_WITHIN, t0);
+    assert_discarded(&run, "INTERRUPTED");
+    assert_all_stopped(&[&marks.path().join("escaped")]);
+    assert!(
+        git_worktrees(&root).matches("worktree ").count() == 1,
+        "{}",
+        git_worktrees(&root)
+    );
+}
+
+#[test]
+fn a_setsid_child_of_deliver_s_own_git_never_outlives_a_successful_delivery() {
+    let repo = two_commit_repo();
+    let root = repo.path();
+    let marks = tempfile::tempdir().expect("tempdir");
+    std::fs::write(root.join(".gitattributes"), "*.up filter=up\n").expect("attributes");
+    commit_all(&root, "attributes");
+    let script = marks.path().join("filter.sh");
+    std::fs::write(
+        &script,
+        format!(
+            "setsid sleep 300 </dev/null >/dev/null 2>&1 &\necho $! > '{}'\ntr a-z A-Z\n",
+            marks.path().join("escaped").display()
+        ),
+    )
+    .expect("filter script");
+    git_ok(
+        &root,
+        &[
+            "config",
+            "filter.up.clean",
+            &format!("sh '{}'", script.display()),
+        ],
+    );
+    git_ok(&root, &["config", "filter.up.smudge", "cat"]);
+    let run = run_in(&root, "up", &[], "echo hello > x.up");
+    assert_eq!(run.code(), "OK", "{}", run.stdout);
+    assert_eq!(
+        show(&root, "refs/satyrn/candidates/up/head:x.up"),
+        b"HELLO\n"
+    );
+    assert_all_stopped(&[&marks.path().join("escaped")]);
+}
