@@ -119,6 +119,9 @@ pub enum Code {
     ReadTooLarge,
     /// Read: `offset` is past the last line.
     ReadOutOfRange,
+    /// Write (overwrite) or delete: the revision was seen only in part (a page, a search
+    /// hit), so the whole file is not replaced or removed.
+    PartlySeen,
     /// Write: the file to create already exists (`expected_sha256: null` means create).
     TargetExists,
     /// The path is private under the contract's `private_paths` (or their default): it is
@@ -188,6 +191,7 @@ impl Code {
             Self::ReadTooLarge => ("READ_TOO_LARGE", 11),
             Self::ReadOutOfRange => ("READ_OUT_OF_RANGE", 11),
             Self::TargetExists => ("TARGET_EXISTS", 9),
+            Self::PartlySeen => ("PARTLY_SEEN", 9),
             Self::PathPrivate => ("PATH_PRIVATE", 12),
         }
     }

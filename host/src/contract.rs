@@ -23,6 +23,8 @@
 use std::fmt;
 use std::path::Path;
 
+use satyrn_mutator_core::fnmatch;
+
 use crate::code::{Code, Failure};
 
 mod lexical;
@@ -196,22 +198,36 @@ pub fn parse(bytes: &[u8]) -> Result<Contract, ContractError> {
     })
 }
 
-/// A field that, when present, is a list of non-empty strings.
+/// A field that, when present, is a list of non-empty strings, each a pattern that can
+/// match some worktree-relative path ([`fnmatch::unmatchable`]: `secrets/`, `/s/*` or
+/// `./s/*` would protect or allow nothing while looking as if they did).
 fn pattern_list(name: &str, value: Option<Value>) -> Result<Option<Vec<String>>, ContractError> {
     let wrong =
         || ContractError::MissingField(format!("`{name}` must be a list of non-empty strings"));
-    match value {
-        None => Ok(None),
+    let patterns: Vec<String> = match value {
+        None => return Ok(None),
         Some(Value::List(items)) => items
             .into_iter()
             .map(|item| match item {
                 Scalar::Str(s) if !s.is_empty() => Ok(s),
                 _ => Err(wrong()),
             })
-            .collect::<Result<_, _>>()
-            .map(Some),
-        Some(_) => Err(wrong()),
+            .collect::<Result<_, _>>()?,
+        Some(_) => return Err(wrong()),
+    };
+    for pattern in &patterns {
+        if let Some(why) = fnmatch::unmatchable(pattern) {
+            let fix = match why.intended(pattern) {
+                Some(intended) => format!("write `{intended}`"),
+                None => "remove it".to_owned(),
+            };
+            return Err(ContractError::Invalid(format!(
+                "`{name}` pattern `{pattern}` can never match a file: {}; {fix} (patterns match worktree-relative paths such as `src/main.rs`, and `*` also matches `/`)",
+                why.reason()
+            )));
+        }
     }
+    Ok(Some(patterns))
 }
 
 fn required_string(name: &str, value: Option<Value>) -> Result<String, ContractError> {
@@ -282,6 +298,34 @@ mod tests {
             );
         }
         assert_eq!(ok("id: '7'\ntask: t\n").id, "7");
+    }
+
+    #[test]
+    fn patterns_that_can_never_match_are_refused_with_the_intended_form() {
+        for (list, pattern, said) in [
+            ("private_paths", "secrets/", "write `secrets/*`"),
+            ("private_paths", "/s2/*", "write `s2/*`"),
+            ("private_paths", "./s3/*", "write `s3/*`"),
+            ("writable_paths", "src//a.rs", "write `src/a.rs`"),
+            ("writable_paths", "src/./a.rs", "write `src/a.rs`"),
+            ("writable_paths", "../x/*", "remove it"),
+            ("writable_paths", "src\\a.rs", "write `src/a.rs`"),
+        ] {
+            let text = format!("id: c\ntask: t\n{list}:\n  - {pattern:?}\n");
+            match err(&text) {
+                ContractError::Invalid(m) => {
+                    assert!(m.contains(&format!("`{list}` pattern `{pattern}`")), "{m}");
+                    assert!(m.contains(said), "{pattern}: {m}");
+                }
+                other => panic!("{pattern}: {other:?}"),
+            }
+        }
+        // The siblings: the intended forms, and patterns that only look odd, load.
+        for pattern in ["secrets/*", "s2/*", "*/", "*.", ".env", "a/.b", "[/]x", "*"] {
+            let pattern = if pattern == "*/" { "*/x" } else { pattern };
+            let text = format!("id: c\ntask: t\nprivate_paths:\n  - {pattern:?}\n");
+            assert_eq!(ok(&text).private_paths, [pattern], "{pattern}");
+        }
     }
 
     #[test]

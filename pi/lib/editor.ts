@@ -5,7 +5,11 @@
  * - The host, not this code, decides which paths are declared: every request carries the
  *   revision this attempt knows for the path, or `null`.
  * - The revision map advances only on a typed success: an edit's, or a read's (the agent
- *   has then seen the file's current bytes).
+ *   has then seen the file's current bytes). It also knows how much of each revision the
+ *   agent saw (read pages add up; a search hit or the attempt's starting map is part; a
+ *   write is whole; an edit keeps what its base was), so a `write` over or a `delete` of
+ *   a file seen only in part says so (`seen: "part"`) and the host refuses it
+ *   (`PARTLY_SEEN`): the same rule as `satyrn-host mcp`'s (host/src/mcp/seen.rs).
  * - A refusal (a well-formed response with `ok:false`) becomes a Pi tool error naming the
  *   code and message; the session goes on.
  * - A timeout, crash, malformed response or any transport failure **poisons** the editor:
@@ -65,20 +69,65 @@ export function prepareEditArguments(input: unknown): unknown {
   return args;
 }
 
+/** What the agent saw of one revision of a file. */
+interface View {
+  sha: string;
+  /** Line ranges seen, 1-based and inclusive, sorted and disjoint. */
+  lines: Array<[number, number]>;
+  whole: boolean;
+}
+
+/** Adds `[start, end]` to sorted, disjoint `ranges`, merging what touches it. */
+function addRange(ranges: Array<[number, number]>, start: number, end: number): Array<[number, number]> {
+  const kept: Array<[number, number]> = [];
+  for (const [a, b] of ranges) {
+    if (b + 1 < start || end + 1 < a) kept.push([a, b]);
+    else {
+      start = Math.min(start, a);
+      end = Math.max(end, b);
+    }
+  }
+  kept.push([start, end]);
+  return kept.sort((x, y) => x[0] - y[0]);
+}
+
 export class Editor {
-  private readonly revisions: Map<string, string>;
+  private readonly views = new Map<string, View>();
   private poisonedBy: string | undefined;
 
   constructor(
     private readonly context: MutationContext,
     private readonly options: ExchangeOptions = {},
   ) {
-    this.revisions = new Map(context.revisions);
+    // The attempt's starting map: known revisions, none of them seen.
+    for (const [path, sha] of context.revisions) this.views.set(path, { sha, lines: [], whole: false });
   }
 
   /** The revision this attempt knows for `path`, if any. */
   revision(path: string): string | undefined {
-    return this.revisions.get(path);
+    return this.views.get(path)?.sha;
+  }
+
+  /** How much of that revision the agent saw: the protocol's `seen` of a write or delete. */
+  seen(path: string): "whole" | "part" {
+    return this.views.get(path)?.whole === true ? "whole" : "part";
+  }
+
+  /** A read page of `sha`: its lines are now seen, added to what was seen of that revision. */
+  private page(path: string, sha: string, offset: number, lines: number, total: number): void {
+    let view = this.views.get(path);
+    if (view === undefined || view.sha !== sha) view = { sha, lines: [], whole: false };
+    if (lines > 0) view.lines = addRange(view.lines, offset, offset + lines - 1);
+    const first = view.lines[0];
+    view.whole = view.whole || total === 0 || (first !== undefined && first[0] <= 1 && first[1] >= total);
+    this.views.set(path, view);
+  }
+
+  /** An edit from `base` to `sha`: whole if the view of `base` was. */
+  private edited(path: string, base: string | null, sha: string): void {
+    const view = this.views.get(path);
+    const whole = view !== undefined && view.whole && view.sha === base;
+    this.views.set(path, { sha, lines: [], whole });
   }
 
   /** Why the editor is poisoned, if it is. */
@@ -86,14 +135,19 @@ export class Editor {
     return this.poisonedBy;
   }
 
-  /** Records `sha` as the revision the session has now seen of `path` (a search, a write). */
-  remember(path: string, sha: string): void {
-    this.revisions.set(path, sha);
+  /** A search hit: `sha` is known, a few of its lines seen (a whole view of it is kept). */
+  hit(path: string, sha: string): void {
+    if (this.views.get(path)?.sha !== sha) this.views.set(path, { sha, lines: [], whole: false });
+  }
+
+  /** A write: every byte of `sha` is the agent's. */
+  wrote(path: string, sha: string): void {
+    this.views.set(path, { sha, lines: [], whole: true });
   }
 
   /** Forgets the revision of `path` (it was deleted). */
   forget(path: string): void {
-    this.revisions.delete(path);
+    this.views.delete(path);
   }
 
   /**
@@ -114,7 +168,7 @@ export class Editor {
       repo: this.context.repo,
       contract: this.context.contract,
       path,
-      expected_sha256: this.revisions.get(path) ?? null,
+      expected_sha256: this.revision(path) ?? null,
       edits,
     };
   }
@@ -161,7 +215,8 @@ export class Editor {
       if (typeof r.text !== "string" || typeof r.sha256 !== "string" || typeof r.path !== "string") {
         throw new EditRefused("READ_UNAVAILABLE", "malformed read result from satyrn-host");
       }
-      this.revisions.set(r.path, r.sha256);
+      const count = (v: unknown): number => (typeof v === "number" && Number.isInteger(v) && v >= 0 ? v : 0);
+      this.page(r.path, r.sha256, count(r.offset), count(r.lines), count(r.total_lines));
       const notice = typeof r.notice === "string" && r.notice !== "" ? `\n\n${r.notice}` : "";
       return `${r.text}${notice}`;
     } catch (error) {
@@ -197,7 +252,7 @@ export class Editor {
         this.poisonedBy = "a success response without the edited path and revision";
         throw new EditRefused("EDIT_UNAVAILABLE", "malformed success from satyrn-host; no further edits are possible");
       }
-      this.revisions.set(path, sha);
+      this.edited(path, (request.expected_sha256 as string | null) ?? null, sha);
       return `Edited ${path}. Its revision is now ${sha}.${preview(result)}`;
     } catch (error) {
       if (error instanceof EditRefused) throw error;

@@ -7,7 +7,8 @@
  * - Arguments are validated strictly: an unknown field, a wrong type or a bad number is an
  *   `INVALID_REQUEST` tool error before anything is spawned.
  * - The revision map is the editor's (lib/editor.ts): `write` of an existing file and
- *   `delete` send the revision the session last saw (or `null`, which the host refuses for
+ *   `delete` send the revision the session last saw, with how much of it was seen (`seen`:
+ *   the host refuses a whole-file change of a revision seen in part), (or `null`, which the host refuses for
  *   an existing file); a `search` hit and a `write` record the file's revision, a `delete`
  *   forgets it.
  * - A refusal (`ok:false`) becomes a tool error naming the code and message.
@@ -166,6 +167,7 @@ export class Toolbox {
     const request = this.base("write");
     request.path = path;
     request.expected_sha256 = this.editor.revision(path) ?? null;
+    if (request.expected_sha256 !== null) request.seen = this.editor.seen(path);
     request.content = requiredString(p, "content", true);
     return request;
   }
@@ -177,6 +179,7 @@ export class Toolbox {
     const request = this.base("delete");
     request.path = path;
     request.expected_sha256 = this.editor.revision(path) ?? null;
+    if (request.expected_sha256 !== null) request.seen = this.editor.seen(path);
     return request;
   }
 
@@ -194,7 +197,7 @@ export class Toolbox {
   grep(params: unknown): Promise<string> {
     return this.query("SEARCH", () => this.grepRequest(params), (result) => {
       for (const file of files(result)) {
-        if (typeof file.path === "string" && typeof file.sha256 === "string") this.editor.remember(file.path, file.sha256);
+        if (typeof file.path === "string" && typeof file.sha256 === "string") this.editor.hit(file.path, file.sha256);
       }
       return renderSearch(result);
     });
@@ -205,7 +208,7 @@ export class Toolbox {
     return this.mutate("WRITE", () => this.writeRequest(params), (request, result) => {
       const { path, sha256, created } = result;
       if (path !== request.path || typeof sha256 !== "string" || typeof created !== "boolean") return undefined;
-      this.editor.remember(path, sha256);
+      this.editor.wrote(path, sha256);
       return `${created ? "Created" : "Wrote"} ${path} (sha256 ${sha256}).`;
     });
   }

@@ -97,9 +97,13 @@ test("argument mapping: write and delete carry the revision last seen, or null",
     content: "",
   });
   assert.deepEqual(toolbox.deleteRequest({ path: "src/old.ts" }), { ...base, operation: "delete", path: "src/old.ts", expected_sha256: null });
-  editor.remember("src/old.ts", sha(OLD));
+  editor.hit("src/old.ts", sha(OLD));
   assert.equal(toolbox.writeRequest({ path: join(w.repo, "src/old.ts"), content: "x" }).expected_sha256, sha(OLD));
+  assert.equal(toolbox.writeRequest({ path: "src/old.ts", content: "x" }).seen, "part");
   assert.equal(toolbox.deleteRequest({ path: "src/old.ts" }).expected_sha256, sha(OLD));
+  assert.equal(toolbox.deleteRequest({ path: "src/old.ts" }).seen, "part");
+  editor.wrote("src/old.ts", sha(OLD));
+  assert.equal(toolbox.deleteRequest({ path: "src/old.ts" }).seen, "whole");
 });
 
 test("every malformed shape fails closed with INVALID_REQUEST, before anything is spawned", async () => {
@@ -181,7 +185,10 @@ test("real host: grep shows matches with revisions, feeds the revision map, neve
   assert.doesNotMatch(text, /SECRET/);
   assert.equal(editor.revision("src/a.ts"), sha(A), "a search hit records the revision");
   assert.equal(await toolbox.grep({ pattern: "w.rld", literal: true }), "No match in 3 searched files.\n1 private files were not searched.");
-  // The revision from grep is enough to replace the file.
+  // A hit shows a few lines: not enough to replace the whole file; a read of it is.
+  assert.equal((await refusal(toolbox.write({ path: "src/a.ts", content: "export const x = 1;\n" }))).code, "PARTLY_SEEN");
+  assert.equal(readFileSync(join(w.repo, "src", "a.ts"), "utf8"), A);
+  await editor.read({ path: "src/a.ts" });
   assert.match(await toolbox.write({ path: "src/a.ts", content: "export const x = 1;\n" }), /^Wrote src\/a\.ts \(sha256 [0-9a-f]{64}\)\.$/);
   assert.equal(readFileSync(join(w.repo, "src", "a.ts"), "utf8"), "export const x = 1;\n");
 });
@@ -208,7 +215,8 @@ test("real host: write refusals (undeclared, private, unseen existing file, stal
   const unseen = await refusal(toolbox.write({ path: "src/a.ts", content: "x" }));
   assert.equal(unseen.code, "TARGET_EXISTS");
   assert.match(unseen.message, /read the file first, then write again/);
-  editor.remember("src/a.ts", "b".repeat(64));
+  // A stale revision is refused as stale, before how much of it was seen matters.
+  editor.hit("src/a.ts", "b".repeat(64));
   const stale = await refusal(toolbox.write({ path: "src/a.ts", content: "x" }));
   assert.equal(stale.code, "REVISION_STALE");
   assert.match(stale.message, new RegExp(`it is now ${sha(A)}; read it again`));
@@ -225,7 +233,7 @@ test("real host: delete removes a seen declared file and forgets it; refusals ch
   assert.equal(unseen.code, "REVISION_UNAVAILABLE");
   assert.equal((await refusal(toolbox.delete({ path: "notes.md" }))).code, "PATH_UNDECLARED");
   assert.equal((await refusal(toolbox.delete({ path: ".env" }))).code, "PATH_PRIVATE");
-  editor.remember("src/old.ts", "c".repeat(64));
+  editor.hit("src/old.ts", "c".repeat(64));
   assert.equal((await refusal(toolbox.delete({ path: "src/old.ts" }))).code, "REVISION_STALE");
   assert.equal(w.snapshot(), before);
   // Sibling: after a read, the delete lands and the revision is forgotten.
@@ -235,6 +243,29 @@ test("real host: delete removes a seen declared file and forgets it; refusals ch
   assert.equal(editor.revision("src/old.ts"), undefined);
   // Gone: a create at the same path is a create again.
   assert.match(await toolbox.write({ path: "src/old.ts", content: OLD }), /^Created src\/old\.ts/);
+});
+
+test("real host: a file seen only in part is never overwritten or deleted whole (PARTLY_SEEN); read whole, it is", async () => {
+  const w = worktree();
+  const long = Array.from({ length: 3000 }, (_, i) => `line ${i + 1}\n`).join("");
+  writeFileSync(join(w.repo, "src", "long.ts"), long);
+  const { editor, toolbox } = w.tools();
+  const before = w.snapshot();
+  const inode = lstatSync(join(w.repo, "src", "long.ts")).ino;
+  await editor.read({ path: "src/long.ts" });
+  const write = await refusal(toolbox.write({ path: "src/long.ts", content: "the first page\n" }));
+  assert.equal(write.code, "PARTLY_SEEN");
+  assert.match(write.message, /`src\/long\.ts` was seen only in part/);
+  assert.equal((await refusal(toolbox.delete({ path: "src/long.ts" }))).code, "PARTLY_SEEN");
+  // A grep hit is part too; the attempt's starting map (never read) is not a view at all.
+  await toolbox.grep({ pattern: "export", path: "src" });
+  assert.equal((await refusal(toolbox.write({ path: "src/a.ts", content: "x" }))).code, "PARTLY_SEEN");
+  assert.equal(w.snapshot(), before);
+  assert.equal(lstatSync(join(w.repo, "src", "long.ts")).ino, inode);
+  // Sibling: the rest read, the write lands.
+  await editor.read({ path: "src/long.ts", offset: 2001 });
+  assert.match(await toolbox.write({ path: "src/long.ts", content: "short\n" }), /^Wrote src\/long\.ts/);
+  assert.equal(readFileSync(join(w.repo, "src", "long.ts"), "utf8"), "short\n");
 });
 
 test("a transport failure of write or delete poisons the editor; one of ls, find, grep does not", async () => {

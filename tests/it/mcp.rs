@@ -752,3 +752,209 @@ fn a_server_that_cannot_start_or_gets_no_handshake_says_why_and_exits_1() {
         String::from_utf8_lossy(&healthy.stdout)
     );
 }
+
+/// A file seen only in part — one page of a long file, or a search hit — is never replaced
+/// or removed whole on the session's record: `PARTLY_SEEN`, the file unchanged (bytes, mode,
+/// inode). The siblings: an anchored edit on the same view, the rest of the file read and
+/// then the write, and an explicit revision, all succeed.
+#[test]
+fn a_file_seen_in_part_is_never_overwritten_or_deleted_whole() {
+    let fx = Fixture::new(&["src/*"]);
+    let long: String = (1..=3000).map(|i| format!("line {i}\n")).collect();
+    std::fs::write(fx.repo.file("src/long.txt"), &long).expect("write");
+    std::fs::write(fx.repo.file("src/hit.txt"), "needle\nrest\n").expect("write");
+    runtime().block_on(async {
+        let client = connect(&fx).await;
+        let page = ok(&client, "read", json!({"path": "src/long.txt"})).await;
+        assert_eq!(page["lines"], 2000, "{page}");
+        let before = snapshot(&fx.repo.file("src/long.txt"));
+        let text = refused(
+            &client,
+            "write",
+            json!({"path": "src/long.txt", "content": "the first 2000 lines\n"}),
+        )
+        .await;
+        assert!(
+            text.starts_with("PARTLY_SEEN: `src/long.txt` was seen only in part"),
+            "{text}"
+        );
+        let text = refused(&client, "delete", json!({"path": "src/long.txt"})).await;
+        assert!(text.starts_with("PARTLY_SEEN: "), "{text}");
+        assert_eq!(snapshot(&fx.repo.file("src/long.txt")), before);
+        // An anchored edit needs no whole view.
+        ok(
+            &client,
+            "edit",
+            json!({"path": "src/long.txt", "edits": replace_edit("line 7\n", "line seven\n")}),
+        )
+        .await;
+        let text = refused(
+            &client,
+            "write",
+            json!({"path": "src/long.txt", "content": "x\n"}),
+        )
+        .await;
+        assert!(
+            text.starts_with("PARTLY_SEEN: "),
+            "after the edit too: {text}"
+        );
+        // Every page read: a whole view, and the write goes ahead.
+        ok(&client, "read", json!({"path": "src/long.txt"})).await;
+        ok(
+            &client,
+            "read",
+            json!({"path": "src/long.txt", "offset": 2001}),
+        )
+        .await;
+        ok(
+            &client,
+            "write",
+            json!({"path": "src/long.txt", "content": "short\n"}),
+        )
+        .await;
+        assert_eq!(
+            std::fs::read(fx.repo.file("src/long.txt")).expect("read"),
+            b"short\n"
+        );
+        // A search hit is part; the model's own revision is its word that it knows the file.
+        let found = ok(&client, "search", json!({"query": "needle"})).await;
+        let sha = found["files"][0]["sha256"]
+            .as_str()
+            .expect("sha")
+            .to_owned();
+        let before = snapshot(&fx.repo.file("src/hit.txt"));
+        let text = refused(
+            &client,
+            "write",
+            json!({"path": "src/hit.txt", "content": "x\n"}),
+        )
+        .await;
+        assert!(text.starts_with("PARTLY_SEEN: "), "{text}");
+        assert_eq!(snapshot(&fx.repo.file("src/hit.txt")), before);
+        ok(
+            &client,
+            "write",
+            json!({"path": "src/hit.txt", "content": "x\n", "expected_sha256": sha}),
+        )
+        .await;
+        assert_eq!(
+            std::fs::read(fx.repo.file("src/hit.txt")).expect("read"),
+            b"x\n"
+        );
+        client.cancel().await.expect("close");
+    });
+}
+
+/// `notifications/cancelled`: a call cancelled while it waits for a slot never runs (its
+/// file is never created), and one cancelled while it runs goes on but leaves nothing in the
+/// session's record (a later write without a revision does not overwrite what it wrote). The
+/// siblings: the calls not cancelled all land and are recorded.
+#[test]
+fn a_cancelled_call_never_runs_from_the_queue_and_never_enters_the_record() {
+    use rmcp::model::{CallToolRequest, ClientRequest};
+    use rmcp::service::PeerRequestOptions;
+    use std::time::Duration;
+    let fx = Fixture::new(&["src/*"]);
+    runtime().block_on(async {
+        let client = connect(&fx).await;
+        let peer = client.peer().clone();
+        // Every writing call waits for the worktree lock, holding its slot, while we hold it.
+        let root = rustix::fs::open(
+            fx.repo.path(),
+            rustix::fs::OFlags::RDONLY
+                | rustix::fs::OFlags::DIRECTORY
+                | rustix::fs::OFlags::CLOEXEC,
+            rustix::fs::Mode::empty(),
+        )
+        .expect("open root");
+        rustix::fs::flock(&root, rustix::fs::FlockOperation::LockExclusive).expect("lock");
+        let request = |path: &str| {
+            let Value::Object(arguments) = json!({"path": path, "content": "c\n"}) else {
+                unreachable!()
+            };
+            ClientRequest::CallToolRequest(CallToolRequest::new(
+                CallToolRequestParams::new("write".to_string()).with_arguments(arguments),
+            ))
+        };
+        let mut running = Vec::new();
+        for i in 0..8 {
+            let handle = peer
+                .send_cancellable_request(
+                    request(&format!("src/slot-{i}.txt")),
+                    PeerRequestOptions::no_options(),
+                )
+                .await
+                .expect("send");
+            running.push(handle);
+        }
+        // All eight hold a slot once a read (which takes no lock) can no longer get one.
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            let probe = tokio::time::timeout(
+                Duration::from_millis(200),
+                call(&client, "read", json!({"path": "README.md"})),
+            )
+            .await;
+            if probe.is_err() {
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the slots never filled"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        // Queued behind them, then cancelled (the dropped call sends the cancellation).
+        let queued = tokio::time::timeout(
+            Duration::from_millis(300),
+            call(
+                &client,
+                "write",
+                json!({"path": "src/cancelled.txt", "content": "no\n"}),
+            ),
+        )
+        .await;
+        assert!(queued.is_err(), "the queued call was answered: {queued:?}");
+        // One of the running eight cancelled too.
+        let first = running.remove(0);
+        first.cancel(Some("test".into())).await.expect("cancel");
+        rustix::fs::flock(&root, rustix::fs::FlockOperation::Unlock).expect("unlock");
+        for handle in running {
+            handle
+                .await_response()
+                .await
+                .expect("a running call is answered");
+        }
+        // Its own write landed (it was running), but the record does not know it.
+        let landed = fx.repo.file("src/slot-0.txt");
+        assert!(
+            crate::deliver_support::poll_until(Duration::from_secs(30), || landed.exists()),
+            "the running call was stopped midway"
+        );
+        let text = refused(
+            &client,
+            "write",
+            json!({"path": "src/slot-0.txt", "content": "d\n"}),
+        )
+        .await;
+        assert!(
+            text.starts_with("TARGET_EXISTS: "),
+            "the cancelled call's result was recorded: {text}"
+        );
+        ok(
+            &client,
+            "write",
+            json!({"path": "src/slot-1.txt", "content": "d\n"}),
+        )
+        .await;
+        assert_eq!(
+            std::fs::read(fx.repo.file("src/slot-1.txt")).expect("read"),
+            b"d\n"
+        );
+        assert!(
+            !fx.repo.file("src/cancelled.txt").exists(),
+            "the cancelled queued call ran"
+        );
+        client.cancel().await.expect("close");
+    });
+}

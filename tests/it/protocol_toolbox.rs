@@ -698,3 +698,59 @@ fn a_delete_racing_an_edit_of_the_same_revision_leaves_exactly_one_winner() {
     }
     eprintln!("{deletes} deletes won, {edits} edits won of {rounds} rounds");
 }
+
+/// `seen: "part"` (a session front end's word that its agent saw only part of the
+/// revision) refuses a whole-file `write` or `delete` that passed every gate:
+/// `PARTLY_SEEN`, exit 9, the tree unchanged; a stale revision is still `REVISION_STALE`
+/// first. The siblings: `seen: "whole"` and no `seen` at all (the caller's own revision).
+#[test]
+fn a_write_or_delete_of_a_revision_seen_in_part_is_refused_and_whole_goes_ahead() {
+    let t = toolbox();
+    let sha = sha256_hex(b"pub fn answer() -> u32 {\n    41\n}\n");
+    let old = sha256_hex(b"// obsolete\n");
+    let run = t.refuse(
+        "write",
+        json!({"path": "src/lib.rs", "content": "x\n", "expected_sha256": sha, "seen": "part"}),
+        "PARTLY_SEEN",
+        9,
+    );
+    assert!(
+        run.response["message"]
+            .as_str()
+            .expect("message")
+            .starts_with("`src/lib.rs` was seen only in part"),
+        "{}",
+        run.stdout
+    );
+    t.refuse(
+        "delete",
+        json!({"path": "src/old.rs", "expected_sha256": old, "seen": "part"}),
+        "PARTLY_SEEN",
+        9,
+    );
+    t.refuse(
+        "write",
+        json!({"path": "src/lib.rs", "content": "x\n", "expected_sha256": old, "seen": "part"}),
+        "REVISION_STALE",
+        9,
+    );
+    t.refuse(
+        "write",
+        json!({"path": "src/lib.rs", "content": "x\n", "expected_sha256": sha, "seen": "most"}),
+        "INVALID_REQUEST",
+        7,
+    );
+    ok(&t.run(
+        "write",
+        json!({"path": "src/lib.rs", "content": "x\n", "expected_sha256": sha, "seen": "whole"}),
+    ));
+    assert_eq!(
+        std::fs::read(t.fx.file("src/lib.rs")).expect("read"),
+        b"x\n"
+    );
+    ok(&t.run(
+        "delete",
+        json!({"path": "src/old.rs", "expected_sha256": old}),
+    ));
+    assert!(!t.fx.file("src/old.rs").exists());
+}

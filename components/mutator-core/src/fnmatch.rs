@@ -196,6 +196,102 @@ pub fn matches_any<S: AsRef<str>>(name: &str, patterns: &[S]) -> bool {
     patterns.iter().any(|p| fnmatch(name, p.as_ref()))
 }
 
+/// Why a pattern can never match a worktree-relative path (`src/main.rs`: `/`-separated,
+/// no leading or trailing `/`, no empty, `.` or `..` segment, no backslash), so a contract
+/// holding it would protect, or allow, nothing while looking as if it did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unmatchable {
+    /// It starts with `/` (`/secrets/*`).
+    LeadingSlash,
+    /// It starts with `./` (`./secrets/*`).
+    LeadingDot,
+    /// It ends with `/` (`secrets/`).
+    TrailingSlash,
+    /// It has an empty segment (`a//b`).
+    EmptySegment,
+    /// It has a `.` segment (`a/./b`).
+    DotSegment,
+    /// It has a `..` segment (`../x`, `a/../b`).
+    DotDotSegment,
+    /// It contains a backslash (`a\\b`).
+    Backslash,
+}
+
+impl Unmatchable {
+    /// Why, as the end of a sentence ("… can never match a file: it ends with `/`").
+    #[must_use]
+    pub fn reason(self) -> &'static str {
+        match self {
+            Self::LeadingSlash => "it starts with `/`, and paths are relative to the worktree",
+            Self::LeadingDot => "it starts with `./`, and paths are written without it",
+            Self::TrailingSlash => "it ends with `/`, and a file's path never does",
+            Self::EmptySegment => "it has an empty segment (`//`)",
+            Self::DotSegment => "it has a `.` segment",
+            Self::DotDotSegment => "it has a `..` segment, and paths never leave the worktree",
+            Self::Backslash => "it contains a backslash, and only `/` separates segments",
+        }
+    }
+
+    /// The pattern the author most likely meant (`secrets/` → `secrets/*`), when there is
+    /// one.
+    #[must_use]
+    pub fn intended(self, pattern: &str) -> Option<String> {
+        let fixed = match self {
+            Self::LeadingSlash => String::from(pattern.trim_start_matches('/')),
+            Self::LeadingDot => {
+                let mut rest = pattern;
+                while let Some(r) = rest.strip_prefix("./") {
+                    rest = r.trim_start_matches('/');
+                }
+                String::from(rest)
+            }
+            Self::TrailingSlash => {
+                let mut fixed = String::from(pattern.trim_end_matches('/'));
+                fixed.push_str("/*");
+                fixed
+            }
+            Self::EmptySegment | Self::DotSegment => {
+                let kept: Vec<&str> = pattern
+                    .split('/')
+                    .filter(|s| !s.is_empty() && *s != ".")
+                    .collect();
+                kept.join("/")
+            }
+            Self::Backslash => pattern.replace('\\', "/"),
+            Self::DotDotSegment => return None,
+        };
+        (!fixed.is_empty() && fixed != pattern && unmatchable(&fixed).is_none()).then_some(fixed)
+    }
+}
+
+/// `Some(why)` when `pattern` can never match a worktree-relative path: it needs a `/` at
+/// the start or end, a `//`, a `.` or `..` segment or a backslash, none of which such a path
+/// has. (Wildcards do not help: `*` can supply a `/` but not remove one.)
+#[must_use]
+pub fn unmatchable(pattern: &str) -> Option<Unmatchable> {
+    if pattern.contains('\\') {
+        return Some(Unmatchable::Backslash);
+    }
+    if pattern.starts_with('/') {
+        return Some(Unmatchable::LeadingSlash);
+    }
+    if pattern.starts_with("./") {
+        return Some(Unmatchable::LeadingDot);
+    }
+    if pattern.ends_with('/') {
+        return Some(Unmatchable::TrailingSlash);
+    }
+    for segment in pattern.split('/') {
+        match segment {
+            "" => return Some(Unmatchable::EmptySegment),
+            "." => return Some(Unmatchable::DotSegment),
+            ".." => return Some(Unmatchable::DotDotSegment),
+            _ => {}
+        }
+    }
+    None
+}
+
 /// A list of patterns translated once, for matching many names (a walk of the worktree).
 #[derive(Debug, Clone)]
 pub struct PatternSet(Vec<Pattern>);

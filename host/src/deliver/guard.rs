@@ -432,8 +432,8 @@ fn special_name(kind: std::fs::FileType) -> &'static str {
 
 /// The names under `worktrees/` that are other `deliver` attempts': whose `gitdir` lies in
 /// a `deliver` attempt's directory (`…/satyrn-deliver-…/worktree/.git`), or that have no
-/// `gitdir` yet (`git worktree add` writes it last, `remove` removes it first: a half-made
-/// registration, which `git worktree prune` removes).
+/// `gitdir` yet, or an empty one (`git worktree add` writes it last, `remove` removes it
+/// first: a half-made registration, which `git worktree prune` removes).
 fn attempt_registrations(files: &BTreeMap<String, Entry>) -> std::collections::BTreeSet<String> {
     files
         .keys()
@@ -444,12 +444,16 @@ fn attempt_registrations(files: &BTreeMap<String, Entry>) -> std::collections::B
             }
             let attempt = match files.get(&format!("worktrees/{name}/gitdir")) {
                 None => true,
+                // Empty: being written (`git worktree add` creates it, then writes it).
                 Some(Entry::File {
                     content: Content::Bytes(bytes),
                     ..
-                }) => is_attempt_gitdir(Path::new(std::ffi::OsStr::from_bytes(
-                    bytes.trim_ascii_end(),
-                ))),
+                }) => {
+                    bytes.trim_ascii().is_empty()
+                        || is_attempt_gitdir(Path::new(std::ffi::OsStr::from_bytes(
+                            bytes.trim_ascii_end(),
+                        )))
+                }
                 Some(_) => false,
             };
             attempt.then(|| name.to_owned())

@@ -16,6 +16,7 @@
 pub mod args;
 pub mod output;
 mod render;
+pub mod seen;
 pub mod server;
 pub mod workers;
 

@@ -8,18 +8,20 @@
 //! ([`crate::engine::Instances`]). Writes are serialized by the worktree lock that
 //! `satyrn-host protocol` takes too.
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use rmcp::handler::server::common::schema_for_output;
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{CallToolResult, ContentBlock, Implementation, ServerCapabilities, ServerConfig};
-use rmcp::{ErrorData, ServerHandler, tool, tool_handler, tool_router};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler, tool, tool_handler, tool_router};
+use tokio_util::sync::CancellationToken;
 
 use super::args::NoArgs;
 use super::output::BoundaryOutput;
 use super::render;
+use super::seen::Views;
 use super::workers::Workers;
 use crate::code::Failure;
 use crate::contract::Contract;
@@ -28,7 +30,7 @@ use crate::git::Git;
 use crate::operation::{self, Scope};
 use crate::operation::{
     DeleteArgs, EditArgs, EditDetails, EditResult, ListArgs, ReadArgs, ReadResult, SearchArgs,
-    WriteArgs,
+    Seen, WriteArgs,
 };
 use crate::repo::RepoRoot;
 
@@ -43,8 +45,9 @@ pub struct Session {
     pub loaded: Loaded,
     /// The component instances over `root`, kept between calls.
     instances: Instances,
-    /// The revision each path had when this session last read or edited it.
-    revisions: Mutex<HashMap<String, String>>,
+    /// What this session has seen of each path ([`Views`]): the base of a call without
+    /// `expected_sha256`, and whether it was seen whole.
+    views: Mutex<Views>,
     /// Slots for calls running at once ([`MAX_CONCURRENT_CALLS`]).
     slots: Arc<tokio::sync::Semaphore>,
     /// The threads that run the calls.
@@ -64,7 +67,7 @@ impl Session {
             contract,
             loaded,
             instances,
-            revisions: Mutex::new(HashMap::new()),
+            views: Mutex::new(Views::default()),
             slots: Arc::new(tokio::sync::Semaphore::new(MAX_CONCURRENT_CALLS)),
             workers: Workers::default(),
         })
@@ -86,26 +89,16 @@ impl Session {
         }
     }
 
-    fn recorded(&self, path: &str) -> Option<String> {
-        self.revisions
+    /// The views, under their lock (a poisoned lock still holds a usable map).
+    fn views(&self) -> std::sync::MutexGuard<'_, Views> {
+        self.views
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .get(path)
-            .cloned()
     }
 
-    fn record(&self, path: &str, sha256: &str) {
-        self.revisions
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .insert(path.to_string(), sha256.to_string());
-    }
-
-    fn forget(&self, path: &str) {
-        self.revisions
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .remove(path);
+    /// The revision last seen of `path` and how much of it.
+    fn base(&self, path: &str) -> Option<(String, Seen)> {
+        self.views().base(path)
     }
 }
 
@@ -117,20 +110,28 @@ pub struct Server {
 }
 
 /// Runs `work` on a worker thread ([`Workers`]) and awaits it. At most
-/// [`MAX_CONCURRENT_CALLS`] run at once; later calls wait for a slot, so a client cannot make the server start
-/// unboundedly many component instances.
+/// [`MAX_CONCURRENT_CALLS`] run at once; later calls wait for a slot, so a client cannot make
+/// the server start unboundedly many component instances.
+///
+/// A call the client cancelled (`notifications/cancelled`: `ct`) while it waited for a slot,
+/// or before its worker picked it up, never runs. One cancelled while it runs goes on (a
+/// publish is never cut short), but `work` gets `ct` and must not let its result into the
+/// session's views: the client never sees that result.
 async fn off_thread<T: Send + 'static>(
     session: &Arc<Session>,
-    work: impl FnOnce(&Session) -> T + Send + 'static,
+    ct: CancellationToken,
+    work: impl FnOnce(&Session, &CancellationToken) -> T + Send + 'static,
 ) -> Result<T, ErrorData> {
-    let permit = Arc::clone(&session.slots)
-        .acquire_owned()
-        .await
-        .map_err(|_| ErrorData::internal_error("the server is shutting down", None))?;
+    let permit = tokio::select! {
+        biased;
+        () = ct.cancelled() => return Err(cancelled()),
+        permit = Arc::clone(&session.slots).acquire_owned() => permit
+            .map_err(|_| ErrorData::internal_error("the server is shutting down", None))?,
+    };
     let (tx, rx) = tokio::sync::oneshot::channel();
     let worker = Arc::clone(session);
     let started = session.workers.run(move || {
-        let result = work(&worker);
+        let result = (!ct.is_cancelled()).then(|| work(&worker, &ct));
         drop(permit);
         let _ = tx.send(result);
     });
@@ -141,7 +142,16 @@ async fn off_thread<T: Send + 'static>(
         ));
     }
     rx.await
-        .map_err(|_| ErrorData::internal_error("the call ended without a result", None))
+        .map_err(|_| ErrorData::internal_error("the call ended without a result", None))?
+        .ok_or_else(cancelled)
+}
+
+/// The answer to a call cancelled before it ran (a client ignores it: it cancelled).
+fn cancelled() -> ErrorData {
+    ErrorData::invalid_request(
+        "the call was cancelled before it ran; nothing was done",
+        None,
+    )
 }
 
 /// The most calls of one session that run at once: 8.
@@ -221,10 +231,14 @@ impl Server {
     async fn read(
         &self,
         Parameters(args): Parameters<ReadArgs>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        let outcome = off_thread(&self.session, move |session| {
-            operation::read(session.scope(), &args)
-                .inspect(|page| session.record(&page.path, &page.sha256))
+        let outcome = off_thread(&self.session, context.ct, move |session, ct| {
+            operation::read(session.scope(), &args).inspect(|page| {
+                if !ct.is_cancelled() {
+                    session.views().read(page);
+                }
+            })
         })
         .await?;
         match outcome {
@@ -259,16 +273,21 @@ impl Server {
     async fn edit(
         &self,
         Parameters(args): Parameters<EditArgs>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
         // The revision the model has seen when it sends the call, not when a slot frees up:
         // a concurrent edit's result, which the model never saw, must not become the base.
         let mut args = args;
         if args.expected_sha256.is_none() {
-            args.expected_sha256 = self.session.recorded(&args.path);
+            args.expected_sha256 = self.session.base(&args.path).map(|(sha, _)| sha);
         }
-        let outcome = off_thread(&self.session, move |session| {
-            operation::edit(session.scope(), &args)
-                .inspect(|edited| session.record(&edited.path, &edited.sha256))
+        let outcome = off_thread(&self.session, context.ct, move |session, ct| {
+            operation::edit(session.scope(), &args).inspect(|edited| {
+                if !ct.is_cancelled() {
+                    let base = args.expected_sha256.as_deref();
+                    session.views().edited(&edited.path, base, &edited.sha256);
+                }
+            })
         })
         .await?;
         match outcome {
@@ -299,8 +318,9 @@ impl Server {
     async fn list(
         &self,
         Parameters(args): Parameters<ListArgs>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        let outcome = off_thread(&self.session, move |session| {
+        let outcome = off_thread(&self.session, context.ct, move |session, _| {
             operation::list(session.scope(), &args)
         })
         .await?;
@@ -324,11 +344,15 @@ impl Server {
     async fn search(
         &self,
         Parameters(args): Parameters<SearchArgs>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        let outcome = off_thread(&self.session, move |session| {
+        let outcome = off_thread(&self.session, context.ct, move |session, ct| {
             operation::search(session.scope(), &args).inspect(|found| {
-                for file in &found.files {
-                    session.record(&file.path, &file.sha256);
+                if !ct.is_cancelled() {
+                    let mut views = session.views();
+                    for file in &found.files {
+                        views.hit(&file.path, &file.sha256);
+                    }
                 }
             })
         })
@@ -356,13 +380,23 @@ impl Server {
     async fn write(
         &self,
         Parameters(mut args): Parameters<WriteArgs>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        if args.expected_sha256.is_none() {
-            args.expected_sha256 = self.session.recorded(&args.path);
+        // A revision the model passed itself is its word that it knows the file; the one
+        // filled in is as much as the session saw of it.
+        args.seen = Seen::Whole;
+        if args.expected_sha256.is_none()
+            && let Some((sha, seen)) = self.session.base(&args.path)
+        {
+            args.expected_sha256 = Some(sha);
+            args.seen = seen;
         }
-        let outcome = off_thread(&self.session, move |session| {
-            operation::write(session.scope(), &args)
-                .inspect(|written| session.record(&written.path, &written.sha256))
+        let outcome = off_thread(&self.session, context.ct, move |session, ct| {
+            operation::write(session.scope(), &args).inspect(|written| {
+                if !ct.is_cancelled() {
+                    session.views().wrote(&written.path, &written.sha256);
+                }
+            })
         })
         .await?;
         match outcome {
@@ -387,13 +421,19 @@ impl Server {
     async fn delete(
         &self,
         Parameters(mut args): Parameters<DeleteArgs>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        if args.expected_sha256.is_none() {
-            args.expected_sha256 = self.session.recorded(&args.path);
+        args.seen = Seen::Whole;
+        if args.expected_sha256.is_none()
+            && let Some((sha, seen)) = self.session.base(&args.path)
+        {
+            args.expected_sha256 = Some(sha);
+            args.seen = seen;
         }
-        let outcome = off_thread(&self.session, move |session| {
+        let outcome = off_thread(&self.session, context.ct, move |session, _| {
+            // Gone whether or not the client still listens.
             operation::delete(session.scope(), &args)
-                .inspect(|deleted| session.forget(&deleted.path))
+                .inspect(|deleted| session.views().forget(&deleted.path))
         })
         .await?;
         match outcome {
@@ -413,8 +453,9 @@ impl Server {
     async fn boundary(
         &self,
         Parameters(_): Parameters<NoArgs>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        let head = off_thread(&self.session, |session| {
+        let head = off_thread(&self.session, context.ct, |session, _| {
             Git::at(session.root.path())
                 .line(&["rev-parse", "--verify", "--quiet", "HEAD^{commit}"])
                 .ok()

@@ -21,6 +21,16 @@ pub trait RequestShape {
     ///
     /// Why the arguments are malformed, naming the field (`path: …`, `edits[2]: …`).
     fn shape(&self) -> Result<(), String>;
+
+    /// The fields a session front end sets that are not in the model's schema (the protocol
+    /// accepts them; an MCP client never sees them): none by default.
+    #[must_use]
+    fn session_fields() -> &'static [&'static str]
+    where
+        Self: Sized,
+    {
+        &[]
+    }
 }
 
 /// `read`'s arguments.
@@ -313,6 +323,12 @@ pub struct WriteArgs {
     #[serde(default)]
     #[schemars(with = "String")]
     pub expected_sha256: Option<String>,
+    /// How much of the file at `expected_sha256` the agent saw ([`Seen`]; default whole).
+    /// Set by a session front end (MCP, Pi) from its own record, never by the model: it is
+    /// not in the tool's schema, and the front end overwrites it.
+    #[serde(default)]
+    #[schemars(skip)]
+    pub seen: Seen,
 }
 
 /// `delete`'s arguments.
@@ -326,6 +342,26 @@ pub struct DeleteArgs {
     #[serde(default)]
     #[schemars(with = "String")]
     pub expected_sha256: Option<String>,
+    /// How much of the file at `expected_sha256` the agent saw (as [`WriteArgs::seen`]).
+    #[serde(default)]
+    #[schemars(skip)]
+    pub seen: Seen,
+}
+
+/// How much of a file's revision the agent saw before a `write` over it or a `delete` of it.
+/// A session front end fills in `expected_sha256` from what the agent last read or searched;
+/// when that was only part of the file (one page of several, a search hit), replacing or
+/// removing the whole file would lose what the agent never saw, so it is refused
+/// (`PARTLY_SEEN`). An anchored `edit` needs no whole view. A caller that passes the
+/// revision itself says it knows the file: `whole`, the default.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Seen {
+    /// Every line of that revision (or the caller passed the revision itself).
+    #[default]
+    Whole,
+    /// Only part of it.
+    Part,
 }
 
 impl RequestShape for ListArgs {
@@ -350,10 +386,18 @@ impl RequestShape for WriteArgs {
     fn shape(&self) -> Result<(), String> {
         request_shape(&self.path, self.expected_sha256.as_deref()).map(drop)
     }
+
+    fn session_fields() -> &'static [&'static str] {
+        &["seen"]
+    }
 }
 
 impl RequestShape for DeleteArgs {
     fn shape(&self) -> Result<(), String> {
         request_shape(&self.path, self.expected_sha256.as_deref()).map(drop)
+    }
+
+    fn session_fields() -> &'static [&'static str] {
+        &["seen"]
     }
 }

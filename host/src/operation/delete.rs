@@ -4,7 +4,7 @@
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use super::{Scope, internal, lock, refusal};
+use super::{Scope, Seen, internal, lock, partly_seen, refusal};
 use crate::code::Failure;
 use crate::engine;
 use crate::operation::DeleteArgs;
@@ -22,7 +22,8 @@ pub struct DeleteResult {
 ///
 /// # Errors
 ///
-/// The first refusal, as a [`Failure`] with its code.
+/// The first refusal, as a [`Failure`] with its code (`PARTLY_SEEN` when a delete that
+/// passed every gate is of a revision seen only in part).
 pub fn delete(scope: Scope<'_>, args: &DeleteArgs) -> Result<DeleteResult, Failure> {
     let _lock = lock(scope.root)?;
     let mut mutator = scope.mutator()?;
@@ -42,6 +43,9 @@ pub fn delete(scope: Scope<'_>, args: &DeleteArgs) -> Result<DeleteResult, Failu
             "the component planned to delete `{}` at {} for a request about `{}`",
             plan.path, plan.base_sha256, args.path
         )));
+    }
+    if args.seen == Seen::Part {
+        return Err(partly_seen(&args.path, "delete"));
     }
     let base = satyrn_mutator_core::revision::Revision::parse(&plan.base_sha256)
         .map_err(|e| internal(format!("the component returned a malformed revision: {e}")))?;

@@ -29,7 +29,7 @@ mod write;
 
 pub use args::{
     DeleteArgs, EditArgs, EditEntry, EditKind, ListArgs, ReadArgs, ReplaceArgs, RequestShape,
-    SearchArgs, WriteArgs,
+    SearchArgs, Seen, WriteArgs,
 };
 pub use delete::{DeleteResult, delete};
 pub use edit::{
@@ -81,6 +81,18 @@ fn lock(root: &RepoRoot) -> Result<WorktreeLock<'_>, Failure> {
             format!("cannot lock the worktree: {e}"),
         )
     })
+}
+
+/// `PARTLY_SEEN`: the whole of `path` is about to be replaced (`verb` "overwrite") or
+/// removed ("delete") on a revision the agent saw only in part ([`Seen::Part`]). The one
+/// message every front end shows.
+fn partly_seen(path: &str, verb: &str) -> Failure {
+    Failure::new(
+        Code::PartlySeen,
+        format!(
+            "`{path}` was seen only in part (a page of it, or a search hit): to {verb} it whole, read all of it first (every page) or, where the tool takes one, pass expected_sha256 yourself; an edit needs no whole view"
+        ),
+    )
 }
 
 fn internal(e: impl std::fmt::Display) -> Failure {

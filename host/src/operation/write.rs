@@ -5,7 +5,7 @@
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use super::{Scope, internal, lock, plan_base, refusal};
+use super::{Scope, Seen, internal, lock, partly_seen, plan_base, refusal};
 use crate::code::Failure;
 use crate::engine;
 use crate::operation::WriteArgs;
@@ -28,7 +28,8 @@ pub struct WriteResult {
 /// # Errors
 ///
 /// The first refusal, as a [`Failure`] with its code (`TARGET_EXISTS` when a create finds
-/// the path taken, by the decision or by a concurrent creator at the commit).
+/// the path taken, by the decision or by a concurrent creator at the commit; `PARTLY_SEEN`
+/// when an overwrite that passed every gate is of a revision seen only in part).
 pub fn write(scope: Scope<'_>, args: &WriteArgs) -> Result<WriteResult, Failure> {
     let _lock = lock(scope.root)?;
     let mut mutator = scope.mutator()?;
@@ -60,6 +61,9 @@ pub fn write(scope: Scope<'_>, args: &WriteArgs) -> Result<WriteResult, Failure>
         }
         engine::WritePlan::Overwrite(plan) => {
             let base = plan_base(&plan, &args.path, args.expected_sha256.as_deref())?;
+            if args.seen == Seen::Part {
+                return Err(partly_seen(&args.path, "overwrite"));
+            }
             publish::publish(scope.root.dir(), &plan.path, &base, &plan.new_content)?;
             Ok(WriteResult {
                 path: plan.path,

@@ -141,7 +141,7 @@ fn operation_args(operation: &str, fields: Vec<(String, Value)>) -> Result<Opera
 /// `repo` and `contract`) and checks their shape before the contract or repository is read:
 ///
 /// - an unknown field is refused with its key cut to a short echo (the known fields are the
-///   properties of the arguments' own schema);
+///   properties of the arguments' own schema, and its [`RequestShape::session_fields`]);
 /// - a writing operation requires `expected_sha256` to be present (a string, or `null`:
 ///   create, or `REVISION_UNAVAILABLE`), so a caller states what it saw;
 /// - a field of the wrong type is named (`edits[2].new_text: invalid type: …`);
@@ -159,7 +159,10 @@ where
         .get("properties")
         .and_then(Value::as_object)
         .ok_or_else(|| format!("the {operation} request model has no properties"))?;
-    if let Some((key, _)) = fields.iter().find(|(k, _)| !known.contains_key(k)) {
+    if let Some((key, _)) = fields
+        .iter()
+        .find(|(k, _)| !known.contains_key(k) && !T::session_fields().contains(&k.as_str()))
+    {
         return Err(format!(
             "unknown field `{}` in a {operation} request",
             echo(key)
