@@ -719,7 +719,7 @@ fn a_server_that_cannot_start_or_gets_no_handshake_says_why_and_exits_1() {
         drop(stdin);
         child.wait_with_output().expect("wait")
     };
-    let cases: [(&[Fault], &str, &str); 4] = [
+    let cases: [(&[Fault], &str, &str); 2] = [
         (
             &[Fault::always(libc::SYS_epoll_create1, libc::EMFILE)],
             initialize,
@@ -730,8 +730,6 @@ fn a_server_that_cannot_start_or_gets_no_handshake_says_why_and_exits_1() {
             initialize,
             "cannot start the runtime: Too many open files",
         ),
-        (&[], "", "the MCP handshake failed"),
-        (&[], "not json\n", "the MCP handshake failed"),
     ];
     for (faults, input, said) in cases {
         let out = run(faults, &format!("{input}\n"));
@@ -751,6 +749,128 @@ fn a_server_that_cannot_start_or_gets_no_handshake_says_why_and_exits_1() {
         "{}",
         String::from_utf8_lossy(&healthy.stdout)
     );
+    // A client gone before the session began is no failure: exit 0, nothing said.
+    let gone = run(&[], "");
+    assert_eq!(gone.status.code(), Some(0));
+    assert!(gone.stdout.is_empty() && gone.stderr.is_empty(), "{gone:?}");
+    // Garbage first is answered (a parse error), then the same end.
+    let garbage = run(&[], "not json\n");
+    assert_eq!(garbage.status.code(), Some(0), "{garbage:?}");
+    let answer: Value = serde_json::from_slice(&garbage.stdout).expect("one JSON answer");
+    assert_eq!(answer["error"]["code"], -32700, "{answer}");
+    assert_eq!(answer["id"], Value::Null);
+    // A notification and a stray response before `initialize` are dropped: the session
+    // then starts as usual.
+    let early = run(
+        &[],
+        &format!(
+            "{}\n{}\n{initialize}\n",
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+            r#"{"jsonrpc":"2.0","id":"x","result":{}}"#
+        ),
+    );
+    assert_eq!(early.status.code(), Some(0), "{early:?}");
+    assert!(
+        String::from_utf8_lossy(&early.stdout).contains("\"serverInfo\""),
+        "{early:?}"
+    );
+    assert!(early.stderr.is_empty(), "{early:?}");
+}
+
+/// Every message gets a well-formed answer: not JSON, not UTF-8, a lone surrogate escape,
+/// a batch, a line over the limit (all answered by the framing), and a write of 16 MiB of
+/// content however JSON escapes it (answered by the tool; 16 MiB + 1 byte is refused by
+/// name). The sibling: the session goes on and answers an ordinary call after each.
+#[test]
+fn every_message_gets_a_well_formed_answer() {
+    use std::io::{BufRead, BufReader, Write};
+    let fx = Fixture::new(&["*"]);
+    let mut child = Command::new(host_bin())
+        .arg("mcp")
+        .arg("--repo")
+        .arg(fx.repo.path())
+        .arg(&fx.contract.path)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("spawn");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut exchange = |line: &[u8]| -> Value {
+        stdin.write_all(line).expect("write");
+        stdin.write_all(b"\n").expect("write");
+        stdin.flush().expect("flush");
+        let mut answer = String::new();
+        stdout.read_line(&mut answer).expect("read an answer");
+        serde_json::from_str(&answer).unwrap_or_else(|e| panic!("malformed answer {answer:?}: {e}"))
+    };
+    let init = exchange(br#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#);
+    assert!(init["result"]["serverInfo"].is_object(), "{init}");
+    stdin_note(&mut exchange);
+    let call = |id: u64, name: &str, arguments: Value| -> Vec<u8> {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": name, "arguments": arguments}})
+            .to_string()
+            .into_bytes()
+    };
+    let mut over = vec![b'x'; satyrn_host::mcp::framing::MAX_MESSAGE_BYTES + 1];
+    over.extend_from_slice(b"yz");
+    let bad: [(&[u8], i64); 5] = [
+        (b"{not json}", -32700),
+        (b"\xff\xfe", -32700),
+        (br#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"write","arguments":{"path":"s.txt","content":"\ud800"}}}"#, -32700),
+        (b"[{},{}]", -32600),
+        (&over, -32600),
+    ];
+    for (i, (line, code)) in bad.iter().enumerate() {
+        let answer = exchange(line);
+        assert_eq!(answer["error"]["code"], *code, "case {i}: {answer}");
+        assert_eq!(answer["id"], Value::Null, "case {i}");
+        let ok = exchange(&call(100 + i as u64, "boundary", json!({})));
+        assert_eq!(
+            ok["id"],
+            100 + i as u64,
+            "the session goes on after case {i}: {ok}"
+        );
+    }
+    // The largest write, escaped to 6 bytes a byte, and one byte more.
+    let limit = 16 << 20;
+    let answer = exchange(&call(
+        7,
+        "write",
+        json!({"path": "big.txt", "content": "\u{1}".repeat(limit)}),
+    ));
+    assert_eq!(
+        answer["result"]["structuredContent"]["created"],
+        true,
+        "{}",
+        &answer.to_string()[..200.min(answer.to_string().len())]
+    );
+    assert_eq!(
+        std::fs::metadata(fx.repo.file("big.txt"))
+            .expect("stat")
+            .len(),
+        limit as u64
+    );
+    let answer = exchange(&call(
+        8,
+        "write",
+        json!({"path": "bigger.txt", "content": "a".repeat(limit + 1)}),
+    ));
+    assert_eq!(answer["result"]["isError"], true, "{answer}");
+    assert!(!fx.repo.file("bigger.txt").exists());
+    drop(stdin);
+    assert!(child.wait().expect("wait").success());
+}
+
+/// Sends `notifications/initialized` (which has no answer) through an exchange that expects
+/// one, by following it with a `ping`.
+fn stdin_note(exchange: &mut impl FnMut(&[u8]) -> Value) {
+    let pong = exchange(
+        br#"{"jsonrpc":"2.0","method":"notifications/initialized"}
+{"jsonrpc":"2.0","id":"ping","method":"ping"}"#,
+    );
+    assert_eq!(pong["id"], "ping", "{pong}");
 }
 
 /// A file seen only in part — one page of a long file, or a search hit — is never replaced

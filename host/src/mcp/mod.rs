@@ -14,6 +14,7 @@
 //! for the server's lifetime.
 
 pub mod args;
+pub mod framing;
 pub mod output;
 mod render;
 pub mod seen;
@@ -31,6 +32,9 @@ use crate::contract;
 use crate::engine::Loaded;
 use crate::repo::RepoRoot;
 use server::{Server, Session};
+
+/// How long the end of a session waits for the last answers to reach stdout: 5 s.
+pub const FLUSH_GRACE: Duration = Duration::from_secs(5);
 
 /// How long shutdown waits for calls in flight: 60 s.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(60);
@@ -72,16 +76,38 @@ pub fn serve(session: Session) -> u8 {
         ) else {
             return fail("cannot install the signal handlers");
         };
+        let framed = framing::start(
+            tokio::io::BufReader::new(tokio::io::stdin()),
+            tokio::io::stdout(),
+        );
+        let transport = rmcp::transport::async_rw::AsyncRwTransport::new_server(
+            framed.to_rmcp,
+            framed.from_rmcp,
+        )
+        .with_max_line_length(framing::MAX_MESSAGE_BYTES + 1);
+        let (reader, writer) = (framed.read, framed.write);
         let session_ended = async {
-            let service = server
-                .serve(rmcp::transport::stdio())
-                .await
-                .map_err(|e| format!("the MCP handshake failed: {e}"))?;
-            service
+            let service = match server.serve(transport).await {
+                Ok(service) => service,
+                Err(e) => {
+                    // Input that ended before any `initialize`: a client that went away
+                    // before the session began, which is no failure.
+                    return match reader.await {
+                        Ok(Ok(framing::Ended {
+                            initialize_seen: false,
+                        })) => Ok(()),
+                        _ => Err(format!("the MCP handshake failed: {e}")),
+                    };
+                }
+            };
+            let ended = service
                 .waiting()
                 .await
                 .map(|_| ())
-                .map_err(|e| format!("the MCP session failed: {e}"))
+                .map_err(|e| format!("the MCP session failed: {e}"));
+            // rmcp has dropped its end: what it wrote last is still on its way to stdout.
+            let _ = tokio::time::timeout(FLUSH_GRACE, writer).await;
+            ended
         };
         // A signal drops the session future, which closes the transport; calls already
         // running on their own threads are awaited below.

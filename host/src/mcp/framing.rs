@@ -1,0 +1,302 @@
+//! The stdio framing between the client and rmcp: every line the client sends gets a
+//! well-formed answer, and nothing a client sends before `initialize` ends the session.
+//!
+//! rmcp's own stdio transport drops what it cannot parse without a word (lines that are not
+//! JSON, not UTF-8, a lone surrogate escape) and every line over 16 MiB, so a client whose
+//! `write` of 16 MiB of content (documented as allowed, and larger once JSON escapes it)
+//! waits forever; and a notification or a stray response before `initialize` ends the
+//! server. Here one task reads stdin line by line, bounded by [`MAX_MESSAGE_BYTES`], and:
+//!
+//! - a line that is not UTF-8 or not JSON is answered with a JSON-RPC parse error
+//!   (`-32700`, `id: null`, as JSON-RPC 2.0 says);
+//! - a line over the limit (the rest of it is read and dropped, never buffered), one that is
+//!   JSON but not an object (a batch, a number), or an object that is not a JSON-RPC message
+//!   is answered with an invalid-request error (`-32600`, with the message's `id` when it
+//!   has a usable one);
+//! - before the first `initialize` request, a notification or a response is dropped (there
+//!   is nothing to answer, and no session yet for it to belong to);
+//! - everything else goes to rmcp unchanged, through an in-process pipe.
+//!
+//! rmcp's output and these answers reach stdout through one writer task, whole line by whole
+//! line, so they never interleave. Answering unparsable input is a decision against rmcp's
+//! (which ignores it, to avoid an error storm with a peer that echoes answers back as more
+//! garbage): an answer with `id: null` matches no request of a conforming client, which then
+//! drops it, and the client that sent garbage learns why nothing else happens.
+
+use std::io;
+
+use rmcp::model::ClientJsonRpcMessage;
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt, DuplexStream};
+use tokio::sync::mpsc;
+
+/// The largest message accepted: 97 MiB. The largest `write` (16 MiB of content) fits
+/// however JSON escapes it: at most 6 bytes a byte (`\u0001`), plus 1 MiB for the rest.
+pub const MAX_MESSAGE_BYTES: usize = 6 * (16 << 20) + (1 << 20);
+
+/// How much one pipe between the tasks buffers.
+const PIPE_BYTES: usize = 1 << 20;
+
+/// What the reader saw by the time stdin ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ended {
+    /// An `initialize` request was passed to rmcp.
+    pub initialize_seen: bool,
+}
+
+/// The pipes rmcp reads from and writes to, and the two tasks that frame them: `read`
+/// ends with stdin (its result says whether `initialize` came), `write` once rmcp's output
+/// and the answers both ended.
+#[derive(Debug)]
+pub struct Framed {
+    /// What rmcp reads: the client's valid messages.
+    pub to_rmcp: DuplexStream,
+    /// What rmcp writes: forwarded to stdout.
+    pub from_rmcp: DuplexStream,
+    /// The reading task.
+    pub read: tokio::task::JoinHandle<io::Result<Ended>>,
+    /// The writing task.
+    pub write: tokio::task::JoinHandle<io::Result<()>>,
+}
+
+/// Starts the framing over `input` and `output` (stdin and stdout) on the current runtime.
+pub fn start<R, W>(input: R, output: W) -> Framed
+where
+    R: AsyncBufRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let (rmcp_in, mut to_rmcp) = tokio::io::duplex(PIPE_BYTES);
+    let (from_rmcp, rmcp_out) = tokio::io::duplex(PIPE_BYTES);
+    let (answers, answered) = mpsc::unbounded_channel::<Vec<u8>>();
+    let read = tokio::spawn(async move {
+        let mut input = input;
+        let ended = read_loop(&mut input, &mut to_rmcp, &answers).await;
+        let _ = to_rmcp.shutdown().await;
+        ended
+    });
+    let write = tokio::spawn(write_loop(rmcp_out, answered, output));
+    Framed {
+        to_rmcp: rmcp_in,
+        from_rmcp,
+        read,
+        write,
+    }
+}
+
+/// One line as read: its bytes, or that it was over the limit (and dropped).
+enum Line {
+    Bytes(Vec<u8>),
+    TooLong,
+}
+
+async fn read_loop<R: AsyncBufRead + Unpin>(
+    input: &mut R,
+    to_rmcp: &mut DuplexStream,
+    answers: &mpsc::UnboundedSender<Vec<u8>>,
+) -> io::Result<Ended> {
+    let mut initialize_seen = false;
+    loop {
+        let line = match read_line(input).await? {
+            None => return Ok(Ended { initialize_seen }),
+            Some(Line::TooLong) => {
+                answer(
+                    answers,
+                    &Value::Null,
+                    -32600,
+                    &format!(
+                        "Invalid Request: the message is over {MAX_MESSAGE_BYTES} bytes (a write's content may have at most 16 MiB)"
+                    ),
+                );
+                continue;
+            }
+            Some(Line::Bytes(bytes)) => bytes,
+        };
+        let body = line.strip_suffix(b"\r").unwrap_or(&line);
+        if body.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        match judge(body) {
+            Verdict::Forward { initialize } => {
+                if !initialize_seen && !initialize && !is_request(body) {
+                    continue; // a notification or response before the session began
+                }
+                initialize_seen |= initialize;
+                to_rmcp.write_all(body).await?;
+                to_rmcp.write_all(b"\n").await?;
+            }
+            Verdict::Answer { id, code, message } => answer(answers, &id, code, &message),
+        }
+    }
+}
+
+/// Reads one `\n`-terminated line (or the last, unterminated one), never holding more than
+/// [`MAX_MESSAGE_BYTES`] of it; `None` at end of input.
+async fn read_line<R: AsyncBufRead + Unpin>(input: &mut R) -> io::Result<Option<Line>> {
+    let mut line = Vec::new();
+    let mut too_long = false;
+    loop {
+        let available = input.fill_buf().await?;
+        if available.is_empty() {
+            return Ok(match (line.is_empty(), too_long) {
+                (_, true) => Some(Line::TooLong),
+                (true, false) => None,
+                (false, false) => Some(Line::Bytes(line)),
+            });
+        }
+        let newline = available.iter().position(|b| *b == b'\n');
+        let take = newline.map_or(available.len(), |at| at + 1);
+        if !too_long {
+            let end = newline.unwrap_or(available.len());
+            if line.len() + end > MAX_MESSAGE_BYTES {
+                too_long = true;
+                line = Vec::new();
+            } else {
+                line.extend_from_slice(&available[..end]);
+            }
+        }
+        input.consume(take);
+        if newline.is_some() {
+            return Ok(Some(if too_long {
+                Line::TooLong
+            } else {
+                Line::Bytes(line)
+            }));
+        }
+    }
+}
+
+/// What to do with one message.
+#[derive(Debug, PartialEq)]
+enum Verdict {
+    /// Pass it to rmcp; `initialize` when it is the `initialize` request.
+    Forward { initialize: bool },
+    /// Answer it with this error.
+    Answer {
+        id: Value,
+        code: i64,
+        message: String,
+    },
+}
+
+fn judge(body: &[u8]) -> Verdict {
+    let Ok(text) = std::str::from_utf8(body) else {
+        return parse_error("the message is not UTF-8");
+    };
+    let value: Value = match serde_json::from_str(text) {
+        Ok(v) => v,
+        Err(e) => return parse_error(&e.to_string()),
+    };
+    let Value::Object(object) = &value else {
+        return Verdict::Answer {
+            id: Value::Null,
+            code: -32600,
+            message: "Invalid Request: a message is one JSON object (batches are not supported)"
+                .to_owned(),
+        };
+    };
+    let id = match object.get("id") {
+        Some(id @ (Value::String(_) | Value::Number(_))) => id.clone(),
+        _ => Value::Null,
+    };
+    let initialize = object.get("method").and_then(Value::as_str) == Some("initialize");
+    // A well-formed request of a method rmcp does not know, or with malformed params: rmcp
+    // answers it itself (method not found, invalid params).
+    let rmcp_answers =
+        object.contains_key("method") && object.get("jsonrpc") == Some(&json!("2.0"));
+    match serde_json::from_value::<ClientJsonRpcMessage>(value) {
+        Ok(_) => Verdict::Forward { initialize },
+        Err(_) if rmcp_answers => Verdict::Forward { initialize },
+        Err(e) => Verdict::Answer {
+            id,
+            code: -32600,
+            message: format!("Invalid Request: {e}"),
+        },
+    }
+}
+
+fn parse_error(why: &str) -> Verdict {
+    Verdict::Answer {
+        id: Value::Null,
+        code: -32700,
+        message: format!("Parse error: {why}"),
+    }
+}
+
+/// Whether `body` (valid JSON-RPC) is a request: a method and an id.
+fn is_request(body: &[u8]) -> bool {
+    serde_json::from_slice::<Value>(body)
+        .is_ok_and(|v| v.get("method").is_some() && v.get("id").is_some_and(|id| !id.is_null()))
+}
+
+fn answer(answers: &mpsc::UnboundedSender<Vec<u8>>, id: &Value, code: i64, message: &str) {
+    let mut line = json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
+        .to_string()
+        .into_bytes();
+    line.push(b'\n');
+    let _ = answers.send(line);
+}
+
+/// Forwards rmcp's output and the answers to `output`, a whole line at a time, until both
+/// have ended.
+async fn write_loop<W: AsyncWrite + Unpin>(
+    from_rmcp: DuplexStream,
+    mut answered: mpsc::UnboundedReceiver<Vec<u8>>,
+    mut output: W,
+) -> io::Result<()> {
+    let mut rmcp = tokio::io::BufReader::new(from_rmcp);
+    let (mut rmcp_open, mut answers_open) = (true, true);
+    let mut line = Vec::new();
+    while rmcp_open || answers_open {
+        tokio::select! {
+            read = rmcp.read_until(b'\n', &mut line), if rmcp_open => {
+                if read? == 0 {
+                    rmcp_open = false;
+                } else {
+                    output.write_all(&line).await?;
+                    output.flush().await?;
+                }
+                line.clear();
+            }
+            next = answered.recv(), if answers_open => match next {
+                Some(bytes) => {
+                    output.write_all(&bytes).await?;
+                    output.flush().await?;
+                }
+                None => answers_open = false,
+            },
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_kind_of_bad_line_gets_its_error() {
+        let cases: [(&[u8], i64); 6] = [
+            (b"{not json}", -32700),
+            (b"\xff\xfe", -32700),
+            (
+                br#"{"jsonrpc":"2.0","id":3,"method":"x","params":{"s":"\ud800"}}"#,
+                -32700,
+            ),
+            (b"[1,2]", -32600),
+            (b"7", -32600),
+            (br#"{"id":4,"result":{}}"#, -32600),
+        ];
+        for (line, code) in cases {
+            match judge(line) {
+                Verdict::Answer { code: c, .. } => {
+                    assert_eq!(c, code, "{}", String::from_utf8_lossy(line));
+                }
+                Verdict::Forward { .. } => panic!("forwarded {}", String::from_utf8_lossy(line)),
+            }
+        }
+        let init = br#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+        assert_eq!(judge(init), Verdict::Forward { initialize: true });
+        let unknown = br#"{"jsonrpc":"2.0","id":9,"method":"no/such","params":{}}"#;
+        assert_eq!(judge(unknown), Verdict::Forward { initialize: false });
+    }
+}
