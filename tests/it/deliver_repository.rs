@@ -40,7 +40,7 @@ fn refs(root: &Path) -> String {
 
 #[test]
 fn git_use_in_the_worktree_that_changes_the_callers_repository_is_named() {
-    let cases: [(&str, String, &str); 12] = [
+    let cases: [(&str, String, &str); 19] = [
         (
             "stash",
             format!("echo w >> a.txt; {GIT} stash -q"),
@@ -97,10 +97,28 @@ fn git_use_in_the_worktree_that_changes_the_callers_repository_is_named() {
             "echo 'ref: refs/heads/gone' > \"$(git rev-parse --git-common-dir)/HEAD\"".into(),
             ".git/HEAD changed",
         ),
+        ("index", "c=$(git rev-parse --git-common-dir); b=$(echo EVIL | git hash-object -w --stdin); GIT_DIR=$c GIT_INDEX_FILE=$c/index git update-index --cacheinfo 100644,$b,a.txt".into(), "the index of the caller's worktree changed"),
+        ("merge", "c=$(git rev-parse --git-common-dir); git rev-parse HEAD > $c/MERGE_HEAD; echo m > $c/MERGE_MSG".into(), ".git/MERGE_HEAD was created"),
+        ("rebase", "c=$(git rev-parse --git-common-dir); mkdir $c/rebase-merge; echo 'exec touch /tmp/pwned' > $c/rebase-merge/git-rebase-todo".into(), ".git/rebase-merge/git-rebase-todo was created"),
+        ("include", "c=$(git rev-parse --git-common-dir); echo '[core]' > $c/extra.cfg; echo '    fsmonitor = touch /tmp/pwned' >> $c/extra.cfg".into(), "/extra.cfg changed"),
+        ("objects", "c=$(git rev-parse --git-common-dir); o=$(git rev-parse other); rm -f $c/objects/$(echo $o | cut -c1-2)/$(echo $o | cut -c3-)".into(), "of ref refs/heads/other is gone from the object store"),
+        ("journal", "c=$(git rev-parse --git-common-dir); mkdir -p $c/satyrn-temporaries; echo forged > $c/satyrn-temporaries/1-ab.entry".into(), ".git/satyrn-temporaries/1-ab.entry was created"),
+        ("worktree-config", "c=$(git rev-parse --git-common-dir); echo '[core]' > $c/config.worktree".into(), ".git/config.worktree was created"),
     ];
     for (id, script, said) in cases {
         let repo = two_commit_repo();
         let root = repo.path();
+        if id == "include" {
+            std::fs::write(root.join(".git/extra.cfg"), "[core]\n").expect("extra.cfg");
+            git_ok(&root, &["config", "include.path", "extra.cfg"]);
+        }
+        if id == "objects" {
+            // A branch whose tip is a loose object only it names.
+            git_ok(&root, &["checkout", "-q", "-b", "other"]);
+            std::fs::write(root.join("only-other.txt"), "o\n").expect("write");
+            commit_all(&root, "other");
+            git_ok(&root, &["checkout", "-q", "main"]);
+        }
         // The same change to a file alongside: the candidate would otherwise be `OK`.
         let run = run_in(
             &root,
@@ -120,6 +138,21 @@ fn git_use_in_the_worktree_that_changes_the_callers_repository_is_named() {
             "{id}: a candidate ref was written"
         );
     }
+}
+
+/// What rewrites git's own storage without changing anything the caller sees — `git gc`,
+/// `git pack-refs --all`, `git status`, `git log` in the worktree — is no change.
+#[test]
+fn housekeeping_in_the_worktree_is_not_a_change_of_the_callers_repository() {
+    let repo = two_commit_repo();
+    let root = repo.path();
+    let run = run_in(
+        &root,
+        "housekeeping",
+        &[],
+        "echo edit >> src/main.txt; git status -s >/dev/null; git log --oneline >/dev/null; git pack-refs --all; git gc -q",
+    );
+    assert_eq!(run.code(), "OK", "{}", run.stdout);
 }
 
 #[test]
@@ -381,6 +414,65 @@ fn a_setsid_child_of_deliver_s_own_git_never_outlives_a_successful_delivery() {
     assert_eq!(
         show(&root, "refs/satyrn/candidates/up/head:x.up"),
         b"HELLO\n"
+    );
+    assert_all_stopped(&[&marks.path().join("escaped")]);
+}
+
+/// A FIFO in the attempt's own registration (`gitdir`) while the command runs out its
+/// timeout: `SPECIAL_FILE` at once after the command (not after cleanup's git waits), the
+/// registration removed without git, and the next delivery in the repository succeeds.
+#[test]
+fn a_fifo_in_the_attempts_registration_past_the_timeout_is_cleaned_up_without_git() {
+    let repo = two_commit_repo();
+    let root = repo.path();
+    let run = run_in(
+        &root,
+        "regfifo",
+        &["--timeout", "2"],
+        "g=$(git rev-parse --absolute-git-dir); rm -f $g/gitdir; mkfifo $g/gitdir; echo new > src/main.txt; sleep 300",
+    );
+    assert_discarded(&run, "SPECIAL_FILE");
+    assert!(
+        run.elapsed < Duration::from_secs(30),
+        "took {:?}",
+        run.elapsed
+    );
+    assert_eq!(
+        git_worktrees(&root).matches("worktree ").count(),
+        1,
+        "{}",
+        git_worktrees(&root)
+    );
+    sibling_success(&root, "regfifo-sibling");
+}
+
+/// Before the command too, no git runs unbounded: a clean filter the caller configured that
+/// hangs (and leaves the group) while the preflight's `git status` re-hashes a touched
+/// file; `SIGTERM` ends the delivery promptly as `INTERRUPTED`, its `setsid` child with it.
+#[test]
+fn sigterm_during_a_hanging_git_before_the_command_ends_deliver_and_its_strays() {
+    let repo = two_commit_repo();
+    let root = repo.path();
+    let marks = tempfile::tempdir().expect("tempdir");
+    std::fs::write(root.join("x.slow"), "x\n").expect("write");
+    commit_all(&root, "slow file");
+    hanging_filter(&root, marks.path());
+    // Its stat data no longer what the index holds: status hashes it through the filter.
+    std::fs::write(root.join("x.slow"), "x\n").expect("rewrite");
+    let contract = ContractFile::new("pre", &[]);
+    let argv: Vec<&OsStr> = sh("true").into_iter().map(OsStr::new).collect();
+    let t0 = Instant::now();
+    let child = deliver_cmd(&root, &contract.path, &[], &argv)
+        .spawn()
+        .expect("spawn");
+    wait_for(&marks.path().join("escaped"));
+    signal(&child, libc::SIGTERM);
+    let run = wait_ended(child, ENDS_WITHIN, t0);
+    assert_no_candidate(&run, "INTERRUPTED", 8);
+    assert!(
+        run.elapsed < Duration::from_secs(30),
+        "took {:?}",
+        run.elapsed
     );
     assert_all_stopped(&[&marks.path().join("escaped")]);
 }

@@ -48,18 +48,49 @@ const ENTRIES_MAX: usize = 10_000;
 /// The ref namespace that other attempts of a series create refs in while this one runs.
 const CANDIDATE_REFS: &str = "refs/satyrn/candidates/";
 
-/// The parts of the common directory recorded file by file.
-const FILES: [&str; 6] = [
+/// The parts of the common directory recorded file by file: its configuration, the main
+/// worktree's `HEAD` and the state of a merge, rebase, cherry-pick, revert or bisect in it
+/// (a planted `MERGE_HEAD` leaves the caller "still merging").
+const FILES: [&str; 19] = [
     "HEAD",
     "config",
-    "packed-refs",
+    "config.worktree",
     "shallow",
     "objects/info/alternates",
     "objects/info/grafts",
+    "ORIG_HEAD",
+    "MERGE_HEAD",
+    "MERGE_MSG",
+    "MERGE_MODE",
+    "MERGE_AUTOSTASH",
+    "AUTO_MERGE",
+    "CHERRY_PICK_HEAD",
+    "REVERT_HEAD",
+    "BISECT_LOG",
+    "BISECT_START",
+    "BISECT_TERMS",
+    "BISECT_EXPECTED_REV",
+    "BISECT_NAMES",
 ];
 
-/// The directory trees of the common directory recorded entry by entry.
-const TREES: [&str; 4] = ["hooks", "info", "branches", "remotes"];
+/// Recorded only when they are not regular files (a FIFO would block git): their contents
+/// are git's own storage of what is compared logically (the refs), which `git gc` and
+/// `git pack-refs` rewrite without changing anything.
+const KIND_ONLY: [&str; 2] = ["packed-refs", "info/refs"];
+
+/// The directory trees of the common directory recorded entry by entry (`rebase-merge/`
+/// and `sequencer/` hold the todo lists a `git rebase --continue` would run;
+/// `satyrn-temporaries/` the main worktree's journal of publish temporaries).
+const TREES: [&str; 8] = [
+    "hooks",
+    "info",
+    "branches",
+    "remotes",
+    "rebase-merge",
+    "rebase-apply",
+    "sequencer",
+    "satyrn-temporaries",
+];
 
 /// The files of another worktree's registration that are recorded.
 const OTHER_WORKTREE_FILES: [&str; 4] = ["HEAD", "gitdir", "locked", "config.worktree"];
@@ -98,6 +129,11 @@ enum Content {
 pub struct Snapshot {
     refs: BTreeMap<String, String>,
     stash: Vec<String>,
+    /// The caller's index, as `git ls-files --stage -z` lists it (staged entries, not the
+    /// stat data a `git status` refreshes).
+    index: Vec<u8>,
+    /// The refs (name → object) whose object is no longer in the object store.
+    missing: Vec<(String, String)>,
     files: BTreeMap<String, Entry>,
     /// The names under `worktrees/` that were other attempts' when recorded.
     attempts: std::collections::BTreeSet<String>,
@@ -143,6 +179,8 @@ impl Snapshot {
         if snapshot.refs.contains_key("refs/stash") {
             snapshot.stash = stash_of(repo)?;
         }
+        snapshot.index = repo.run(&["ls-files", "--stage", "-z"])?;
+        snapshot.missing = missing_objects(repo, &snapshot.refs)?;
         Ok(snapshot)
     }
 
@@ -153,6 +191,8 @@ impl Snapshot {
         Self {
             refs: BTreeMap::new(),
             stash: Vec::new(),
+            index: Vec::new(),
+            missing: Vec::new(),
             attempts: attempt_registrations(&files),
             files,
         }
@@ -174,10 +214,11 @@ impl Snapshot {
                 continue;
             }
             match after.files.get(path) {
-                None => changes.push(Change::new(format!(".git/{path} was removed"))),
+                None => changes.push(Change::new(format!("{} was removed", shown(path)))),
                 Some(now) if now != before => {
                     changes.push(Change::new(format!(
-                        ".git/{path} {}",
+                        "{} {}",
+                        shown(path),
                         describe(before, now)
                     )));
                 }
@@ -187,8 +228,8 @@ impl Snapshot {
         for path in after.files.keys() {
             if !self.files.contains_key(path) && !sibling(path) {
                 changes.push(Change::new(match after.files.get(path) {
-                    Some(Entry::Special(kind)) => format!(".git/{path} was created as {kind}"),
-                    _ => format!(".git/{path} was created"),
+                    Some(Entry::Special(kind)) => format!("{} was created as {kind}", shown(path)),
+                    _ => format!("{} was created", shown(path)),
                 }));
             }
         }
@@ -228,6 +269,19 @@ impl Snapshot {
         for entry in &after.stash {
             if !self.stash.contains(entry) {
                 changes.push(Change::new(format!("stash entry {entry} was added")));
+            }
+        }
+        if self.index != after.index {
+            changes.push(Change::new(
+                "the index of the caller's worktree changed: what is staged there is not what it was"
+                    .to_owned(),
+            ));
+        }
+        for (name, object) in &after.missing {
+            if !self.missing.contains(&(name.clone(), object.clone())) {
+                changes.push(Change::new(format!(
+                    "the object {object} of ref {name} is gone from the object store"
+                )));
             }
         }
         changes
@@ -279,8 +333,27 @@ fn files_of(layout: &Layout) -> BTreeMap<String, Entry> {
     for name in FILES {
         record(&layout.common, name, &mut files);
     }
+    for name in KIND_ONLY {
+        if let Some(entry @ (Entry::Special(_) | Entry::Symlink(_))) =
+            read_entry(&layout.common.join(name))
+        {
+            files.insert(name.to_owned(), entry);
+        }
+    }
     for tree in TREES {
         record_tree(&layout.common, tree, &mut files);
+    }
+    let mut configs: Vec<PathBuf> = vec![
+        layout.common.join("config"),
+        layout.common.join("config.worktree"),
+        layout.own.join("config.worktree"),
+    ];
+    configs.extend(user_configs());
+    for config in &configs {
+        record_absolute(config, &mut files);
+        for included in includes_of(config) {
+            record_absolute(&included, &mut files);
+        }
     }
     record_modules(&layout.common, &mut files);
     let own_name = layout.own.file_name().map(|n| n.as_bytes().to_vec());
@@ -303,6 +376,129 @@ fn files_of(layout: &Layout) -> BTreeMap<String, Entry> {
         }
     }
     files
+}
+
+/// The user's and the system's git configuration files, as git finds them
+/// (`GIT_CONFIG_GLOBAL`, else `~/.gitconfig` and `$XDG_CONFIG_HOME/git/config`;
+/// `GIT_CONFIG_SYSTEM`, else `/etc/gitconfig`, unless `GIT_CONFIG_NOSYSTEM`).
+fn user_configs() -> Vec<PathBuf> {
+    let env = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
+    let mut found = Vec::new();
+    match env("GIT_CONFIG_GLOBAL") {
+        Some(global) => found.push(PathBuf::from(global)),
+        None => {
+            if let Some(home) = env("HOME") {
+                found.push(Path::new(&home).join(".gitconfig"));
+            }
+            match env("XDG_CONFIG_HOME") {
+                Some(xdg) => found.push(Path::new(&xdg).join("git/config")),
+                None => {
+                    if let Some(home) = env("HOME") {
+                        found.push(Path::new(&home).join(".config/git/config"));
+                    }
+                }
+            }
+        }
+    }
+    if env("GIT_CONFIG_NOSYSTEM").is_none() {
+        found.push(
+            env("GIT_CONFIG_SYSTEM").map_or_else(|| PathBuf::from("/etc/gitconfig"), PathBuf::from),
+        );
+    }
+    found
+}
+
+/// The files `config` includes (`[include]` or `[includeIf …]` sections' `path`), one
+/// level deep: absolute, `~/`-relative, or relative to the file's own directory.
+fn includes_of(config: &Path) -> Vec<PathBuf> {
+    let Some(Entry::File {
+        content: Content::Bytes(bytes),
+        ..
+    }) = read_entry(config)
+    else {
+        return Vec::new();
+    };
+    let text = String::from_utf8_lossy(&bytes);
+    let mut in_include = false;
+    let mut found = Vec::new();
+    for line in text.lines() {
+        let line = line.trim();
+        if let Some(section) = line.strip_prefix('[') {
+            let name = section.trim_start().to_ascii_lowercase();
+            in_include = name.starts_with("include]")
+                || name.starts_with("include ")
+                || name.starts_with("includeif");
+            continue;
+        }
+        if !in_include {
+            continue;
+        }
+        let Some((key, value)) = line.split_once('=') else {
+            continue;
+        };
+        if !key.trim().eq_ignore_ascii_case("path") {
+            continue;
+        }
+        let value = value.trim().trim_matches('"');
+        let path = if let Some(rest) = value.strip_prefix("~/") {
+            match std::env::var_os("HOME") {
+                Some(home) => Path::new(&home).join(rest),
+                None => continue,
+            }
+        } else if Path::new(value).is_absolute() {
+            PathBuf::from(value)
+        } else {
+            config.parent().unwrap_or(Path::new("/")).join(value)
+        };
+        found.push(path);
+    }
+    found
+}
+
+/// Records the file at the absolute `path` under its own path as the key.
+fn record_absolute(path: &Path, files: &mut BTreeMap<String, Entry>) {
+    if let Some(entry) = read_entry(path) {
+        files.insert(path.to_string_lossy().into_owned(), entry);
+    }
+}
+
+/// A recorded key as said to the user: an absolute path as it is, one in the common
+/// directory under `.git/`.
+fn shown(key: &str) -> String {
+    if key.starts_with('/') {
+        key.to_owned()
+    } else {
+        format!(".git/{key}")
+    }
+}
+
+/// The refs among `refs` whose object is missing from the object store
+/// (`git cat-file --batch-check`).
+fn missing_objects(
+    repo: &Git,
+    refs: &BTreeMap<String, String>,
+) -> Result<Vec<(String, String)>, GitError> {
+    let objects: Vec<(&String, &String)> =
+        refs.iter().filter(|(_, v)| !v.starts_with("-> ")).collect();
+    if objects.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut input = String::new();
+    for (_, object) in &objects {
+        input.push_str(object);
+        input.push('\n');
+    }
+    let out = repo.run_input(
+        &["cat-file", "--batch-check=%(objectname)"],
+        input.as_bytes(),
+    )?;
+    let answers = String::from_utf8_lossy(&out);
+    Ok(objects
+        .iter()
+        .zip(answers.lines())
+        .filter(|(_, answer)| answer.ends_with(" missing"))
+        .map(|((name, object), _)| ((*name).clone(), (*object).clone()))
+        .collect())
 }
 
 /// Records `modules/` one level deep, with each module's `config`.
@@ -343,6 +539,9 @@ fn record_tree(common: &Path, rel: &str, files: &mut BTreeMap<String, Entry>) {
                 "{dir}/{}",
                 String::from_utf8_lossy(entry.file_name().as_bytes())
             );
+            if KIND_ONLY.contains(&child.as_str()) {
+                continue; // recorded by its kind alone (`files_of`)
+            }
             if entry.file_type().is_ok_and(|t| t.is_dir()) {
                 pending.push(child);
             } else {

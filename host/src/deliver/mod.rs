@@ -107,6 +107,15 @@ struct Progress {
 }
 
 impl Progress {
+    /// A refusal before the attempt started: `INTERRUPTED` instead when a signal stopped
+    /// the git that failed.
+    fn refuse(self, code: Code, message: impl Into<String>) -> Receipt {
+        match signals::received() {
+            Some(s) => self.finish(Code::Interrupted, interrupted_before_start(s)),
+            None => self.finish(code, message),
+        }
+    }
+
     fn finish(mut self, code: Code, message: impl Into<String>) -> Receipt {
         self.receipt.code = code;
         self.receipt.message = message.into();
@@ -175,9 +184,29 @@ fn interrupted_message(signal: i32) -> String {
     )
 }
 
+/// The longest any one git before the command may run (the base, the preflight, the
+/// worktree): 120 s. A repository whose configuration makes git hang (a clean filter that
+/// never ends) is then `GIT_FAILED` naming the git, or `INTERRUPTED` on a signal, never a
+/// hang.
+pub const PREPARE_LIMIT: Duration = Duration::from_secs(120);
+
 /// Runs one delivery. Never panics on a handled path; always returns one receipt.
+///
+/// # Process-global effects
+///
+/// Makes this process a child subreaper for the rest of its life
+/// ([`crate::os::process::become_subreaper`]), and before it returns kills and reaps every
+/// child left ([`crate::os::process::stop_strays`]): a descendant of any git it ran, or of
+/// the command, that left its process group ends with the delivery.
 #[must_use]
 pub fn deliver(request: &Request) -> Receipt {
+    crate::os::process::become_subreaper();
+    let receipt = deliver_inner(request);
+    crate::os::process::stop_strays(None);
+    receipt
+}
+
+fn deliver_inner(request: &Request) -> Receipt {
     let repo_path = normalize(&request.repo);
     let mut progress = Progress {
         receipt: Receipt::new(
@@ -202,11 +231,11 @@ pub fn deliver(request: &Request) -> Receipt {
     progress.receipt.contract_id = Some(contract.id.clone());
     let id = candidate::attempt_id(&contract.id, request.attempt);
     let repo = match resolve_root(&repo_path) {
-        Ok(git) => git,
-        Err(e) => return progress.finish(e.code(), e.to_string()),
+        Ok(git) => git.with_deadline(Instant::now() + PREPARE_LIMIT, OnSignal::Stop),
+        Err(e) => return progress.refuse(e.code(), e.to_string()),
     };
     if let Err(e) = preflight(&repo, &contract.id, &id) {
-        return progress.finish(e.code(), e.to_string());
+        return progress.refuse(e.code(), e.to_string());
     }
     if let Some(s) = signals::received() {
         return progress.finish(Code::Interrupted, interrupted_before_start(s));
@@ -216,7 +245,7 @@ pub fn deliver(request: &Request) -> Receipt {
     let base = match repo.line(&["rev-parse", "--verify", "--end-of-options", "HEAD^{commit}"]) {
         Ok(b) => b,
         Err(e) => {
-            return progress.finish(Code::GitFailed, format!("HEAD does not name a commit: {e}"));
+            return progress.refuse(Code::GitFailed, format!("HEAD does not name a commit: {e}"));
         }
     };
     progress.receipt.base_commit = Some(base.clone());
@@ -230,7 +259,7 @@ pub fn deliver(request: &Request) -> Receipt {
     }
     let mut attempt = match Attempt::create(&repo) {
         Ok(a) => a,
-        Err(e) => return progress.finish(Code::GitFailed, e.to_string()),
+        Err(e) => return progress.refuse(Code::GitFailed, e.to_string()),
     };
     progress.started = true;
     let pending = run_attempt(
@@ -473,6 +502,10 @@ fn run_attempt(
         attempt.clean_up_without_git();
         return repository_changed(&changed);
     }
+    if let Some(scan::Found::Special { path, kind }) = scan::special_in_registration(&layout.own) {
+        attempt.clean_up_without_git();
+        return special_file(&path, kind);
+    }
     if finished.interrupted {
         let s = signals::received().unwrap_or(libc::SIGTERM);
         return Pending::fail(Code::Interrupted, interrupted_message(s));
@@ -498,10 +531,6 @@ fn run_attempt(
     }
 
     // 4. Classify.
-    if let Some(scan::Found::Special { path, kind }) = scan::special_in_registration(&layout.own) {
-        attempt.clean_up_without_git();
-        return special_file(&path, kind);
-    }
     let wt = attempt.git().with_deadline(deadline, OnSignal::Stop);
     match head_moved(&wt, base) {
         Ok(None) => {}

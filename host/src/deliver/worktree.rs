@@ -283,6 +283,17 @@ impl Attempt {
         {
             return self.remove_directly(&admin);
         }
+        match self.remove_with_git() {
+            // git hangs in this repository (a FIFO where it reads): as without git.
+            Err(WorktreeError::Git(GitError::TimedOut { .. })) if self.git_dir.is_some() => {
+                let admin = self.git_dir.clone().unwrap_or_default();
+                self.remove_directly(&admin)
+            }
+            other => other,
+        }
+    }
+
+    fn remove_with_git(&mut self) -> Result<(), WorktreeError> {
         let repo = self
             .repo
             .with_deadline(Instant::now() + CLEANUP_LIMIT, OnSignal::Continue);
@@ -290,6 +301,9 @@ impl Attempt {
             vec!["worktree".into(), "remove".into(), "--force".into()];
         args.push(self.worktree.clone().into_os_string());
         let removed = repo.output(&args);
+        if let Err(e @ GitError::TimedOut { .. }) = removed {
+            return Err(WorktreeError::Git(e));
+        }
         let repo = self
             .repo
             .with_deadline(Instant::now() + CLEANUP_LIMIT, OnSignal::Continue);

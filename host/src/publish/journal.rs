@@ -10,8 +10,9 @@
 //! displaced or deleted target). The entry is removed once the name is gone. A `SIGKILL`
 //! leaves the entry behind, and the kernel releases its lock.
 //!
-//! [`Journal::sweep`] removes a file only when all of these hold: an entry names it; the
-//! entry's lock can be taken (so its writer is gone: a lock held is a live publish); the
+//! [`Journal::sweep`] removes a file only when all of these hold: an entry names it, by a
+//! temporary's name (`.<name>.satyrn-<pid>-<nonce>.tmp`: a forged entry can name nothing
+//! else); the entry's lock can be taken (so its writer is gone: a lock held is a live publish); the
 //! path's directories are reached without following a symbolic link; and what is there is
 //! a regular file with one link whose device and inode the entry recorded. Then the entry
 //! itself is removed. Nothing else is ever removed: a tracked file, a file the agent made,
@@ -366,6 +367,10 @@ fn remove_proven(root: &OwnedFd, dev: u64, identity: &Identity, rel: &str) -> Op
         return None;
     }
     let (leaf, dirs) = segments.split_last()?;
+    // Only ever a temporary's name: an entry naming anything else is not satyrn's.
+    if !super::is_temporary_name(leaf) {
+        return None;
+    }
     let mut dir = rustix::io::fcntl_dupfd_cloexec(root, 0).ok()?;
     for segment in dirs {
         dir = rustix::fs::openat(

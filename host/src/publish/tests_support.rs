@@ -123,9 +123,9 @@ pub(super) fn mode_of(path: &Path) -> u32 {
 pub(super) struct Planted {
     /// Recorded in the journal by a writer that is gone, and still the recorded inode.
     pub(super) proven: Vec<String>,
-    /// Everything else named like a temporary: a dead pid's name with no entry (committed
-    /// content, say), a recorded name whose file was replaced by another inode, and one
-    /// whose writer still holds its entry.
+    /// Everything else: a dead pid's name with no entry (committed content, say), a
+    /// recorded name whose file was replaced by another inode, one whose writer still holds
+    /// its entry, and a file that is no temporary, named by a forged entry.
     pub(super) kept: Vec<String>,
 }
 
@@ -158,8 +158,14 @@ pub(super) fn plant_temporaries(tree: &Tree, rel_dir: &str) -> (Planted, OwnedFd
     let proven = format!(".old.txt.satyrn-{gone_pid}-00000000cd.tmp");
     let replaced = format!(".old.txt.satyrn-{gone_pid}-00000000ef.tmp");
     let live = format!(".old.txt.satyrn-{}-0000000012.tmp", std::process::id());
+    // An entry naming a file that is no temporary (forged: it proves nothing).
+    let forged = "keep.txt".to_owned();
     // A killed writer: its lock is released, its entry stays.
-    for record in [plant(&proven, false), plant(&replaced, true)] {
+    for record in [
+        plant(&proven, false),
+        plant(&replaced, true),
+        plant(&forged, false),
+    ] {
         record.abandon();
     }
     let held = plant(&live, false);
@@ -167,7 +173,7 @@ pub(super) fn plant_temporaries(tree: &Tree, rel_dir: &str) -> (Planted, OwnedFd
     (
         Planted {
             proven: vec![proven],
-            kept: vec![name_only, replaced, live],
+            kept: vec![name_only, replaced, live, forged],
         },
         hold,
     )
