@@ -209,6 +209,9 @@ pub struct Git {
     cwd: PathBuf,
     pinned: Option<(PathBuf, PathBuf)>,
     deadline: Option<(Instant, OnSignal)>,
+    /// A bounded git gets `SIGTERM` when this process dies (default), unless it must finish
+    /// what it started ([`Git::outliving_parent`]).
+    outlives_parent: bool,
 }
 
 /// What a [`Git::with_deadline`] git does when this process receives `SIGINT`, `SIGTERM` or
@@ -229,6 +232,7 @@ impl Git {
             cwd: cwd.to_path_buf(),
             pinned: None,
             deadline: None,
+            outlives_parent: false,
         }
     }
 
@@ -239,6 +243,19 @@ impl Git {
             cwd: work_tree.to_path_buf(),
             pinned: Some((git_dir.to_path_buf(), work_tree.to_path_buf())),
             deadline: None,
+            outlives_parent: false,
+        }
+    }
+
+    /// The same git, bounded as [`Git::with_deadline`] says, but whose processes get no
+    /// parent-death signal: for a step that must not be cut off halfway when this process
+    /// is killed outright (`git worktree add`, which would leave a half-made, locked
+    /// registration nobody may prune). While this process lives the deadline still holds.
+    #[must_use]
+    pub fn outliving_parent(&self) -> Self {
+        Self {
+            outlives_parent: true,
+            ..self.clone()
         }
     }
 
@@ -442,6 +459,9 @@ impl Git {
                 source,
             });
         };
+        if !self.outlives_parent {
+            crate::os::process::end_with_parent(&mut cmd, rustix::process::Signal::TERM);
+        }
         match bounded(cmd, input, deadline, on_signal).map_err(|source| GitError::Spawn {
             args: describe(args),
             source,
@@ -536,7 +556,8 @@ impl Git {
         args: &[S],
         deadline: Instant,
     ) -> Result<Bounded, GitError> {
-        let cmd = self.command(args)?;
+        let mut cmd = self.command(args)?;
+        crate::os::process::end_with_parent(&mut cmd, rustix::process::Signal::TERM);
         bounded(cmd, None, deadline, OnSignal::Stop).map_err(|source| GitError::Spawn {
             args: describe(args),
             source,
@@ -544,8 +565,8 @@ impl Git {
     }
 }
 
-/// Runs `cmd` in a process group of its own, with `SIGTERM` as its parent-death signal,
-/// until it exits, `deadline` passes or an interruption arrives (see [`Git::output_until`]).
+/// Runs `cmd` (given its parent-death signal by the caller, if any) in a process group of
+/// its own until it exits, `deadline` passes or an interruption arrives (see [`Git::output_until`]).
 fn bounded(
     mut cmd: Command,
     input: Option<&[u8]>,
@@ -555,7 +576,6 @@ fn bounded(
     use std::io::Write;
     use std::os::unix::process::CommandExt;
     cmd.process_group(0);
-    crate::os::process::end_with_parent(&mut cmd, rustix::process::Signal::TERM);
     let mut child = cmd.spawn()?;
     if let (Some(input), Some(mut stdin)) = (input, child.stdin.take()) {
         let input = input.to_vec();

@@ -687,3 +687,52 @@ fn push_usage_errors_print_no_receipt() {
         assert!(out.stdout.is_empty(), "{opts:?}");
     }
 }
+
+/// `candidates list --remote` and `drop --remote` against a server that never answers end
+/// at their `--timeout`, naming the git that was stopped, the caller's refs unchanged; the
+/// siblings: the same commands against a remote that answers.
+#[test]
+fn list_and_drop_on_a_remote_that_never_answers_end_at_their_timeout() {
+    let fleet = Fleet::new();
+    let server = SilentServer::start();
+    let m1 = fleet.machine("m1");
+    let url = format!("git://127.0.0.1:{}/remote.git", server.port);
+    let refs = || crate::support::git_ok(&m1, &["for-each-ref"]);
+    let before = refs();
+    for args in [
+        vec!["list", "--json", "--remote", url.as_str(), "--timeout", "2"],
+        vec![
+            "drop",
+            "--json",
+            "--remote",
+            url.as_str(),
+            "--timeout",
+            "2",
+            "--expect",
+            "0000000000000000000000000000000000000000",
+            "gone",
+        ],
+    ] {
+        let t0 = Instant::now();
+        let child = candidates_cmd(&m1, &args).spawn().expect("spawn");
+        let out = crate::deliver_support::wait_ended_output(child, Duration::from_secs(40));
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert_ne!(out.status.code(), Some(0), "{text}");
+        assert!(
+            text.contains("did not finish by its deadline"),
+            "{args:?}: {text}"
+        );
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "{args:?} took {:?}",
+            t0.elapsed()
+        );
+        assert_eq!(refs(), before, "{args:?}");
+    }
+    let bare = fleet.bare().to_string_lossy().into_owned();
+    let listed = candidates(
+        &m1,
+        &["list", "--json", "--remote", &bare, "--timeout", "30"],
+    );
+    assert_eq!(listed.status, 0, "{}", listed.stdout);
+}

@@ -541,3 +541,13 @@ pub fn assert_all_stopped(pids: &[&Path]) {
         );
     }
 }
+
+/// Waits up to `limit` for `child` to end (killing it and failing past that) and returns
+/// its output.
+pub fn wait_ended_output(mut child: Child, limit: Duration) -> std::process::Output {
+    if !poll_until(limit, || child.try_wait().expect("try_wait").is_some()) {
+        kill_tree(&mut child);
+        panic!("the process did not end within {limit:?}");
+    }
+    child.wait_with_output().expect("wait")
+}

@@ -46,6 +46,10 @@ enum Command {
         /// Read the candidates gathered on this remote (fetched first).
         #[arg(long)]
         remote: Option<String>,
+        /// With --remote: how long each exchange with the remote may take, in seconds
+        /// (default 120); then it is stopped and named.
+        #[arg(long, value_name = "SECONDS", value_parser = super::deliver::parse_timeout, default_value = "120")]
+        timeout: std::time::Duration,
         /// The candidate id.
         id: String,
     },
@@ -68,6 +72,10 @@ enum Command {
         /// push with leases); the local candidates are not touched.
         #[arg(long)]
         remote: Option<String>,
+        /// With --remote: how long each exchange with the remote may take, in seconds
+        /// (default 120); then it is stopped and named.
+        #[arg(long, value_name = "SECONDS", value_parser = super::deliver::parse_timeout, default_value = "120")]
+        timeout: std::time::Duration,
         /// The full commit id the candidate was listed with.
         #[arg(long, value_parser = parse_object_id)]
         expect: String,
@@ -88,6 +96,10 @@ struct Common {
     /// refs/satyrn/remotes/).
     #[arg(long)]
     remote: Option<String>,
+    /// With --remote: how long each exchange with the remote may take, in seconds (default
+    /// 120); then it is stopped and named.
+    #[arg(long, value_name = "SECONDS", value_parser = super::deliver::parse_timeout, default_value = "120")]
+    timeout: std::time::Duration,
 }
 
 /// A full object id: 40 (SHA-1) or 64 (SHA-256) lowercase hex digits.
@@ -109,7 +121,7 @@ fn parse_object_id(value: &str) -> Result<String, String> {
 pub fn run(cli: Args) -> u8 {
     match cli.command {
         Command::List { common } => answer(common.json, || {
-            let (git, namespace) = open(&common.repo, common.remote.as_deref())?;
+            let (git, namespace) = open(&common.repo, common.remote.as_deref(), common.timeout)?;
             let candidates = list::list(&git, &namespace)?;
             Ok((
                 if common.json {
@@ -124,12 +136,17 @@ pub fn run(cli: Args) -> u8 {
             ))
         }),
         Command::Show { common, id } => answer(common.json, || {
-            let (git, namespace) = open(&common.repo, common.remote.as_deref())?;
+            let (git, namespace) = open(&common.repo, common.remote.as_deref(), common.timeout)?;
             let shown = show::show(&git, &namespace, &id)?;
             Ok((show::text(&shown), shown))
         }),
-        Command::Diff { repo, remote, id } => {
-            let result = open(&repo, remote.as_deref())
+        Command::Diff {
+            repo,
+            remote,
+            timeout,
+            id,
+        } => {
+            let result = open(&repo, remote.as_deref(), timeout)
                 .and_then(|(git, namespace)| diff::diff(&git, &namespace, &id));
             match result {
                 Ok(patch) => {
@@ -142,7 +159,7 @@ pub fn run(cli: Args) -> u8 {
             }
         }
         Command::Apply { common, id } => answer(common.json, || {
-            let (git, namespace) = open(&common.repo, common.remote.as_deref())?;
+            let (git, namespace) = open(&common.repo, common.remote.as_deref(), common.timeout)?;
             let applied = apply::apply(&git, &namespace, &id)?;
             let mut text = format!(
                 "applied candidate {} ({}) onto {}{}; {} path(s) staged, nothing committed:\n",
@@ -161,12 +178,13 @@ pub fn run(cli: Args) -> u8 {
             repo,
             json,
             remote,
+            timeout,
             expect,
             id,
         } => answer(json, || {
             let git = candidates::open(&repo)?;
             let dropped = match &remote {
-                Some(remote) => drop::drop_remote(&git, remote, &id, &expect)?,
+                Some(remote) => drop::drop_remote(&bounded(git, timeout), remote, &id, &expect)?,
                 None => drop::drop(&git, &id, &expect)?,
             };
             let text = format!(
@@ -211,13 +229,27 @@ struct DroppedBody {
     dropped: drop::Dropped,
 }
 
-fn open(repo: &std::path::Path, remote: Option<&str>) -> Result<(Git, Namespace), Error> {
+fn open(
+    repo: &std::path::Path,
+    remote: Option<&str>,
+    timeout: std::time::Duration,
+) -> Result<(Git, Namespace), Error> {
     let git = candidates::open(repo)?;
-    let namespace = match remote {
-        Some(r) => remote::mirror(&git, r)?,
-        None => Namespace::local(),
+    let Some(r) = remote else {
+        return Ok((git, Namespace::local()));
     };
+    let git = bounded(git, timeout);
+    let namespace = remote::mirror(&git, r)?;
     Ok((git, namespace))
+}
+
+/// `git` with every invocation bounded by `timeout` from now (a remote that never answers
+/// is stopped with its process group and named: `git::GitError::TimedOut`).
+fn bounded(git: Git, timeout: std::time::Duration) -> Git {
+    match std::time::Instant::now().checked_add(timeout) {
+        Some(deadline) => git.with_deadline(deadline, crate::git::OnSignal::Stop),
+        None => git,
+    }
 }
 
 /// Prints what `body` answers: its text, or with `as_json` one [`Document`].

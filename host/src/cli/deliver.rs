@@ -115,7 +115,7 @@ fn default_jobs() -> u16 {
 }
 
 /// Finite, positive seconds that fit a [`Duration`].
-fn parse_timeout(text: &str) -> Result<Duration, String> {
+pub(super) fn parse_timeout(text: &str) -> Result<Duration, String> {
     let bad = || format!("--timeout must be finite positive seconds, got {text:?}");
     if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
         return Err(bad());

@@ -10,10 +10,12 @@ use crate::mcp;
 #[derive(Debug, clap::Args)]
 #[command(
     about = "Serve satyrn's tools over MCP (stdio) for one worktree and one contract",
-    long_about = "Serves satyrn's read, edit and boundary tools over MCP (stdio) for one \
-                  worktree root (--repo) and one task contract, both fixed at start \
-                  (docs/mcp.md). A refusal at start-up exits with the contract's or the \
-                  repository's status (3–6) and one line on stderr, before any MCP traffic."
+    long_about = "Serves satyrn's read, edit, list, search, write, delete and boundary tools \
+                  over MCP (stdio) for one worktree root (--repo) and one task contract, both \
+                  fixed at start (docs/mcp.md). A refusal at start-up exits with the \
+                  contract's or the repository's status (3–6) and one line on stderr, before \
+                  any MCP traffic. Every message gets an answer; the input ending before \
+                  `initialize` exits 0."
 )]
 pub struct Args {
     #[command(flatten)]

@@ -177,7 +177,7 @@ pub struct RepoAndContract {
     /// The repository: the root of a git worktree.
     #[arg(long, value_name = "REPO", value_parser = path())]
     pub repo: PathBuf,
-    /// The task contract (YAML: id, task, writable_paths).
+    /// The task contract (YAML: id, task, writable_paths, private_paths; docs/contract.md).
     #[arg(value_name = "CONTRACT", value_parser = path())]
     pub contract: PathBuf,
 }

@@ -215,7 +215,8 @@ impl Attempt {
         ];
         args.push(self.worktree.clone().into_os_string());
         args.push(commit.into());
-        self.repo.run(&args)?;
+        // Killed halfway, it would leave a locked, half-made registration nobody may prune.
+        self.repo.outliving_parent().run(&args)?;
         let dir = Git::at(&self.worktree).line(&["rev-parse", "--absolute-git-dir"])?;
         self.git_dir = Some(PathBuf::from(dir));
         Ok(())
