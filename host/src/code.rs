@@ -119,6 +119,8 @@ pub enum Code {
     ReadTooLarge,
     /// Read: `offset` is past the last line.
     ReadOutOfRange,
+    /// Replace, edit or write: the result would be larger than a file may be (16 MiB).
+    ResultTooLarge,
     /// Write (overwrite) or delete: the revision was seen only in part (a page, a search
     /// hit), so the whole file is not replaced or removed.
     PartlySeen,
@@ -192,6 +194,7 @@ impl Code {
             Self::ReadOutOfRange => ("READ_OUT_OF_RANGE", 11),
             Self::TargetExists => ("TARGET_EXISTS", 9),
             Self::PartlySeen => ("PARTLY_SEEN", 9),
+            Self::ResultTooLarge => ("RESULT_TOO_LARGE", 9),
             Self::PathPrivate => ("PATH_PRIVATE", 12),
         }
     }

@@ -477,6 +477,19 @@ fn invalid_ids_are_refused_never_normalized() {
         "\"a\\\\b\"",
         "\"@{x}\"",
         "\"tab\\there\"",
+        // What would only fail once the command ran: a receipt tag name ending in `.`, and
+        // an id too long for a ref's file name.
+        "x.",
+        concat!(
+            "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+            "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+            "aaaaaaaaa"
+        ),
+        // Look-alikes: a line separator, a no-break space, a ligature, a fullwidth letter.
+        "\"a\\u2028b\"",
+        "\"a\\u00a0b\"",
+        "\"\\ufb01le\"",
+        "\"\\uff21bc\"",
     ] {
         let contract = ContractFile::raw(&format!("id: {id}\ntask: t\n"));
         let run = deliver(&root, &contract.path, &sh("echo never > ran.txt"));
@@ -486,6 +499,15 @@ fn invalid_ids_are_refused_never_normalized() {
         assert!(!root.join("ran.txt").exists());
     }
     before.assert_unchanged_then_sibling(&root, "valid-id_1.2");
+    // At the length limit, an id is delivered.
+    before_sibling_at_limit(&root);
+}
+
+fn before_sibling_at_limit(root: &Path) {
+    let id = "b".repeat(200);
+    let contract = ContractFile::new(&id, &[]);
+    let run = deliver(root, &contract.path, &sh("echo long > long.txt"));
+    assert_eq!(run.code(), "OK", "{}", run.stdout);
 }
 
 #[test]

@@ -311,3 +311,34 @@ fn near_misses_are_given_for_16_missing_selectors_and_not_the_17th() {
         problems[16]
     );
 }
+
+/// An `edit` whose result would be over 16 MiB — a file no tool could read or edit again —
+/// is `RESULT_TOO_LARGE`, the file unchanged; the sibling: a result of exactly 16 MiB.
+#[test]
+fn an_edit_whose_result_would_be_over_16_mib_is_refused_by_name() {
+    let limit = 16 * MIB;
+    let fx = Fixture::new(&[], &["*.bin"]);
+    let path = fx.file("grow.bin");
+    sparse_with_tail(&path, 8 * MIB, b"ANCHOR\n");
+    let edit = |sha: &str, new_text: &str| {
+        json!({
+            "version": 1, "operation": "edit",
+            "repo": fx.repo.path(), "contract": fx.contract.path,
+            "path": "grow.bin", "expected_sha256": sha,
+            "edits": [{"op": "replace", "old_text": "ANCHOR", "new_text": new_text}],
+        })
+    };
+    let before = (snapshot_meta(&path), sha256_of(&path));
+    let grown = usize::try_from(limit - 8 * MIB + 7).expect("fits");
+    let run = protocol(&edit(&before.1, &"x".repeat(grown)));
+    assert_refused(&run, "RESULT_TOO_LARGE");
+    let message = run.response["message"].as_str().expect("message");
+    assert!(
+        message.contains("16777217 bytes, over the 16777216"),
+        "{message}"
+    );
+    assert_eq!((snapshot_meta(&path), sha256_of(&path)), before);
+    let run = protocol(&edit(&before.1, &"x".repeat(grown - 1)));
+    assert_eq!(run.response["code"], "OK", "{run:?}");
+    assert_eq!(std::fs::metadata(&path).expect("stat").len(), limit);
+}

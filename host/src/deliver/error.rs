@@ -100,6 +100,13 @@ pub enum IdError {
     Slash(String),
     /// It contains NUL.
     Nul(String),
+    /// It is longer than [`super::candidate::MAX_ID_BYTES`].
+    TooLong {
+        /// The id.
+        id: String,
+        /// Its length in bytes.
+        len: usize,
+    },
     /// It contains a character a reviewer could not read as it is.
     Deceptive {
         /// The id.
@@ -139,6 +146,12 @@ impl fmt::Display for IdError {
                 "candidate id {id:?} contains '/'; it must be a single ref component"
             ),
             Self::Nul(id) => write!(f, "candidate id {id:?} contains NUL"),
+            Self::TooLong { id, len } => write!(
+                f,
+                "candidate id {:?}… is {len} bytes, over the {} a candidate id may have",
+                id.chars().take(40).collect::<String>(),
+                super::candidate::MAX_ID_BYTES
+            ),
             Self::Deceptive {
                 id,
                 character,

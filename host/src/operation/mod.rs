@@ -133,11 +133,15 @@ fn read_failure(e: engine::ReadError) -> Failure {
 
 /// The plan's base revision, after confirming the plan is about what was asked: the same
 /// path and the revision the caller saw. The writer never trusts the decision code for
-/// either; a mismatch is a bug (`INTERNAL_ERROR`) and nothing is published.
+/// either; a mismatch is a bug (`INTERNAL_ERROR`) and nothing is published. A result over
+/// `max`, the largest file the operation itself takes (16 MiB for `edit` and `write`,
+/// 256 MiB for `replace`), is `RESULT_TOO_LARGE`: published, it could not be changed the
+/// same way again.
 fn plan_base(
     plan: &engine::Plan,
     path: &str,
     expected: Option<&str>,
+    max: u64,
 ) -> Result<satyrn_mutator_core::revision::Revision, Failure> {
     if plan.path != path || Some(plan.base_sha256.as_str()) != expected {
         return Err(internal(format!(
@@ -146,6 +150,15 @@ fn plan_base(
             plan.base_sha256,
             expected.unwrap_or("no revision")
         )));
+    }
+    if plan.new_content.len() as u64 > max {
+        return Err(Failure::new(
+            Code::ResultTooLarge,
+            format!(
+                "the change would make `{path}` {} bytes, over the {max} bytes this operation takes (it could not be changed the same way again); nothing was written",
+                plan.new_content.len()
+            ),
+        ));
     }
     satyrn_mutator_core::revision::Revision::parse(&plan.base_sha256)
         .map_err(|e| internal(format!("the component returned a malformed revision: {e}")))

@@ -34,7 +34,12 @@ pub fn replace(scope: Scope<'_>, args: &ReplaceArgs) -> Result<ReplaceResult, Fa
     };
     let decision = mutator.call(|m| m.replace(&request)).map_err(internal)?;
     let plan = decision.map_err(refusal)?;
-    let base = plan_base(&plan, &args.path, args.expected_sha256.as_deref())?;
+    let base = plan_base(
+        &plan,
+        &args.path,
+        args.expected_sha256.as_deref(),
+        satyrn_mutator_core::replace::MAX_FILE_BYTES,
+    )?;
     publish::publish(scope.root.dir(), &plan.path, &base, &plan.new_content)?;
     Ok(ReplaceResult {
         path: plan.path,

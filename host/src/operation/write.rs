@@ -60,7 +60,12 @@ pub fn write(scope: Scope<'_>, args: &WriteArgs) -> Result<WriteResult, Failure>
             })
         }
         engine::WritePlan::Overwrite(plan) => {
-            let base = plan_base(&plan, &args.path, args.expected_sha256.as_deref())?;
+            let base = plan_base(
+                &plan,
+                &args.path,
+                args.expected_sha256.as_deref(),
+                satyrn_mutator_core::gates::MAX_TEXT_FILE_BYTES,
+            )?;
             if args.seen == Seen::Part {
                 return Err(partly_seen(&args.path, "overwrite"));
             }

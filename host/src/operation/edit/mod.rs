@@ -67,7 +67,13 @@ pub fn edit(scope: Scope<'_>, args: &EditArgs) -> Result<EditResult, EditRefusal
         .map_err(plain)?;
     let decided = decision.map_err(edit_refusal)?;
     let plan = decided.plan;
-    let base = plan_base(&plan, &args.path, args.expected_sha256.as_deref()).map_err(plain)?;
+    let base = plan_base(
+        &plan,
+        &args.path,
+        args.expected_sha256.as_deref(),
+        satyrn_mutator_core::gates::MAX_TEXT_FILE_BYTES,
+    )
+    .map_err(plain)?;
     publish::publish(scope.root.dir(), &plan.path, &base, &plan.new_content)
         .map_err(|e| plain(e.into()))?;
     Ok(EditResult {
