@@ -528,3 +528,44 @@ fn unusual_but_valid_names_are_editable() {
         &[""],
     );
 }
+
+/// A file-size limit smaller than the engine would once write to a memory-image memfd
+/// (64 KiB): the request is still answered — a small edit is `OK`, a write over the limit
+/// is `MUTATION_FAILED` naming `EFBIG` with the file unchanged and no temporary — never a
+/// death by `SIGXFSZ` before the request is read.
+#[test]
+fn a_small_file_size_limit_never_kills_protocol_before_it_answers() {
+    let fx = Fixture::new(&[("dir/a.txt", b"hello world\n")], &["dir/*"]);
+    let limit = 64 * 1024;
+    let run = protocol_timeout(
+        fx.fresh("dir/a.txt", "world", "there")
+            .to_string()
+            .as_bytes(),
+        Duration::from_secs(30),
+        |cmd| limit_file_size(cmd, limit),
+    );
+    assert_ok(&run, "dir/a.txt", b"hello there\n");
+    let path = fx.file("dir/a.txt");
+    let before = snapshot(&path);
+    let request = serde_json::json!({
+        "version": 1, "operation": "write",
+        "repo": fx.repo.path(), "contract": fx.contract.path,
+        "path": "dir/a.txt", "expected_sha256": sha256_hex(b"hello there\n"),
+        "content": "x".repeat(2 * 64 * 1024),
+    });
+    let run = protocol_timeout(
+        request.to_string().as_bytes(),
+        Duration::from_secs(30),
+        |cmd| limit_file_size(cmd, limit),
+    );
+    assert_refused(&run, "MUTATION_FAILED");
+    assert!(
+        run.response["message"]
+            .as_str()
+            .expect("message")
+            .contains("File too large"),
+        "{run:?}"
+    );
+    assert_eq!(snapshot(&path), before);
+    assert!(temporaries(&fx.file("dir")).is_empty());
+}

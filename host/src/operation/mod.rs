@@ -182,14 +182,14 @@ mod tests {
     #[test]
     fn a_plan_about_another_path_or_revision_is_never_published() {
         let sha = "a".repeat(64);
-        assert!(plan_base(&plan("a.txt", &sha), "a.txt", Some(&sha)).is_ok());
+        assert!(plan_base(&plan("a.txt", &sha), "a.txt", Some(&sha), u64::MAX).is_ok());
         for (p, asked, expected) in [
             (plan("b.txt", &sha), "a.txt", Some(sha.as_str())),
             (plan("../a.txt", &sha), "a.txt", Some(sha.as_str())),
             (plan("a.txt", &"b".repeat(64)), "a.txt", Some(sha.as_str())),
             (plan("a.txt", &sha), "a.txt", None),
         ] {
-            let failure = plan_base(&p, asked, expected).expect_err("refused");
+            let failure = plan_base(&p, asked, expected, u64::MAX).expect_err("refused");
             assert_eq!(failure.code, Code::InternalError);
         }
     }
