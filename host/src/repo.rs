@@ -83,6 +83,36 @@ impl RepoRoot {
     pub fn dir(&self) -> &OwnedFd {
         &self.dir
     }
+
+    /// Whether something (of any kind) is at the worktree-relative `path`, reached one
+    /// segment at a time without following a symbolic link. A path of an unsafe shape, or
+    /// one whose directories cannot be reached so, holds nothing (the operation refuses it
+    /// by name anyway).
+    #[must_use]
+    pub fn holds(&self, path: &str) -> bool {
+        use rustix::fs::AtFlags;
+        let Ok(segments) = satyrn_mutator_core::path::segments(path) else {
+            return false;
+        };
+        let Some((leaf, dirs)) = segments.split_last() else {
+            return false;
+        };
+        let Ok(mut dir) = rustix::io::fcntl_dupfd_cloexec(&self.dir, 0) else {
+            return false;
+        };
+        for segment in dirs {
+            match rustix::fs::openat(
+                &dir,
+                *segment,
+                OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                Mode::empty(),
+            ) {
+                Ok(next) => dir = next,
+                Err(_) => return false,
+            }
+        }
+        rustix::fs::statat(&dir, *leaf, AtFlags::SYMLINK_NOFOLLOW).is_ok()
+    }
 }
 
 /// Checks the `.git` entry of `root` without following a symlink at `.git` itself.

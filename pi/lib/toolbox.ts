@@ -17,7 +17,8 @@
  *   one of `ls`, `find` or `grep` is only a tool error (nothing can have been written).
  */
 
-import { isAbsolute, relative } from "node:path";
+import { lstatSync } from "node:fs";
+import { isAbsolute, join, relative } from "node:path";
 
 import { EditRefused, type Editor } from "./editor.ts";
 import type { MutationContext } from "./context.ts";
@@ -166,6 +167,8 @@ export class Toolbox {
     const path = this.editor.worktreePath(requiredString(p, "path"));
     const request = this.base("write");
     request.path = path;
+    // Deleted by someone else since it was seen: a write creates it again.
+    if (this.editor.revision(path) !== undefined && !exists(this.context.repo, path)) this.editor.forget(path);
     request.expected_sha256 = this.editor.revision(path) ?? null;
     if (request.expected_sha256 !== null) request.seen = this.editor.seen(path);
     request.content = requiredString(p, "content", true);
@@ -329,4 +332,14 @@ export function renderSearch(result: Args): string {
   if (typeof result.skipped_omitted === "number" && result.skipped_omitted > 0) text += `${result.skipped_omitted} more files skipped\n`;
   if (typeof result.hidden === "number" && result.hidden > 0) text += `${result.hidden} private files were not searched.\n`;
   return (text + notice(result) + continuation(result)).trimEnd();
+}
+
+/** Whether anything is at the worktree-relative `path` (the symlink itself, if one). */
+function exists(repo: string, path: string): boolean {
+  try {
+    lstatSync(join(repo, path));
+    return true;
+  } catch {
+    return false;
+  }
 }

@@ -268,6 +268,18 @@ test("real host: a file seen only in part is never overwritten or deleted whole 
   assert.equal(readFileSync(join(w.repo, "src", "long.ts"), "utf8"), "short\n");
 });
 
+test("real host: a file read, then deleted by someone else, is created again by a write", async () => {
+  const w = worktree();
+  const { editor, toolbox } = w.tools();
+  await editor.read({ path: "src/a.ts" });
+  rmSync(join(w.repo, "src", "a.ts"));
+  assert.match(await toolbox.write({ path: "src/a.ts", content: "again\n" }), /^Created src\/a\.ts/);
+  assert.equal(readFileSync(join(w.repo, "src", "a.ts"), "utf8"), "again\n");
+  // Sibling: a file that is still there is overwritten at the recorded revision.
+  await editor.read({ path: "src/old.ts" });
+  assert.match(await toolbox.write({ path: "src/old.ts", content: "new\n" }), /^Wrote src\/old\.ts/);
+});
+
 test("a transport failure of write or delete poisons the editor; one of ls, find, grep does not", async () => {
   const w = worktree();
   const children: FakeChild[] = [];

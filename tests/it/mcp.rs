@@ -1078,3 +1078,38 @@ fn a_cancelled_call_never_runs_from_the_queue_and_never_enters_the_record() {
         client.cancel().await.expect("close");
     });
 }
+
+/// A file the session read and someone else then deleted is created again by a `write`
+/// without a revision (the stale record is dropped), not refused for ever; the sibling: a
+/// file still there is overwritten at the recorded revision.
+#[test]
+fn a_file_deleted_by_someone_else_is_created_again_by_a_write() {
+    let fx = Fixture::new(&["src/*", "README.md"]);
+    runtime().block_on(async {
+        let client = connect(&fx).await;
+        ok(&client, "read", json!({"path": "src/a.txt"})).await;
+        std::fs::remove_file(fx.repo.file("src/a.txt")).expect("rm");
+        let text = refused(&client, "read", json!({"path": "src/a.txt"})).await;
+        assert!(text.starts_with("READ_UNAVAILABLE: "), "{text}");
+        let created = ok(
+            &client,
+            "write",
+            json!({"path": "src/a.txt", "content": "again\n"}),
+        )
+        .await;
+        assert_eq!(created["created"], true, "{created}");
+        assert_eq!(
+            std::fs::read(fx.repo.file("src/a.txt")).expect("read"),
+            b"again\n"
+        );
+        ok(&client, "read", json!({"path": "README.md"})).await;
+        let wrote = ok(
+            &client,
+            "write",
+            json!({"path": "README.md", "content": "new\n"}),
+        )
+        .await;
+        assert_eq!(wrote["created"], false, "{wrote}");
+        client.cancel().await.expect("close");
+    });
+}

@@ -388,8 +388,13 @@ impl Server {
         if args.expected_sha256.is_none()
             && let Some((sha, seen)) = self.session.base(&args.path)
         {
-            args.expected_sha256 = Some(sha);
-            args.seen = seen;
+            if self.session.root.holds(&args.path) {
+                args.expected_sha256 = Some(sha);
+                args.seen = seen;
+            } else {
+                // Deleted by someone else since it was seen: a write creates it again.
+                self.session.views().forget(&args.path);
+            }
         }
         let outcome = off_thread(&self.session, context.ct, move |session, ct| {
             operation::write(session.scope(), &args).inspect(|written| {
