@@ -754,3 +754,37 @@ fn a_write_or_delete_of_a_revision_seen_in_part_is_refused_and_whole_goes_ahead(
     ));
     assert!(!t.fx.file("src/old.rs").exists());
 }
+
+/// A new file's name with a line feed, an escape character or a right-to-left override —
+/// names that show as something else (a fake second entry, a reordered name) — is refused
+/// (`INVALID_REQUEST`), nothing created; the sibling: the same content under a plain name.
+#[test]
+fn a_new_name_with_control_or_bidi_characters_is_refused() {
+    let t = toolbox();
+    for name in [
+        "src/a\nb.rs",
+        "src/\u{1b}[31mred.rs",
+        "src/x\u{202e}sr.txt",
+        "src/zero\u{200b}width.rs",
+    ] {
+        let run = t.refuse(
+            "write",
+            json!({"path": name, "content": "x\n", "expected_sha256": null}),
+            "INVALID_REQUEST",
+            7,
+        );
+        assert!(
+            run.response["message"]
+                .as_str()
+                .expect("message")
+                .starts_with("a new file's name may not contain"),
+            "{name:?}: {}",
+            run.stdout
+        );
+    }
+    ok(&t.run(
+        "write",
+        json!({"path": "src/plain.rs", "content": "x\n", "expected_sha256": null}),
+    ));
+    assert!(t.fx.file("src/plain.rs").exists());
+}

@@ -108,6 +108,25 @@ pub fn segments(path: &str) -> Result<Vec<&str>, PathShapeError> {
         .collect()
 }
 
+/// Why `c` would make a name that a reader could not read as it is, if it would: a control
+/// character (Unicode `Cc`), which a terminal acts on (a line feed shows a fake second
+/// entry); a bidirectional formatting character (U+061C, U+200E, U+200F, U+202A–U+202E,
+/// U+2066–U+2069), which reorders what is displayed; or an invisible one (U+00AD, U+180E,
+/// U+200B–U+200D, U+2060–U+2064, U+FEFF), which makes two names look the same.
+#[must_use]
+pub fn unreadable(c: char) -> Option<&'static str> {
+    match u32::from(c) {
+        0x00..=0x1F | 0x7F..=0x9F => Some("the control character"),
+        0x061C | 0x200E | 0x200F | 0x202A..=0x202E | 0x2066..=0x2069 => {
+            Some("the bidirectional formatting character")
+        }
+        0x00AD | 0x180E | 0x200B..=0x200D | 0x2060..=0x2064 | 0xFEFF => {
+            Some("the invisible character")
+        }
+        _ => None,
+    }
+}
+
 /// Whether a segment is `.git` (in any letter case): git's administrative files (or a
 /// linked worktree's `.git` pointer) are never writable or readable through satyrn,
 /// whatever a contract declares — editing them could point git elsewhere or make it run

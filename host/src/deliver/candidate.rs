@@ -102,14 +102,10 @@ pub const MAX_ID_BYTES: usize = 200;
 ///   (U+2100–U+214F, the Kelvin sign) and mathematical letters (U+1D400–U+1D7FF).
 #[must_use]
 pub fn deceptive(c: char) -> Option<&'static str> {
+    if let Some(what) = satyrn_mutator_core::path::unreadable(c) {
+        return Some(what);
+    }
     match u32::from(c) {
-        0x00..=0x1F | 0x7F..=0x9F => Some("the control character"),
-        0x061C | 0x200E | 0x200F | 0x202A..=0x202E | 0x2066..=0x2069 => {
-            Some("the bidirectional formatting character")
-        }
-        0x00AD | 0x180E | 0x200B..=0x200D | 0x2060..=0x2064 | 0xFEFF => {
-            Some("the invisible character")
-        }
         0x0300..=0x036F | 0x1AB0..=0x1AFF | 0x1DC0..=0x1DFF | 0x20D0..=0x20FF | 0xFE20..=0xFE2F => {
             Some("the combining mark")
         }

@@ -6,7 +6,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::{Scope, Seen, internal, lock, partly_seen, plan_base, refusal};
-use crate::code::Failure;
+use crate::code::{Code, Failure};
 use crate::engine;
 use crate::operation::WriteArgs;
 use crate::publish;
@@ -46,6 +46,19 @@ pub fn write(scope: Scope<'_>, args: &WriteArgs) -> Result<WriteResult, Failure>
         .map_err(refusal)?;
     match plan {
         engine::WritePlan::Create(created) => {
+            if let Some((c, what)) = created
+                .path
+                .chars()
+                .find_map(|c| satyrn_mutator_core::path::unreadable(c).map(|w| (c, w)))
+            {
+                return Err(Failure::new(
+                    Code::InvalidRequest,
+                    format!(
+                        "a new file's name may not contain {what} U+{:04X}: nobody reading the name could read it as it is",
+                        u32::from(c)
+                    ),
+                ));
+            }
             if created.path != args.path || args.expected_sha256.is_some() {
                 return Err(internal(format!(
                     "the component planned to create `{}` for a request about `{}`",
