@@ -35,6 +35,22 @@ use crate::worktree::NotEditable;
 
 /// The longest query, in bytes.
 pub const MAX_QUERY_BYTES: usize = 1000;
+/// Why a regular expression does not compile, for the model: the syntax error with where it
+/// is (the pattern and a caret under the place), or that it compiles to more than
+/// [`MAX_REGEX_NFA_BYTES`].
+fn regex_error(e: &meta::BuildError) -> String {
+    if let Some(syntax) = e.syntax_error() {
+        return format!("query: not a valid regular expression:\n{syntax}");
+    }
+    if let Some(limit) = e.size_limit() {
+        return format!(
+            "query: the regular expression compiles to more than {limit} bytes ({} KiB is the limit); make it simpler, or search for a literal",
+            MAX_REGEX_NFA_BYTES / 1024
+        );
+    }
+    format!("query: {e}")
+}
+
 /// The largest compiled regular expression (its NFA), in bytes.
 pub const MAX_REGEX_NFA_BYTES: usize = 256 * 1024;
 /// The most bytes of file content one page reads for a literal query.
@@ -217,7 +233,7 @@ impl Matcher {
             )
             .build(&pattern)
             .map(Self::Regex)
-            .map_err(|e| ReadError::InvalidRequest(format!("query: {e}")))
+            .map_err(|e| ReadError::InvalidRequest(regex_error(&e)))
     }
 
     fn find(&self, hay: &[u8], from: usize) -> Option<usize> {

@@ -291,3 +291,32 @@ fn more_skipped_files_than_named_are_counted_and_a_full_page_says_how_to_go_on()
     assert_eq!(paths, ["m2.txt"]);
     assert!(rest.next_cursor.is_none());
 }
+
+#[test]
+fn a_regular_expression_that_does_not_compile_says_where_or_which_limit() {
+    let (_dir, disk) = tree();
+    let regex = |query: &str| {
+        let mut r = request(query);
+        r.regex = true;
+        invalid(search::search(&disk, &r))
+    };
+    let syntax = regex("a(b");
+    assert!(
+        syntax.starts_with("query: not a valid regular expression:"),
+        "{syntax}"
+    );
+    assert!(
+        syntax.contains("a(b\n     ^") && syntax.contains("unclosed group"),
+        "{syntax}"
+    );
+    let big = regex("((a{100}){100}){50}");
+    assert!(
+        big.starts_with("query: the regular expression compiles to more than 262144 bytes (256 KiB is the limit)"),
+        "{big}"
+    );
+    // The sibling: a valid expression searches.
+    let mut r = request("needle (one|two)");
+    r.regex = true;
+    let page = search::search(&disk, &r).expect("searched");
+    assert_eq!(page.files.len(), 1);
+}

@@ -335,6 +335,7 @@ fn type_name(t: DescriptorType) -> &'static str {
         DescriptorType::Directory => "directory",
         DescriptorType::SymbolicLink => "symbolic link",
         DescriptorType::RegularFile => "regular file",
-        DescriptorType::Unknown => "unknown type",
+        // wasmtime reports a FIFO (and other special files) as `unknown`.
+        DescriptorType::Unknown => "a FIFO, socket or other special file",
     }
 }
