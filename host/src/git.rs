@@ -6,6 +6,8 @@
 //!   hook and no file-system monitor runs, nothing waits on a pager;
 //! - `LC_ALL=C`, `GIT_PAGER=cat`, `GIT_TERMINAL_PROMPT=0`: stable messages, no prompt;
 //! - `GIT_NO_REPLACE_OBJECTS=1` and `GIT_GRAFT_FILE=/dev/null`: objects are what they are;
+//! - `LD_PRELOAD`, `LD_AUDIT`, `BASH_ENV` and `ENV` removed: nothing runs in git, or in
+//!   the filters it starts, that nobody asked for;
 //! - `GIT_OPTIONAL_LOCKS=0`: read-only commands (`status`) never rewrite the caller's index;
 //! - the variables `git rev-parse --local-env-vars` names (`GIT_DIR`, `GIT_WORK_TREE`,
 //!   `GIT_INDEX_FILE`, `GIT_CONFIG_PARAMETERS`, …) and `GIT_NAMESPACE` are removed, so an
@@ -33,6 +35,12 @@ pub const HARDENING_CONFIG: [&str; 4] = [
 
 /// Removed from every environment in addition to `git rev-parse --local-env-vars`.
 const ALSO_REMOVED: [&str; 1] = ["GIT_NAMESPACE"];
+
+/// Removed from the environment of every git satyrn runs itself (not of the delivered
+/// command, which is the caller's to run as they choose): what makes git, or the filters
+/// and helpers it starts, run code nobody asked it to — the loader's `LD_PRELOAD` and
+/// `LD_AUDIT`, and the shells' `BASH_ENV` and `ENV`.
+const INJECTING: [&str; 4] = ["LD_PRELOAD", "LD_AUDIT", "BASH_ENV", "ENV"];
 
 /// The repository-locating variables removed before asking git for its own list (so the
 /// question itself cannot be redirected). `git rev-parse --local-env-vars` is the authority.
@@ -302,6 +310,9 @@ impl Git {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         scrub_env(&mut cmd)?;
+        for var in INJECTING {
+            cmd.env_remove(var);
+        }
         cmd.env("LC_ALL", "C")
             .env("GIT_PAGER", "cat")
             .env("PAGER", "cat")

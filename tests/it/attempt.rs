@@ -159,6 +159,11 @@ fn pi_gets_the_exact_argv_context_and_environment() {
         ("GIT_NAMESPACE", "other"),
         ("VIRTUAL_ENV", "/venv"),
         ("SSH_AUTH_SOCK", "/agent.sock"),
+        ("NODE_OPTIONS", "--max-old-space-size=4096"),
+        ("NODE_PATH", "/elsewhere/node_modules"),
+        ("LD_AUDIT", "/nonexistent/audit.so"),
+        ("BASH_ENV", "/nonexistent/bash_env"),
+        ("ENV", "/nonexistent/env"),
         ("OPENAI_API_KEY", "sk-kept"),
         ("SATYRN_MUTATION_CONTEXT", "{\"inherited\":true}"),
     ]);
@@ -236,6 +241,11 @@ fn pi_gets_the_exact_argv_context_and_environment() {
         "GIT_NAMESPACE",
         "VIRTUAL_ENV",
         "SSH_AUTH_SOCK",
+        "NODE_OPTIONS",
+        "NODE_PATH",
+        "LD_AUDIT",
+        "BASH_ENV",
+        "ENV",
     ] {
         assert!(
             !env.contains_key(removed),

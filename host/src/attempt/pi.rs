@@ -221,11 +221,25 @@ pub fn args(model: &str, engine: &Path, mutator: &Path) -> Vec<OsString> {
     args
 }
 
-/// Variables removed from Pi's environment besides git's routing variables.
-pub const REMOVED_VARIABLES: [&str; 2] = ["VIRTUAL_ENV", "SSH_AUTH_SOCK"];
+/// Variables removed from Pi's environment besides git's routing variables: a virtual
+/// environment and the SSH agent (not the attempt's), and every variable that makes a
+/// process run code nobody asked it to run — Node's `NODE_OPTIONS` (`--require`) and
+/// `NODE_PATH` (which module an import finds), the dynamic loader's `LD_PRELOAD` and
+/// `LD_AUDIT`, and the shells' `BASH_ENV` and `ENV` (sourced by every non-interactive
+/// `bash`, every interactive `sh`). Model credentials, `PATH` and the locale are kept.
+pub const REMOVED_VARIABLES: [&str; 8] = [
+    "VIRTUAL_ENV",
+    "SSH_AUTH_SOCK",
+    "NODE_OPTIONS",
+    "NODE_PATH",
+    "LD_PRELOAD",
+    "LD_AUDIT",
+    "BASH_ENV",
+    "ENV",
+];
 
 /// Applies the child environment and working directory ([`Home::cwd`]) to `cmd`: the parent's, minus git's routing variables
-/// (`git rev-parse --local-env-vars`, `GIT_NAMESPACE`), `VIRTUAL_ENV` and `SSH_AUTH_SOCK`,
+/// (`git rev-parse --local-env-vars`, `GIT_NAMESPACE`) and [`REMOVED_VARIABLES`],
 /// plus `SATYRN_MUTATION_CONTEXT_FILE` naming the context file, `SATYRN_HOST_BIN`,
 /// `PI_CODING_AGENT_DIR` naming [`Home::agent_dir`], `TMPDIR` naming [`Home::tmp`] and
 /// `JITI_FS_CACHE=false` (no on-disk cache of compiled extensions). An inherited `SATYRN_MUTATION_CONTEXT`
