@@ -90,6 +90,8 @@ pub fn serve(session: Session) -> u8 {
             let service = match server.serve(transport).await {
                 Ok(service) => service,
                 Err(e) => {
+                    // The answers to what came before it are still on their way to stdout.
+                    let _ = tokio::time::timeout(FLUSH_GRACE, writer).await;
                     // Input that ended before any `initialize`: a client that went away
                     // before the session began, which is no failure.
                     return match reader.await {
