@@ -32,7 +32,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::io::Read;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use crate::git::{Git, GitError};
@@ -573,7 +573,7 @@ fn read_entry(path: &Path) -> Option<Entry> {
         return Some(Entry::Dir { mode });
     }
     if !kind.is_file() {
-        return Some(Entry::Special(special_name(kind)));
+        return Some(Entry::Special(super::scan::special_kind(kind)));
     }
     if meta.len() > CONTENT_MAX {
         return Some(Entry::File {
@@ -612,20 +612,6 @@ fn large(meta: &std::fs::Metadata) -> Content {
         ino: meta.ino(),
         mtime: meta.mtime(),
         mtime_nsec: meta.mtime_nsec(),
-    }
-}
-
-fn special_name(kind: std::fs::FileType) -> &'static str {
-    if kind.is_fifo() {
-        "a FIFO"
-    } else if kind.is_socket() {
-        "a socket"
-    } else if kind.is_block_device() {
-        "a block device"
-    } else if kind.is_char_device() {
-        "a character device"
-    } else {
-        "a special file"
     }
 }
 

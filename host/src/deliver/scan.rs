@@ -203,7 +203,8 @@ pub fn special_in_registration(own: &Path) -> Option<Found> {
     None
 }
 
-fn special_kind(kind: std::fs::FileType) -> &'static str {
+/// What kind of special file `kind` is, as the end of a sentence ("a FIFO").
+pub(super) fn special_kind(kind: std::fs::FileType) -> &'static str {
     use std::os::unix::fs::FileTypeExt;
     if kind.is_fifo() {
         "a FIFO"

@@ -8,7 +8,8 @@ use std::time::{Duration, Instant};
 use rustix::fs::RenameFlags;
 
 use super::tests_support::{
-    SelfChild, Tree, mode_of, names, open_dir, outcome_word, plant_temporaries, report, wait_for_go,
+    SelfChild, Tree, assert_sweeps_only_what_the_journal_proves, mode_of, names, open_dir,
+    outcome_word, report, wait_for_go,
 };
 use super::{PublishError, create};
 
@@ -136,46 +137,9 @@ fn a_failed_write_leaves_no_file_no_temporary_and_no_new_directory() {
 fn a_create_sweeps_only_what_the_journal_proves() {
     let tree = Tree::new();
     std::fs::create_dir(tree.at("d")).expect("mkdir");
-    let (planted, hold) = plant_temporaries(&tree, "d");
-    let kept_bytes: Vec<Vec<u8>> = planted
-        .kept
-        .iter()
-        .map(|n| std::fs::read(tree.at("d").join(n)).expect("read"))
-        .collect();
-    create(&tree.fd, "d/new.txt", b"new\n").expect("create");
-    let mut expected = planted.kept.clone();
-    expected.push("new.txt".to_string());
-    expected.sort();
-    assert_eq!(names(&tree.at("d")), expected);
-    for name in &planted.proven {
-        assert!(
-            !tree.at("d").join(name).exists(),
-            "{name} was proven, yet kept"
-        );
-    }
-    for (name, bytes) in planted.kept.iter().zip(&kept_bytes) {
-        assert_eq!(
-            &std::fs::read(tree.at("d").join(name)).expect("read"),
-            bytes,
-            "{name}"
-        );
-    }
-    // The live writer ends: its entry is kept by nobody, and the next sweep removes its file.
-    // (Polled: a child another test forks may hold the lock's descriptor until it execs.)
-    drop(hold);
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while super::sweep(&tree.fd).is_empty() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the once-live one was never swept"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
-    assert!(!tree.at("d").join(&planted.kept[2]).exists());
-    assert!(
-        tree.at("d").join(&planted.kept[1]).exists(),
-        "a replaced file is never removed"
-    );
+    assert_sweeps_only_what_the_journal_proves(&tree, Some("new.txt"), || {
+        create(&tree.fd, "d/new.txt", b"new\n").expect("create");
+    });
 }
 
 #[test]

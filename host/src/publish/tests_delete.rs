@@ -10,7 +10,8 @@ use std::time::{Duration, Instant};
 use satyrn_mutator_core::revision::Revision;
 
 use super::tests_support::{
-    SelfChild, Tree, names, open_dir, outcome_word, plant_temporaries, report,
+    SelfChild, Tree, assert_sweeps_only_what_the_journal_proves, names, open_dir, outcome_word,
+    report,
 };
 use super::{PublishError, delete};
 
@@ -36,45 +37,9 @@ fn deletes_the_file_it_was_shown_and_leaves_no_temporary() {
 fn a_delete_sweeps_only_what_the_journal_proves() {
     let tree = Tree::new();
     tree.write("d/old.txt", b"old\n");
-    let (planted, hold) = plant_temporaries(&tree, "d");
-    let kept_bytes: Vec<Vec<u8>> = planted
-        .kept
-        .iter()
-        .map(|n| std::fs::read(tree.at("d").join(n)).expect("read"))
-        .collect();
-    delete(&tree.fd, "d/old.txt", &Revision::of(b"old\n")).expect("delete");
-    let mut expected = planted.kept.clone();
-    expected.sort();
-    assert_eq!(names(&tree.at("d")), expected);
-    for name in &planted.proven {
-        assert!(
-            !tree.at("d").join(name).exists(),
-            "{name} was proven, yet kept"
-        );
-    }
-    for (name, bytes) in planted.kept.iter().zip(&kept_bytes) {
-        assert_eq!(
-            &std::fs::read(tree.at("d").join(name)).expect("read"),
-            bytes,
-            "{name}"
-        );
-    }
-    // The live writer ends: its entry is kept by nobody, and the next sweep removes its file.
-    // (Polled: a child another test forks may hold the lock's descriptor until it execs.)
-    drop(hold);
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while super::sweep(&tree.fd).is_empty() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the once-live one was never swept"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
-    assert!(!tree.at("d").join(&planted.kept[2]).exists());
-    assert!(
-        tree.at("d").join(&planted.kept[1]).exists(),
-        "a replaced file is never removed"
-    );
+    assert_sweeps_only_what_the_journal_proves(&tree, None, || {
+        delete(&tree.fd, "d/old.txt", &Revision::of(b"old\n")).expect("delete");
+    });
 }
 
 #[test]

@@ -284,3 +284,48 @@ pub(super) fn report(line: &str) {
     writeln!(out, "{REPORT}{line}").expect("report");
     out.flush().expect("flush");
 }
+
+/// Plants every kind of temporary in `d` ([`plant_temporaries`]), runs `writer` (a create,
+/// a delete), and checks that it removed what the journal proves and nothing else, byte for
+/// byte, leaving `d` as `kept` plus `also` (what the writer itself left there); then that
+/// the once-live writer's file goes with the next sweep, and a replaced one never.
+pub(super) fn assert_sweeps_only_what_the_journal_proves(
+    tree: &Tree,
+    also: Option<&str>,
+    writer: impl FnOnce(),
+) {
+    let (planted, hold) = plant_temporaries(tree, "d");
+    let at = |name: &str| tree.at("d").join(name);
+    let kept_bytes: Vec<Vec<u8>> = planted
+        .kept
+        .iter()
+        .map(|n| std::fs::read(at(n)).expect("read"))
+        .collect();
+    writer();
+    let mut expected = planted.kept.clone();
+    expected.extend(also.map(str::to_owned));
+    expected.sort();
+    assert_eq!(names(&tree.at("d")), expected);
+    for name in &planted.proven {
+        assert!(!at(name).exists(), "{name} was proven, yet kept");
+    }
+    for (name, bytes) in planted.kept.iter().zip(&kept_bytes) {
+        assert_eq!(&std::fs::read(at(name)).expect("read"), bytes, "{name}");
+    }
+    // The live writer ends: its entry is kept by nobody, and the next sweep removes its file.
+    // (Polled: a child another test forks may hold the lock's descriptor until it execs.)
+    drop(hold);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while super::sweep(&tree.fd).is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the once-live one was never swept"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert!(!at(&planted.kept[2]).exists());
+    assert!(
+        at(&planted.kept[1]).exists(),
+        "a replaced file is never removed"
+    );
+}
