@@ -13,6 +13,8 @@
 //!   JSON but not an object (a batch, a number), or an object that is not a JSON-RPC message
 //!   is answered with an invalid-request error (`-32600`, with the message's `id` when it
 //!   has a usable one);
+//! - a `tools/call` whose `arguments` is not an object (a string, say) is answered with an
+//!   invalid-params error (`-32602`) naming it, where rmcp would say "Method not found";
 //! - before the first `initialize` request, a notification or a response is dropped (there
 //!   is nothing to answer, and no session yet for it to belong to);
 //! - everything else goes to rmcp unchanged, through an in-process pipe.
@@ -198,7 +200,20 @@ fn judge(body: &[u8]) -> Verdict {
         Some(id @ (Value::String(_) | Value::Number(_))) => id.clone(),
         _ => Value::Null,
     };
-    let initialize = object.get("method").and_then(Value::as_str) == Some("initialize");
+    let method = object.get("method").and_then(Value::as_str);
+    let initialize = method == Some("initialize");
+    // rmcp would answer "Method not found" for a call whose arguments are no object.
+    if method == Some("tools/call")
+        && let Some(arguments) = object.get("params").and_then(|p| p.get("arguments"))
+        && !(arguments.is_object() || arguments.is_null())
+    {
+        return Verdict::Answer {
+            id,
+            code: -32602,
+            message: "Invalid params: `arguments` must be an object of the tool's arguments"
+                .to_owned(),
+        };
+    }
     // A well-formed request of a method rmcp does not know, or with malformed params: rmcp
     // answers it itself (method not found, invalid params).
     let rmcp_answers =
@@ -298,5 +313,12 @@ mod tests {
         assert_eq!(judge(init), Verdict::Forward { initialize: true });
         let unknown = br#"{"jsonrpc":"2.0","id":9,"method":"no/such","params":{}}"#;
         assert_eq!(judge(unknown), Verdict::Forward { initialize: false });
+        let string = br#"{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"read","arguments":"{}"}}"#;
+        match judge(string) {
+            Verdict::Answer { id, code, .. } => assert_eq!((id, code), (json!(10), -32602)),
+            other => panic!("{other:?}"),
+        }
+        let object = br#"{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"read","arguments":{"path":"a"}}}"#;
+        assert_eq!(judge(object), Verdict::Forward { initialize: false });
     }
 }
