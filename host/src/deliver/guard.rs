@@ -129,9 +129,9 @@ enum Content {
 pub struct Snapshot {
     refs: BTreeMap<String, String>,
     stash: Vec<String>,
-    /// The caller's index, as `git ls-files --stage -z` lists it (staged entries, not the
-    /// stat data a `git status` refreshes).
-    index: Vec<u8>,
+    /// The SHA-256 of the caller's index as `git ls-files --stage -z` lists it (staged
+    /// entries, not the stat data a `git status` refreshes): a large index is not held.
+    index: Option<satyrn_mutator_core::revision::Revision>,
     /// The refs (name → object) whose object is no longer in the object store.
     missing: Vec<(String, String)>,
     files: BTreeMap<String, Entry>,
@@ -179,7 +179,9 @@ impl Snapshot {
         if snapshot.refs.contains_key("refs/stash") {
             snapshot.stash = stash_of(repo)?;
         }
-        snapshot.index = repo.run(&["ls-files", "--stage", "-z"])?;
+        snapshot.index = Some(satyrn_mutator_core::revision::Revision::of(
+            &repo.run(&["ls-files", "--stage", "-z"])?,
+        ));
         snapshot.missing = missing_objects(repo, &snapshot.refs)?;
         Ok(snapshot)
     }
@@ -191,7 +193,7 @@ impl Snapshot {
         Self {
             refs: BTreeMap::new(),
             stash: Vec::new(),
-            index: Vec::new(),
+            index: None,
             missing: Vec::new(),
             attempts: attempt_registrations(&files),
             files,
