@@ -232,6 +232,9 @@ test("deliver + attempt + real Pi: the toolbox adds, deletes and edits files; un
     { toolCalls: [{ name: "write", arguments: { path: "test/greeting.test.ts", content: TEST } }] },
     { toolCalls: [{ name: "write", arguments: { path: "docs/notes.md", content: "undeclared\n" } }] },
     { toolCalls: [{ name: "write", arguments: { path: "test/fixture.key", content: "private\n" } }] },
+    // Never read: deleting it would drop what the model never saw.
+    { toolCalls: [{ name: "delete", arguments: { path: "src/obsolete.ts" } }] },
+    { toolCalls: [{ name: "read", arguments: { path: "src/obsolete.ts" } }] },
     { toolCalls: [{ name: "delete", arguments: { path: "src/obsolete.ts" } }] },
     { toolCalls: [{ name: "edit", arguments: { path: "src/greeting.ts", edits: [{ oldText: "hello world", newText: "hello satyrn" }] } }] },
     { text: "Done." },
@@ -259,7 +262,7 @@ test("deliver + attempt + real Pi: the toolbox adds, deletes and edits files; un
     assert.equal(git(repo, ["show", `${candidate}:src/greeting.ts`]), GREETING.replace("hello world", "hello satyrn"));
     assert.deepEqual(git(repo, ["ls-tree", "-r", "--name-only", candidate]).trim().split("\n"), ["README.md", "src/greeting.ts", "test/greeting.test.ts"]);
     // What the model was told, step by step.
-    assert.equal(model.requests.length, 8);
+    assert.equal(model.requests.length, 10);
     const seen = model.requests.map((r) => toolResults(r).at(-1) ?? "");
     assert.match(seen[1], /^src\/greeting\.ts \(\d+ bytes\) \[writable\]$/m);
     assert.match(seen[1], /^src\/obsolete\.ts \(\d+ bytes\) \[writable\]$/m);
@@ -268,8 +271,10 @@ test("deliver + attempt + real Pi: the toolbox adds, deletes and edits files; un
     assert.match(seen[3], /^Created test\/greeting\.test\.ts \(sha256 [0-9a-f]{64}\)\.$/);
     assert.match(seen[4], /PATH_UNDECLARED/);
     assert.match(seen[5], /PATH_PRIVATE/);
-    assert.equal(seen[6], "Deleted src/obsolete.ts.");
-    assert.match(seen[7], /^Edited src\/greeting\.ts/);
+    assert.match(seen[6], /PARTLY_SEEN: `src\/obsolete\.ts` was seen only in part/);
+    assert.match(seen[7], /export const legacy = true;/);
+    assert.equal(seen[8], "Deleted src/obsolete.ts.");
+    assert.match(seen[9], /^Edited src\/greeting\.ts/);
     // The caller's checkout is untouched.
     assert.equal(git(repo, ["status", "--porcelain=v1", "--untracked-files=all"]), "");
     assert.equal(git(repo, ["rev-parse", "HEAD"]).trim(), head);
