@@ -371,16 +371,8 @@ fn remove_proven(root: &OwnedFd, dev: u64, identity: &Identity, rel: &str) -> Op
     if !super::is_temporary_name(leaf) {
         return None;
     }
-    let mut dir = rustix::io::fcntl_dupfd_cloexec(root, 0).ok()?;
-    for segment in dirs {
-        dir = rustix::fs::openat(
-            &dir,
-            *segment,
-            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-            Mode::empty(),
-        )
-        .ok()?;
-    }
+    // The writers' own no-follow walk.
+    let dir = super::open_parent(root, dirs, rel).ok()?;
     let stat = rustix::fs::statat(&dir, *leaf, AtFlags::SYMLINK_NOFOLLOW).ok()?;
     let identified = match identity {
         Identity::Files(ids) => {
