@@ -2,8 +2,13 @@
 //! Cranelift, and leaves both in `OUT_DIR` for `include_bytes!`:
 //!
 //! - `satyrn_mutator.wasm`: the component, as other WASI hosts use it;
-//! - `satyrn_mutator.cwasm`: the same, compiled for this machine's CPU, so the runtime
-//!   never compiles (and carries no compiler).
+//! - `satyrn_mutator.cwasm`: the same, compiled ahead of time, so the runtime never
+//!   compiles (and carries no compiler). By default it is compiled for a baseline of the
+//!   target architecture (x86-64-v2 on x86_64, Armv8.0-A on aarch64), so the binary runs on
+//!   any CPU of that baseline; `SATYRN_COMPONENT_CPU=native` compiles it for every feature
+//!   of the build machine's CPU instead (`docs/performance.md` measures the difference).
+//!   The features used are passed to the runtime (`SATYRN_COMPONENT_CPU_FEATURES`), which
+//!   checks them before loading.
 //!
 //! Two toolchain situations are handled: a rustup toolchain with the `wasm32-wasip2`
 //! target, or Debian's `rustc-web` (`/usr/bin/cargo`, Rust 1.96) with the std sources and
@@ -15,6 +20,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 include!("src/engine_config.rs");
+include!("src/cpu_features.rs");
 
 const LLVM_BIN: &str = "/usr/lib/llvm-22/bin";
 const DEBIAN_CARGO: &str = "/usr/bin/cargo";
@@ -40,6 +46,7 @@ fn main() {
         println!("cargo:rerun-if-changed={}", root.join(watched).display());
     }
     println!("cargo:rerun-if-env-changed=SATYRN_COMPONENT_TOOLCHAIN");
+    println!("cargo:rerun-if-env-changed=SATYRN_COMPONENT_CPU");
 
     let wasm = build_component(&root, &out_dir.join("component-target"));
     let wasm_bytes = std::fs::read(&wasm)
@@ -47,12 +54,71 @@ fn main() {
     std::fs::write(out_dir.join("satyrn_mutator.wasm"), &wasm_bytes)
         .expect("write OUT_DIR/satyrn_mutator.wasm");
 
-    let engine = wasmtime::Engine::new(&engine_config()).expect("a default wasmtime engine");
+    let (config, cpu, features) = precompile_config();
+    println!("cargo:rustc-env=SATYRN_COMPONENT_CPU={cpu}");
+    println!(
+        "cargo:rustc-env=SATYRN_COMPONENT_CPU_FEATURES={}",
+        features.join(",")
+    );
+    let engine = wasmtime::Engine::new(&config).unwrap_or_else(|e| {
+        fail(&format!(
+            "configuring the precompiling engine failed: {e:?}"
+        ))
+    });
     let compiled = engine
         .precompile_component(&wasm_bytes)
         .unwrap_or_else(|e| fail(&format!("precompiling the component failed: {e:?}")));
     std::fs::write(out_dir.join("satyrn_mutator.cwasm"), compiled)
         .expect("write OUT_DIR/satyrn_mutator.cwasm");
+}
+
+/// The engine configuration the component is precompiled with, the CPU choice's name and
+/// the CPU features (`std::arch` names) the artifact may use: [`engine_config`] plus the
+/// target triple and the baseline features, or (`SATYRN_COMPONENT_CPU=native`) everything
+/// this machine's CPU has, as Cranelift detects it.
+fn precompile_config() -> (wasmtime::Config, &'static str, Vec<&'static str>) {
+    let mut config = engine_config();
+    match env::var("SATYRN_COMPONENT_CPU").as_deref() {
+        Err(_) | Ok("" | "baseline") => {
+            let target = env::var("TARGET").expect("cargo sets TARGET");
+            // A named target turns Cranelift's detection of the build machine off: only
+            // the flags enabled here are used.
+            config
+                .target(&target)
+                .unwrap_or_else(|e| fail(&format!("wasmtime cannot compile for {target}: {e}")));
+            let same_arch =
+                env::var("CARGO_CFG_TARGET_ARCH").as_deref() == Ok(std::env::consts::ARCH);
+            let baseline: Vec<&'static str> = if same_arch {
+                BASELINE_FEATURES.to_vec()
+            } else {
+                Vec::new()
+            };
+            for feature in &baseline {
+                let flag = KNOWN_FEATURES
+                    .iter()
+                    .find(|(_, name)| name == feature)
+                    .map(|(flag, _)| *flag)
+                    .expect("every baseline feature is known");
+                // SAFETY: the runtime checks that the CPU has every one of these features
+                // (`SATYRN_COMPONENT_CPU_FEATURES`) before it loads the artifact.
+                unsafe {
+                    config.cranelift_flag_enable(flag);
+                }
+            }
+            (config, "baseline", baseline)
+        }
+        Ok("native") => {
+            let detected = KNOWN_FEATURES
+                .iter()
+                .map(|(_, name)| *name)
+                .filter(|name| cpu_has(name) == Some(true))
+                .collect();
+            (config, "native", detected)
+        }
+        Ok(other) => fail(&format!(
+            "SATYRN_COMPONENT_CPU={other:?}: use `baseline` (the default) or `native`"
+        )),
+    }
 }
 
 fn build_component(root: &Path, target_dir: &Path) -> PathBuf {

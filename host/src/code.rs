@@ -18,6 +18,7 @@
 //! | 11 | `READ_REFUSED`: the four refusals of `read` |
 //! | 12 | `PATH_PRIVATE`: the path is private, whatever the operation |
 //! | 13 | `CANDIDATES_REFUSED`: `CANDIDATE_NOT_FOUND`, `CANDIDATE_CHANGED`, `APPLY_CONFLICT` |
+//! | 14 | `CPU_UNSUPPORTED`: this CPU lacks features the embedded component was compiled for |
 
 use std::fmt;
 
@@ -28,6 +29,9 @@ pub enum Code {
     Ok,
     /// A bug: something that should not happen did.
     InternalError,
+    /// This CPU lacks features the embedded component was precompiled to use (a binary
+    /// built with `SATYRN_COMPONENT_CPU=native` on another machine); nothing was done.
+    CpuUnsupported,
     /// The contract file cannot be read (missing, a directory, no permission).
     ContractUnreadable,
     /// The contract is not a valid contract document (YAML syntax, not a mapping, unknown
@@ -149,6 +153,7 @@ impl Code {
         match self {
             Self::Ok => ("OK", 0),
             Self::InternalError => ("INTERNAL_ERROR", 1),
+            Self::CpuUnsupported => ("CPU_UNSUPPORTED", 14),
             Self::ContractUnreadable => ("CONTRACT_UNREADABLE", 3),
             Self::ContractInvalid => ("CONTRACT_INVALID", 4),
             Self::ContractMissingField => ("CONTRACT_MISSING_FIELD", 5),

@@ -14,6 +14,7 @@ use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
 include!("engine_config.rs");
 
+pub mod cpu;
 mod instances;
 mod open_at;
 
@@ -81,6 +82,49 @@ impl std::fmt::Display for EngineError {
 
 impl std::error::Error for EngineError {}
 
+/// Why [`Loaded::new`] could not load the component.
+#[derive(Debug)]
+pub enum LoadError {
+    /// This CPU lacks features the component was precompiled for (`CPU_UNSUPPORTED`).
+    Cpu(cpu::CpuUnsupported),
+    /// The engine failed (`INTERNAL_ERROR`).
+    Engine(EngineError),
+}
+
+impl std::fmt::Display for LoadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Cpu(e) => e.fmt(f),
+            Self::Engine(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for LoadError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Cpu(e) => Some(e),
+            Self::Engine(e) => Some(e),
+        }
+    }
+}
+
+impl From<EngineError> for LoadError {
+    fn from(e: EngineError) -> Self {
+        Self::Engine(e)
+    }
+}
+
+impl From<LoadError> for crate::code::Failure {
+    fn from(e: LoadError) -> Self {
+        let code = match e {
+            LoadError::Cpu(_) => crate::code::Code::CpuUnsupported,
+            LoadError::Engine(_) => crate::code::Code::InternalError,
+        };
+        Self::new(code, e.to_string())
+    }
+}
+
 fn engine_error(context: &str) -> impl FnOnce(wasmtime::Error) -> EngineError + '_ {
     move |e| EngineError(format!("{context}: {e:#}"))
 }
@@ -107,8 +151,11 @@ impl Loaded {
     ///
     /// # Errors
     ///
-    /// [`EngineError`] when this CPU or wasmtime build cannot run the artifact.
-    pub fn new() -> Result<Self, EngineError> {
+    /// [`LoadError::Cpu`] when this CPU lacks a feature the artifact was compiled for
+    /// (checked before anything is loaded); [`LoadError::Engine`] when this wasmtime build
+    /// cannot run it.
+    pub fn new() -> Result<Self, LoadError> {
+        cpu::check_this_cpu().map_err(LoadError::Cpu)?;
         let engine = Engine::new(&engine_config()).map_err(engine_error("creating the engine"))?;
         // SAFETY: the bytes were produced by `Engine::precompile_component` in build.rs,
         // with this same wasmtime version and `engine_config()`, and are embedded in the

@@ -6,6 +6,8 @@
 //!   hook and no file-system monitor runs, nothing waits on a pager;
 //! - `LC_ALL=C`, `GIT_PAGER=cat`, `GIT_TERMINAL_PROMPT=0`: stable messages, no prompt;
 //! - `GIT_NO_REPLACE_OBJECTS=1` and `GIT_GRAFT_FILE=/dev/null`: objects are what they are;
+//!   `-c advice.graftFileDeprecated=false`: a repository's `info/grafts` does not prepend
+//!   eight lines of deprecation hint to every message satyrn quotes from git;
 //! - `LD_PRELOAD`, `LD_AUDIT`, `BASH_ENV` and `ENV` removed: nothing runs in git, or in
 //!   the filters it starts, that nobody asked for;
 //! - `GIT_OPTIONAL_LOCKS=0`: read-only commands (`status`) never rewrite the caller's index;
@@ -26,11 +28,13 @@ use std::sync::{OnceLock, mpsc};
 use std::time::{Duration, Instant};
 
 /// The configuration overrides given to every git invocation.
-pub const HARDENING_CONFIG: [&str; 4] = [
+pub const HARDENING_CONFIG: [&str; 6] = [
     "-c",
     "core.hooksPath=/dev/null",
     "-c",
     "core.fsmonitor=false",
+    "-c",
+    "advice.graftFileDeprecated=false",
 ];
 
 /// Removed from every environment in addition to `git rev-parse --local-env-vars`.
@@ -818,5 +822,38 @@ mod tests {
         ] {
             assert!(vars.iter().any(|x| x == v), "{v} missing from {vars:?}");
         }
+    }
+
+    /// A repository's deprecated `info/grafts` makes git print eight `hint:` lines before
+    /// its messages; satyrn quotes git's messages, so it turns that advice off (the
+    /// sibling: the same command without the override prints the hint).
+    #[test]
+    fn a_grafts_file_adds_no_hint_to_git_messages() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let git = Git::at(dir.path());
+        git.run(&["init", "-q", "."]).expect("init");
+        std::fs::write(dir.path().join(".git/info/grafts"), "").expect("grafts");
+        let commit = [
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@example.com",
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            "a",
+        ];
+        let ours = git.output(&commit).expect("commit");
+        assert!(ours.status.success(), "{ours:?}");
+        let stderr = String::from_utf8_lossy(&ours.stderr);
+        assert!(!stderr.contains("hint:"), "{stderr}");
+        let plain = Command::new("git")
+            .current_dir(dir.path())
+            .args(commit)
+            .output()
+            .expect("git");
+        let stderr = String::from_utf8_lossy(&plain.stderr);
+        assert!(stderr.contains("grafts is deprecated"), "{stderr}");
     }
 }

@@ -347,3 +347,78 @@ fn a_fifo_swapped_in_before_the_open_never_blocks_a_call() {
         b"value = LAST;\n",
     );
 }
+
+/// An edit racing a writer that renames fresh copies of the file over its name (as an
+/// editor's save or `git checkout` does), 1,500 times in process through the real
+/// component and publish step: every call ends `OK` or with the retryable
+/// `REVISION_STALE`, never `MUTATION_FAILED` (a read that opened the file just before it was
+/// renamed over saw a file with no link left: "has 0 hard links", 11–21 per 1,500 edits,
+/// before the component started such a read again).
+#[test]
+fn a_file_renamed_over_mid_edit_is_stale_never_a_failure() {
+    use std::collections::BTreeMap;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+    use satyrn_host::engine::{Instances, Loaded};
+    use satyrn_host::operation::{ReplaceArgs, Scope, replace};
+    use satyrn_host::repo::RepoRoot;
+
+    const EDITS: usize = 1_500;
+    const BASE: &[u8] = b"value = ANCHOR;\n";
+    let fx = Fixture::new(&[("t.txt", BASE)], &["t.txt"]);
+    let target = fx.file("t.txt");
+    let stop = Arc::new(AtomicBool::new(false));
+    let renames = Arc::new(AtomicU64::new(0));
+    let renamer = {
+        let (stop, renames) = (Arc::clone(&stop), Arc::clone(&renames));
+        let (fresh, target) = (fx.file(".fresh"), target.clone());
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                std::fs::write(&fresh, BASE).expect("fresh copy");
+                std::fs::rename(&fresh, &target).expect("rename over");
+                renames.fetch_add(1, Ordering::Relaxed);
+            }
+        })
+    };
+    let contract =
+        satyrn_host::contract::parse(b"id: race\ntask: t\nwritable_paths: [\"t.txt\"]\n")
+            .expect("contract");
+    let root = RepoRoot::open(fx.repo.path()).expect("root");
+    let loaded = Loaded::new().expect("engine");
+    let instances = Instances::new(&loaded, root.dir()).expect("instances");
+    let scope = Scope {
+        root: &root,
+        contract: &contract,
+        loaded: &loaded,
+        instances: &instances,
+    };
+    let args = ReplaceArgs {
+        path: "t.txt".to_string(),
+        expected_sha256: Some(sha256_hex(BASE)),
+        old_text: "ANCHOR".to_string(),
+        new_text: "OTHER".to_string(),
+    };
+    let mut codes = BTreeMap::<String, usize>::new();
+    let mut failures = Vec::new();
+    for _ in 0..EDITS {
+        match replace(scope, &args) {
+            Ok(_) => *codes.entry("OK".to_string()).or_default() += 1,
+            Err(failure) => {
+                let code = failure.code.to_string();
+                if code != "REVISION_STALE" {
+                    failures.push(failure.message.clone());
+                }
+                *codes.entry(code).or_default() += 1;
+            }
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    renamer.join().expect("renamer");
+    eprintln!(
+        "{EDITS} edits against {} renames: {codes:?}",
+        renames.load(Ordering::Relaxed)
+    );
+    assert!(failures.is_empty(), "{codes:?}: {failures:?}");
+    assert!(codes.get("OK").copied().unwrap_or(0) > 0, "{codes:?}");
+}

@@ -59,7 +59,7 @@ impl Worktree for Preopen {
             current = Some(open_subdir(parent, segment, &shown)?);
         }
         let parent = current.as_ref().unwrap_or(&self.root);
-        read_leaf(parent, leaf, &segments.join("/"), max_len)
+        read_opened(parent, leaf, &segments.join("/"), max_len)
     }
 }
 
@@ -148,13 +148,18 @@ impl Tree for Preopen {
     }
 }
 
-/// Reads the single-link regular file `leaf` in `parent` with few calls, for `search` and
-/// the revision map: a no-follow `lstat` and its checks first, so a FIFO, socket or device
-/// is refused without ever being opened (in any WASI host, whose `open-at` may block on a
-/// FIFO); then a no-follow open, the same checks on what was opened, and a read up to the
-/// size it had. Whatever was opened is what is checked and read; only an entry swapped in
-/// between the `lstat` and the open is opened before it is refused (satyrn's host opens
-/// without blocking).
+/// Reads the single-link regular file `leaf` in `parent` with few calls, for every reader
+/// (`read`, the writers' gates, `search`, the revision map): a no-follow `lstat` and its
+/// checks first, so a FIFO, socket or device is refused without ever being opened (in any
+/// WASI host, whose `open-at` may block on a FIFO); then a no-follow open, the same checks
+/// on what was opened, and a read up to the size it had. Whatever was opened is what is
+/// checked and read; only an entry swapped in between the `lstat` and the open is opened
+/// before it is refused (satyrn's host opens without blocking).
+///
+/// A file renamed over after the open is read as it was (it has no link left, which is no
+/// alias): that is the bytes the name held a moment ago, exactly as if the rename had come
+/// just after the read, and the host's publish step, which re-reads the name under the
+/// worktree lock, answers `REVISION_STALE` for it.
 fn read_opened(
     parent: &Descriptor,
     leaf: &str,
@@ -165,19 +170,7 @@ fn read_opened(
     let file = open_leaf(parent, leaf, shown)?;
     let opened = file.stat().map_err(|e| io_error(shown, e))?;
     check_regular(&opened, shown, max_len)?;
-    let size = opened.size;
-    let mut content = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
-    while (content.len() as u64) < size {
-        let offset = content.len() as u64;
-        let (chunk, eof) = file
-            .read(CHUNK.min(size - offset), offset)
-            .map_err(|e| io_error(shown, e))?;
-        content.extend_from_slice(&chunk);
-        if eof || chunk.is_empty() {
-            break;
-        }
-    }
-    Ok(content)
+    read_all(&file, opened.size, shown)
 }
 
 /// Opens the directory `name` in `parent`: `lstat` first (a symlink or anything but a
@@ -225,32 +218,6 @@ fn kind_of(t: DescriptorType) -> EntryKind {
     }
 }
 
-/// Opens and reads the single-link regular file `leaf` in `parent` without following a
-/// symlink: `lstat` first (so a FIFO or device is never opened), then the open, then a
-/// check that the opened file is the one inspected.
-fn read_leaf(
-    parent: &Descriptor,
-    leaf: &str,
-    shown: &str,
-    max_len: u64,
-) -> Result<Vec<u8>, NotEditable> {
-    let stat = lstat(parent, leaf, shown)?;
-    check_regular(&stat, shown, max_len)?;
-    let before = parent
-        .metadata_hash_at(PathFlags::empty(), leaf)
-        .map_err(|e| io_error(shown, e))?;
-    let file = open_leaf(parent, leaf, shown)?;
-    let opened = file.stat().map_err(|e| io_error(shown, e))?;
-    let after = file.metadata_hash().map_err(|e| io_error(shown, e))?;
-    if (before.lower, before.upper) != (after.lower, after.upper) {
-        return Err(NotEditable(format!(
-            "`{shown}` was replaced while it was being opened"
-        )));
-    }
-    check_regular(&opened, shown, max_len)?;
-    read_all(&file, opened.size, max_len, shown)
-}
-
 fn lstat(parent: &Descriptor, name: &str, shown: &str) -> Result<DescriptorStat, NotEditable> {
     parent
         .stat_at(PathFlags::empty(), name)
@@ -269,7 +236,7 @@ fn check_regular(stat: &DescriptorStat, shown: &str, max_len: u64) -> Result<(),
             )));
         }
     }
-    if stat.link_count != 1 {
+    if stat.link_count > 1 {
         return Err(NotEditable(format!(
             "`{shown}` has {} hard links; a hard-linked file aliases another path, so it is never edited",
             stat.link_count
@@ -284,26 +251,24 @@ fn check_regular(stat: &DescriptorStat, shown: &str, max_len: u64) -> Result<(),
     Ok(())
 }
 
-fn read_all(
-    file: &Descriptor,
-    size: u64,
-    max_len: u64,
-    shown: &str,
-) -> Result<Vec<u8>, NotEditable> {
+/// Reads `file` from the start up to `size` bytes (its size when it was opened; at most
+/// `max_len`, which the caller checked), asking for exactly what is left in chunks of at
+/// most [`CHUNK`], so a small file costs one call and the host allocates no more than it
+/// returns. A file that shrank meanwhile ends at its end; one that grew is read as far as it
+/// was: either way the publish step re-reads the name before it replaces anything.
+fn read_all(file: &Descriptor, size: u64, shown: &str) -> Result<Vec<u8>, NotEditable> {
     let mut content = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
-    loop {
+    while (content.len() as u64) < size {
         let offset = content.len() as u64;
-        let (chunk, eof) = file.read(CHUNK, offset).map_err(|e| io_error(shown, e))?;
+        let (chunk, eof) = file
+            .read(CHUNK.min(size - offset), offset)
+            .map_err(|e| io_error(shown, e))?;
         content.extend_from_slice(&chunk);
-        if content.len() as u64 > max_len {
-            return Err(NotEditable(format!(
-                "`{shown}` grew over the {max_len}-byte limit while it was read"
-            )));
-        }
         if eof || chunk.is_empty() {
-            return Ok(content);
+            break;
         }
     }
+    Ok(content)
 }
 
 fn symlink(shown: &str) -> NotEditable {

@@ -50,7 +50,7 @@ pub fn open(repo: &Path, contract_path: &Path) -> Result<Session, Failure> {
     let root = RepoRoot::open(repo)?;
     let engine_failure =
         |e: crate::engine::EngineError| Failure::new(Code::InternalError, e.to_string());
-    let loaded = Loaded::new().map_err(engine_failure)?;
+    let loaded = Loaded::new()?;
     Session::new(root, contract, loaded).map_err(engine_failure)
 }
 

@@ -143,7 +143,7 @@ fn scoped<T, E>(
     let (contract, root) = check(repo, contract).map_err(&lift)?;
     let engine_failure =
         |e: crate::engine::EngineError| lift(Failure::new(Code::InternalError, e.to_string()));
-    let loaded = Loaded::new().map_err(engine_failure)?;
+    let loaded = Loaded::new().map_err(|e| lift(e.into()))?;
     let instances = Instances::new(&loaded, root.dir()).map_err(engine_failure)?;
     op(Scope {
         root: &root,
