@@ -275,6 +275,63 @@ fn search_finds_lines_with_revisions_an_edit_can_use_and_names_what_it_skipped()
     assert_eq!(paths(&ok(&folded)["files"], "path"), ["README.md"]);
 }
 
+/// A tree deeper than the process's descriptor limit allows the walk to hold open: the
+/// directories past the limit are not searched, and the page names the first of them
+/// (`directory_unreadable`) and counts the rest, instead of missing the match in silence.
+/// The sibling: the same search with the ordinary limit finds the match at the bottom.
+#[test]
+fn search_names_the_directories_it_could_not_open() {
+    use std::os::unix::process::CommandExt;
+    const DEPTH: usize = 300;
+    let t = toolbox();
+    let deep = (0..DEPTH).map(|_| "d").collect::<Vec<_>>().join("/");
+    std::fs::create_dir_all(t.fx.file(&deep)).expect("deep tree");
+    std::fs::write(t.fx.file(&format!("{deep}/bottom.txt")), "deep needle\n").expect("write");
+    let request = t.request("search", json!({"query": "deep needle"}));
+    let found = ok(&protocol(&request)).clone();
+    assert_eq!(
+        paths(&found["files"], "path"),
+        [format!("{deep}/bottom.txt")]
+    );
+    let unreadable = |result: &Value| -> Vec<String> {
+        result["skipped"]
+            .as_array()
+            .expect("skipped")
+            .iter()
+            .filter(|s| s["reason"] == "directory_unreadable")
+            .map(|s| s["path"].as_str().expect("path").to_string())
+            .collect()
+    };
+    assert!(unreadable(&found).is_empty(), "{found}");
+
+    let limited = crate::support::protocol_with(request.to_string().as_bytes(), |cmd| {
+        // SAFETY: only setrlimit, async-signal-safe, between fork and exec.
+        unsafe {
+            cmd.pre_exec(|| {
+                let limit = libc::rlimit {
+                    rlim_cur: 128,
+                    rlim_max: 128,
+                };
+                if libc::setrlimit(libc::RLIMIT_NOFILE, &limit) == 0 {
+                    Ok(())
+                } else {
+                    Err(std::io::Error::last_os_error())
+                }
+            });
+        }
+    });
+    assert_eq!(limited.response["code"], "OK", "{}", limited.stdout);
+    let result = &limited.response["result"];
+    assert_eq!(result["files"], json!([]), "{result}");
+    let unopened = unreadable(result);
+    assert_eq!(unopened.len(), 1, "{result}");
+    let unopened = &unopened[0];
+    assert!(
+        deep.starts_with(unopened) && unopened.len() > 100,
+        "{unopened}"
+    );
+}
+
 #[test]
 fn search_refuses_bad_queries_and_hostile_starts_and_changes_nothing() {
     let t = toolbox();

@@ -146,25 +146,33 @@ pub fn list<T: Tree + ?Sized>(tree: &T, request: &ListRequest<'_>) -> Result<Lis
         tree,
         start,
         &shown,
-        (request.recursive, true),
+        request.recursive,
         request.cursor,
         &private,
-        |_, entry, path| {
+        |dir, entry, path| {
             if pattern.as_ref().is_some_and(|p| !p.matches(path)) {
                 return Visit::Continue;
             }
             if entries.len() == wanted {
                 return Visit::Stop;
             }
+            // Only the entries on the page are inspected for their size: a page of a huge
+            // directory reads its names, not the metadata of all of them.
+            let size = match entry.kind {
+                EntryKind::Directory => 0,
+                _ => tree
+                    .stat(dir, &entry.name, path)
+                    .ok()
+                    .flatten()
+                    .map_or(0, |(_, size)| size),
+            };
             entries.push(ListEntry {
                 path: path.to_string(),
                 kind: entry.kind,
-                size: if entry.kind == EntryKind::Directory {
-                    0
-                } else {
-                    entry.size
-                },
-                writable: entry.kind != EntryKind::Directory && writable.matches(path),
+                size,
+                // Only a regular file can be written through satyrn: a symlink, a FIFO or a
+                // device under a writable pattern is refused by every writer.
+                writable: entry.kind == EntryKind::File && writable.matches(path),
             });
             Visit::Continue
         },

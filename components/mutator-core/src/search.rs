@@ -143,6 +143,9 @@ pub enum SkipReason {
     NotText,
     /// Not a regular file, hard-linked, or unreadable.
     Unavailable,
+    /// A directory that could not be opened or read (no permission, the descriptor limit
+    /// reached): nothing beneath it was searched.
+    DirectoryUnreadable,
 }
 
 impl SkipReason {
@@ -155,6 +158,7 @@ impl SkipReason {
             Self::Binary => "binary",
             Self::NotText => "not_text",
             Self::Unavailable => "unavailable",
+            Self::DirectoryUnreadable => "directory_unreadable",
         }
     }
 }
@@ -334,7 +338,7 @@ impl Page {
         dir: &T::Dir,
         name: &str,
         kind: EntryKind,
-        size: u64,
+        size: Option<u64>,
         path: &str,
     ) -> Visit {
         if kind == EntryKind::Directory || self.glob.as_ref().is_some_and(|g| !g.matches(path)) {
@@ -348,7 +352,7 @@ impl Page {
             EntryKind::Other => return self.skipped(path, SkipReason::Unavailable),
             EntryKind::File | EntryKind::Directory => {}
         }
-        if size > MAX_TEXT_FILE_BYTES {
+        if size.is_some_and(|size| size > MAX_TEXT_FILE_BYTES) {
             return self.skipped(path, SkipReason::TooLarge);
         }
         let Ok(bytes) = tree.read_file(dir, name, path, MAX_TEXT_FILE_BYTES) else {
@@ -425,6 +429,12 @@ impl Page {
 
     fn finish(mut self, end: WalkEnd) -> SearchPage {
         self.out.hidden = end.hidden;
+        let named = u32::try_from(end.unopened.len()).unwrap_or(u32::MAX);
+        for dir in &end.unopened {
+            self.skip(dir, SkipReason::DirectoryUnreadable);
+        }
+        // Directories beyond those the walk named, and names the protocol cannot carry.
+        let unnamed = end.unreadable.saturating_sub(named);
         self.out.next_cursor = end.next_cursor;
         let omitted: u32 = self.out.files.iter().map(|f| f.omitted).sum();
         let mut notes = Vec::new();
@@ -438,6 +448,11 @@ impl Page {
             };
             notes.push(format!(
                 "More files follow ({why}). Call search again with cursor=\"{c}\" to continue."
+            ));
+        }
+        if unnamed > 0 {
+            notes.push(format!(
+                "{unnamed} entries could not be searched and are not named (directories that could not be opened, names that are not UTF-8 or too long)."
             ));
         }
         if omitted > 0 {
@@ -512,7 +527,7 @@ pub fn search<T: Tree + ?Sized>(
             Some((EntryKind::File, size)) => {
                 if request.cursor.is_none() {
                     page.glob = None;
-                    let _ = page.visit(tree, &parent, leaf, EntryKind::File, size, &shown);
+                    let _ = page.visit(tree, &parent, leaf, EntryKind::File, Some(size), &shown);
                 }
                 return Ok(page.finish(WalkEnd::default()));
             }
@@ -539,10 +554,10 @@ pub fn search<T: Tree + ?Sized>(
         tree,
         start,
         &shown,
-        (true, false),
+        true,
         request.cursor,
         &private,
-        |dir, entry, path| page.visit(tree, dir, &entry.name, entry.kind, entry.size, path),
+        |dir, entry, path| page.visit(tree, dir, &entry.name, entry.kind, None, path),
     )
     .map_err(unavailable)?;
     Ok(page.finish(end))

@@ -41,8 +41,6 @@ pub struct DirEntry {
     pub name: String,
     /// Its kind, not following a symlink.
     pub kind: EntryKind,
-    /// Its size in bytes (`lstat`'s; 0 where the kind has none).
-    pub size: u64,
 }
 
 /// A directory's entries, in no particular order, and how many names were left out
@@ -78,13 +76,13 @@ pub trait Tree {
     /// When `name` is missing, a symlink or not a directory.
     fn open_dir(&self, dir: &Self::Dir, name: &str, shown: &str) -> Result<Self::Dir, NotEditable>;
 
-    /// The entries of `dir` (without `.` and `..`), with the sizes of all but directories when
-    /// `sizes` (one more inspection per entry; otherwise `size` is 0).
+    /// The entries of `dir` (without `.` and `..`): names and kinds, as the directory itself
+    /// gives them (no inspection of each entry).
     ///
     /// # Errors
     ///
     /// When the directory cannot be read.
-    fn entries(&self, dir: &Self::Dir, shown: &str, sizes: bool) -> Result<Entries, NotEditable>;
+    fn entries(&self, dir: &Self::Dir, shown: &str) -> Result<Entries, NotEditable>;
 
     /// What `name` inside `dir` is, without following a symlink: `None` when it does not exist.
     ///

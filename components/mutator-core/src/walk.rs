@@ -41,7 +41,14 @@ pub(crate) struct WalkEnd {
     /// Entries with non-UTF-8 names or paths over `MAX_PATH_BYTES`, and subdirectories
     /// that could not be read.
     pub unreadable: u32,
+    /// The subdirectories that could not be opened or read (no permission, the descriptor
+    /// limit reached), in walk order: the first [`MAX_UNOPENED_NAMED`] (all of them are
+    /// counted in `unreadable`).
+    pub unopened: Vec<String>,
 }
+
+/// The most unopened subdirectories a walk names in [`WalkEnd::unopened`].
+pub(crate) const MAX_UNOPENED_NAMED: usize = 100;
 
 /// Orders two worktree paths as the walk visits them: by their segment lists.
 pub(crate) fn cmp_paths(a: &str, b: &str) -> Ordering {
@@ -67,10 +74,10 @@ fn frame<T: Tree + ?Sized>(
     tree: &T,
     dir: T::Dir,
     prefix: String,
-    (sizes, private): (bool, &PatternSet),
+    private: &PatternSet,
     end: &mut WalkEnd,
 ) -> Result<Frame<T::Dir>, NotEditable> {
-    let entries = tree.entries(&dir, &prefix, sizes)?;
+    let entries = tree.entries(&dir, &prefix)?;
     end.unreadable = end.unreadable.saturating_add(entries.unnamed);
     // Every private entry of the directory counts, wherever the cursor stands: a count that
     // depended on the cursor would let chosen cursors spell out a private name.
@@ -101,8 +108,8 @@ fn frame<T: Tree + ?Sized>(
 
 /// Walks the directory `start` (already opened, at worktree path `prefix`, `""` for the
 /// root), calling `visit` with each entry's directory, the entry and its worktree path,
-/// in order, after `cursor`. Enters directories when `recursive`; entries other than directories come with
-/// their sizes when `sizes`.
+/// in order, after `cursor`. Enters directories when `recursive`. Entries come with their
+/// names and kinds only: what a visitor shows of one it inspects itself.
 ///
 /// # Errors
 ///
@@ -111,19 +118,13 @@ pub(crate) fn walk<T: Tree + ?Sized>(
     tree: &T,
     start: T::Dir,
     prefix: &str,
-    (recursive, sizes): (bool, bool),
+    recursive: bool,
     cursor: Option<&str>,
     private: &PatternSet,
     mut visit: impl FnMut(&T::Dir, &DirEntry, &str) -> Visit,
 ) -> Result<WalkEnd, NotEditable> {
     let mut end = WalkEnd::default();
-    let mut stack = alloc::vec![frame(
-        tree,
-        start,
-        String::from(prefix),
-        (sizes, private),
-        &mut end
-    )?];
+    let mut stack = alloc::vec![frame(tree, start, String::from(prefix), private, &mut end)?];
     let mut last: Option<String> = cursor.map(String::from);
     let mut examined = 0u32;
     while let Some(top) = stack.last_mut() {
@@ -171,17 +172,22 @@ pub(crate) fn walk<T: Tree + ?Sized>(
         let descend = recursive && entry.kind == EntryKind::Directory;
         let opened = descend.then(|| {
             tree.open_dir(&top.dir, &entry.name, &path)
-                .and_then(|dir| frame(tree, dir, path.clone(), (sizes, private), &mut end))
+                .and_then(|dir| frame(tree, dir, path.clone(), private, &mut end))
         });
+        match opened {
+            Some(Ok(f)) => stack.push(f),
+            Some(Err(_)) => {
+                end.unreadable = end.unreadable.saturating_add(1);
+                if end.unopened.len() < MAX_UNOPENED_NAMED {
+                    end.unopened.push(path.clone());
+                }
+            }
+            None => {}
+        }
         if after {
             // Only a path after the cursor moves it: an ancestor of the cursor was shown
             // on an earlier page.
             last = Some(path);
-        }
-        match opened {
-            Some(Ok(f)) => stack.push(f),
-            Some(Err(_)) => end.unreadable = end.unreadable.saturating_add(1),
-            None => {}
         }
     }
     Ok(end)

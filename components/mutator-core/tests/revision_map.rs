@@ -93,8 +93,8 @@ impl Tree for Counting {
     fn open_dir(&self, dir: &Counted, name: &str, shown: &str) -> Result<Counted, NotEditable> {
         Ok(self.counted(self.disk.open_dir(&dir.path, name, shown)?))
     }
-    fn entries(&self, dir: &Counted, shown: &str, sizes: bool) -> Result<Entries, NotEditable> {
-        self.disk.entries(&dir.path, shown, sizes)
+    fn entries(&self, dir: &Counted, shown: &str) -> Result<Entries, NotEditable> {
+        self.disk.entries(&dir.path, shown)
     }
     fn stat(
         &self,

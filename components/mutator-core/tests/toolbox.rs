@@ -455,3 +455,97 @@ fn a_private_path_is_refused_to_read_with_its_own_code() {
     }
     read::read(&disk, &request("src/a.rs")).expect("the sibling reads");
 }
+
+/// A [`Disk`] that counts how many entries were inspected one by one (`stat`).
+struct StatCounting {
+    disk: Disk,
+    stats: std::cell::Cell<usize>,
+}
+
+impl satyrn_mutator_core::tree::Tree for StatCounting {
+    type Dir = std::path::PathBuf;
+
+    fn root(&self) -> Result<Self::Dir, satyrn_mutator_core::worktree::NotEditable> {
+        self.disk.root()
+    }
+
+    fn open_dir(
+        &self,
+        dir: &Self::Dir,
+        name: &str,
+        shown: &str,
+    ) -> Result<Self::Dir, satyrn_mutator_core::worktree::NotEditable> {
+        self.disk.open_dir(dir, name, shown)
+    }
+
+    fn entries(
+        &self,
+        dir: &Self::Dir,
+        shown: &str,
+    ) -> Result<satyrn_mutator_core::tree::Entries, satyrn_mutator_core::worktree::NotEditable>
+    {
+        self.disk.entries(dir, shown)
+    }
+
+    fn stat(
+        &self,
+        dir: &Self::Dir,
+        name: &str,
+        shown: &str,
+    ) -> Result<
+        Option<(satyrn_mutator_core::tree::EntryKind, u64)>,
+        satyrn_mutator_core::worktree::NotEditable,
+    > {
+        self.stats.set(self.stats.get() + 1);
+        self.disk.stat(dir, name, shown)
+    }
+
+    fn read_file(
+        &self,
+        dir: &Self::Dir,
+        name: &str,
+        shown: &str,
+        max_len: u64,
+    ) -> Result<Vec<u8>, satyrn_mutator_core::worktree::NotEditable> {
+        self.disk.read_file(dir, name, shown, max_len)
+    }
+}
+
+/// A page of a large directory inspects only the entries it shows (LOW 16 of the second
+/// hardening round: every page of a 300,000-entry directory used to `stat` all of them),
+/// and still gives each shown file its size.
+#[test]
+fn a_list_page_inspects_only_its_own_entries() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for i in 0..2_000 {
+        fs::write(dir.path().join(format!("f{i:05}.txt")), "x".repeat(i % 7)).expect("write");
+    }
+    let tree = StatCounting {
+        disk: Disk(dir.path().to_path_buf()),
+        stats: std::cell::Cell::new(0),
+    };
+    let mut cursor: Option<String> = None;
+    for page_number in 0..3 {
+        tree.stats.set(0);
+        let page = list::list(
+            &tree,
+            &ListRequest {
+                path: None,
+                pattern: None,
+                recursive: false,
+                cursor: cursor.as_deref(),
+                limit: Some(3),
+                writable_paths: &[],
+                private_paths: &[],
+            },
+        )
+        .expect("page");
+        assert_eq!(page.entries.len(), 3);
+        assert_eq!(tree.stats.get(), 3, "page {page_number}");
+        for e in &page.entries {
+            let i: usize = e.path[1..6].parse().expect("index");
+            assert_eq!(e.size, (i % 7) as u64, "{}", e.path);
+        }
+        cursor = page.next_cursor;
+    }
+}

@@ -463,6 +463,7 @@ impl From<search::SkipReason> for wit::SkipReason {
             search::SkipReason::TooLarge => Self::TooLarge,
             search::SkipReason::Binary => Self::Binary,
             search::SkipReason::NotText => Self::NotText,
+            search::SkipReason::DirectoryUnreadable => Self::DirectoryUnreadable,
             search::SkipReason::Unavailable => Self::Unavailable,
         }
     }

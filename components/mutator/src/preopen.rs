@@ -92,7 +92,7 @@ impl Tree for Preopen {
         open_subdir(parent, name, shown).map(Dir::Sub)
     }
 
-    fn entries(&self, dir: &Dir, shown: &str, sizes: bool) -> Result<Entries, NotEditable> {
+    fn entries(&self, dir: &Dir, shown: &str) -> Result<Entries, NotEditable> {
         let parent = self.descriptor(dir);
         let stream = parent
             .read_directory()
@@ -100,23 +100,10 @@ impl Tree for Preopen {
         let mut out = Entries::default();
         loop {
             match stream.read_directory_entry() {
-                Ok(Some(entry)) => {
-                    let kind = kind_of(entry.type_);
-                    // `lstat`'s size for everything but a directory (whose size means
-                    // nothing portable): one more call per entry, none per directory.
-                    let size = if sizes && kind != EntryKind::Directory {
-                        parent
-                            .stat_at(PathFlags::empty(), &entry.name)
-                            .map_or(0, |s| s.size)
-                    } else {
-                        0
-                    };
-                    out.entries.push(DirEntry {
-                        name: entry.name,
-                        kind,
-                        size,
-                    });
-                }
+                Ok(Some(entry)) => out.entries.push(DirEntry {
+                    kind: kind_of(entry.type_),
+                    name: entry.name,
+                }),
                 Ok(None) => return Ok(out),
                 Err(ErrorCode::IllegalByteSequence) => out.unnamed = out.unnamed.saturating_add(1),
                 Err(e) => return Err(io_error(shown_or_root(shown), e)),

@@ -45,7 +45,8 @@ pub struct FoundFile {
 pub struct SkippedFile {
     /// Worktree-relative path.
     pub path: String,
-    /// `symlink`, `too_large`, `binary`, `not_text` or `unavailable`.
+    /// `symlink`, `too_large`, `binary`, `not_text`, `unavailable` or
+    /// `directory_unreadable`.
     pub reason: &'static str,
 }
 
@@ -79,6 +80,7 @@ fn reason_name(reason: engine::SkipReason) -> &'static str {
         engine::SkipReason::TooLarge => "too_large",
         engine::SkipReason::Binary => "binary",
         engine::SkipReason::NotText => "not_text",
+        engine::SkipReason::DirectoryUnreadable => "directory_unreadable",
         engine::SkipReason::Unavailable => "unavailable",
     }
 }

@@ -48,7 +48,7 @@ impl Tree for Disk {
         }
     }
 
-    fn entries(&self, dir: &PathBuf, shown: &str, _sizes: bool) -> Result<Entries, NotEditable> {
+    fn entries(&self, dir: &PathBuf, shown: &str) -> Result<Entries, NotEditable> {
         let mut out = Entries::default();
         for entry in fs::read_dir(dir).map_err(|e| io(shown, e))? {
             let entry = entry.map_err(|e| io(shown, e))?;
@@ -57,7 +57,6 @@ impl Tree for Disk {
                 Ok(name) => out.entries.push(DirEntry {
                     name,
                     kind: kind(&meta),
-                    size: meta.len(),
                 }),
                 Err(_) => out.unnamed += 1,
             }

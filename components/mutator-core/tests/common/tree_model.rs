@@ -101,7 +101,7 @@ pub fn expected_list(
                 Node::Symlink => ("symlink", LINK_TARGET.len() as u64),
             };
             let writable =
-                kind != "directory" && satyrn_mutator_core::fnmatch::matches_any(&path, writable);
+                kind == "file" && satyrn_mutator_core::fnmatch::matches_any(&path, writable);
             (path, kind, size, writable)
         })
         .collect()
