@@ -212,7 +212,7 @@ export class Toolbox {
       const { path, sha256, created } = result;
       if (path !== request.path || typeof sha256 !== "string" || typeof created !== "boolean") return undefined;
       this.editor.wrote(path, sha256);
-      return `${created ? "Created" : "Wrote"} ${path} (sha256 ${sha256}).`;
+      return `${created ? "Created" : "Wrote"} ${shown(path)} (sha256 ${sha256}).`;
     });
   }
 
@@ -221,7 +221,7 @@ export class Toolbox {
     return this.mutate("DELETE", () => this.deleteRequest(params), (request, result) => {
       if (result.path !== request.path) return undefined;
       this.editor.forget(request.path as string);
-      return `Deleted ${request.path}.`;
+      return `Deleted ${shown(request.path as string)}.`;
     });
   }
 
@@ -297,6 +297,41 @@ function notice(result: Args): string {
   return typeof result.notice === "string" && result.notice !== "" ? `${result.notice}\n` : "";
 }
 
+/** The code points a reader could not read as they are: satyrn_mutator_core::path::unreadable. */
+function unreadable(code: number): boolean {
+  return (
+    code <= 0x1f ||
+    (code >= 0x7f && code <= 0x9f) ||
+    code === 0x061c ||
+    code === 0x200e ||
+    code === 0x200f ||
+    (code >= 0x202a && code <= 0x202e) ||
+    (code >= 0x2066 && code <= 0x2069) ||
+    code === 0x00ad ||
+    code === 0x180e ||
+    (code >= 0x200b && code <= 0x200d) ||
+    (code >= 0x2060 && code <= 0x2064) ||
+    code === 0xfeff
+  );
+}
+
+/**
+ * A worktree name as text shows it, exactly as satyrn-host's renderings do
+ * (satyrn_mutator_core::path::shown; tests/fixtures/shown-names.json holds both to the same
+ * cases): a control, bidirectional or invisible character as `\u{XXXX}`, a backslash as
+ * `\\`.
+ */
+export function shown(name: string): string {
+  let out = "";
+  for (const c of name) {
+    const code = c.codePointAt(0) as number;
+    if (c === "\\") out += "\\\\";
+    else if (unreadable(code)) out += `\\u{${code.toString(16).toUpperCase().padStart(4, "0")}}`;
+    else out += c;
+  }
+  return out;
+}
+
 /**
  * One entry per line: `path/` for a directory, `path (symlink, not followed)`, `path (N
  * bytes)` for a file, ` [writable]` when declared; then hidden and unreadable counts.
@@ -305,8 +340,9 @@ export function renderList(result: Args): string {
   const entries = array(result.entries);
   let text = "";
   for (const e of entries) {
+    const path = shown(String(e.path));
     const line =
-      e.kind === "directory" ? `${e.path}/` : e.kind === "symlink" ? `${e.path} (symlink, not followed)` : e.kind === "file" ? `${e.path} (${e.size} bytes)` : `${e.path} (special file)`;
+      e.kind === "directory" ? `${path}/` : e.kind === "symlink" ? `${path} (symlink, not followed)` : e.kind === "file" ? `${path} (${e.size} bytes)` : `${path} (special file)`;
     text += `${line}${e.writable === true ? " [writable]" : ""}\n`;
   }
   if (entries.length === 0) text += "(no entries)\n";
@@ -323,12 +359,12 @@ export function renderSearch(result: Args): string {
   const found = files(result);
   let text = "";
   for (const f of found) {
-    text += `${f.path}${f.writable === true ? " [writable]" : ""} (sha256 ${f.sha256})\n`;
+    text += `${shown(String(f.path))}${f.writable === true ? " [writable]" : ""} (sha256 ${f.sha256})\n`;
     for (const l of array(f.lines)) text += `${l.line}${l.matched === true ? ":" : "-"} ${l.text}\n`;
     if (typeof f.omitted === "number" && f.omitted > 0) text += `(${f.omitted} more matching lines not shown)\n`;
   }
   if (found.length === 0) text += `No match in ${typeof result.files_searched === "number" ? result.files_searched : 0} searched files.\n`;
-  for (const s of array(result.skipped)) text += `skipped ${s.path} (${s.reason})\n`;
+  for (const s of array(result.skipped)) text += `skipped ${shown(String(s.path))} (${s.reason})\n`;
   if (typeof result.skipped_omitted === "number" && result.skipped_omitted > 0) text += `${result.skipped_omitted} more files skipped\n`;
   if (typeof result.hidden === "number" && result.hidden > 0) text += `${result.hidden} private files were not searched.\n`;
   return (text + notice(result) + continuation(result)).trimEnd();

@@ -8,7 +8,7 @@ import { after, test } from "node:test";
 
 import type { MutationContext } from "../lib/context.ts";
 import { EditRefused, Editor } from "../lib/editor.ts";
-import { fnmatchPattern, Toolbox } from "../lib/toolbox.ts";
+import { fnmatchPattern, renderList, shown, Toolbox } from "../lib/toolbox.ts";
 import { FakeChild, hostBin } from "./helpers.ts";
 
 const sha = (bytes: string | Buffer) => createHash("sha256").update(bytes).digest("hex");
@@ -321,4 +321,19 @@ test("a malformed write success (wrong path) poisons the editor", async () => {
   assert.equal((await refusal(toolbox.write({ path: "src/n.ts", content: "x" }))).code, "WRITE_UNAVAILABLE");
   assert.ok(editor.poisoned !== undefined);
   assert.equal(editor.revision("src/other.ts"), undefined);
+});
+
+test("names are shown as the shared cases say, and a name with a line feed stays on its line", () => {
+  const fixture = JSON.parse(readFileSync(join(import.meta.dirname, "../../tests/fixtures/shown-names.json"), "utf8"));
+  assert.ok(fixture.cases.length > 10);
+  for (const [name, expected] of fixture.cases) assert.equal(shown(name), expected, JSON.stringify(name));
+  const text = renderList({
+    entries: [
+      { path: "a.txt\nsecrets.txt (9 bytes) [writable]", kind: "file", size: 1, writable: false },
+      { path: "b.txt", kind: "file", size: 1, writable: false },
+    ],
+    hidden: 0,
+    unreadable: 0,
+  });
+  assert.equal(text, "a.txt\\u{000A}secrets.txt (9 bytes) [writable] (1 bytes)\nb.txt (1 bytes)");
 });

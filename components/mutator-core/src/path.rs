@@ -127,6 +127,30 @@ pub fn unreadable(c: char) -> Option<&'static str> {
     }
 }
 
+/// `name` as text shows it to a reader: every character [`unreadable`] names written as
+/// `\u{XXXX}` (hexadecimal, upper case) and a backslash as `\\`, everything else as it is.
+/// A name with neither comes back borrowed. The escaped form is unambiguous (a path the
+/// tools accept never holds a backslash) but is not the name: the structured results carry
+/// the exact name.
+#[must_use]
+pub fn shown(name: &str) -> alloc::borrow::Cow<'_, str> {
+    use core::fmt::Write;
+    if !name.chars().any(|c| c == '\\' || unreadable(c).is_some()) {
+        return alloc::borrow::Cow::Borrowed(name);
+    }
+    let mut out = alloc::string::String::with_capacity(name.len() + 8);
+    for c in name.chars() {
+        if c == '\\' {
+            out.push_str("\\\\");
+        } else if unreadable(c).is_some() {
+            let _ = write!(out, "\\u{{{:04X}}}", u32::from(c));
+        } else {
+            out.push(c);
+        }
+    }
+    alloc::borrow::Cow::Owned(out)
+}
+
 /// Whether a segment is `.git` (in any letter case): git's administrative files (or a
 /// linked worktree's `.git` pointer) are never writable or readable through satyrn,
 /// whatever a contract declares — editing them could point git elsewhere or make it run
@@ -139,6 +163,21 @@ pub fn is_git_admin(segments: &[&str]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn shown_escapes_what_a_reader_could_not_read_and_nothing_else() {
+        assert!(matches!(
+            shown("src/lib.rs"),
+            alloc::borrow::Cow::Borrowed(_)
+        ));
+        assert_eq!(shown("café/ファイル.rs"), "café/ファイル.rs");
+        assert_eq!(shown("a\nb.txt"), "a\\u{000A}b.txt");
+        assert_eq!(shown("\u{1b}[31mred"), "\\u{001B}[31mred");
+        assert_eq!(shown("evil\u{202E}txt.exe"), "evil\\u{202E}txt.exe");
+        assert_eq!(shown("zero\u{200B}width"), "zero\\u{200B}width");
+        assert_eq!(shown("back\\slash"), "back\\\\slash");
+        assert_eq!(shown("\u{7f}\u{85}"), "\\u{007F}\\u{0085}");
+    }
 
     #[test]
     fn accepts_relative_paths() {

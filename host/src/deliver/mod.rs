@@ -36,6 +36,8 @@ use std::io::Write;
 use std::path::{Component, Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use satyrn_mutator_core::path::shown;
+
 use crate::code::Code;
 use crate::contract;
 use crate::git::{self, Git, GitError, OnSignal};
@@ -552,7 +554,8 @@ fn run_attempt(
             return Pending::fail(
                 Code::CandidateTooLarge,
                 format!(
-                    "{path} is {size} bytes, over the {} bytes a candidate's new or changed file may have; it was not staged",
+                    "{} is {size} bytes, over the {} bytes a candidate's new or changed file may have; it was not staged",
+                    shown(&path),
                     scan::FILE_MAX
                 ),
             );
@@ -638,7 +641,8 @@ fn special_file(path: &str, kind: &str) -> Pending {
     Pending::fail(
         Code::SpecialFile,
         format!(
-            "the command left {kind} at {path}, where git would open it; nothing was published"
+            "the command left {kind} at {}, where git would open it; nothing was published",
+            shown(path)
         ),
     )
 }
