@@ -25,12 +25,19 @@ fn two_commit_repo() -> FixedRepo {
 }
 
 fn run_in(root: &Path, id: &str, opts: &[&str], script: &str) -> Run {
+    run_with_home(root, id, opts, script, None)
+}
+
+/// [`run_in`] with `deliver`'s (and so the command's) `HOME` set to `home`.
+fn run_with_home(root: &Path, id: &str, opts: &[&str], script: &str, home: Option<&Path>) -> Run {
     let contract = ContractFile::new(id, &[]);
     let argv: Vec<&OsStr> = sh(script).into_iter().map(OsStr::new).collect();
     let t0 = Instant::now();
-    let child = deliver_cmd(root, &contract.path, opts, &argv)
-        .spawn()
-        .expect("spawn deliver");
+    let mut cmd = deliver_cmd(root, &contract.path, opts, &argv);
+    if let Some(home) = home {
+        cmd.env("HOME", home).env_remove("XDG_CONFIG_HOME");
+    }
+    let child = cmd.spawn().expect("spawn deliver");
     wait_ended(child, ENDS_WITHIN, t0)
 }
 
@@ -40,7 +47,7 @@ fn refs(root: &Path) -> String {
 
 #[test]
 fn git_use_in_the_worktree_that_changes_the_callers_repository_is_named() {
-    let cases: [(&str, String, &str); 19] = [
+    let cases: [(&str, String, &str); 25] = [
         (
             "stash",
             format!("echo w >> a.txt; {GIT} stash -q"),
@@ -104,10 +111,20 @@ fn git_use_in_the_worktree_that_changes_the_callers_repository_is_named() {
         ("objects", "c=$(git rev-parse --git-common-dir); o=$(git rev-parse other); rm -f $c/objects/$(echo $o | cut -c1-2)/$(echo $o | cut -c3-)".into(), "of ref refs/heads/other is gone from the object store"),
         ("journal", "c=$(git rev-parse --git-common-dir); mkdir -p $c/satyrn-temporaries; echo forged > $c/satyrn-temporaries/1-ab.entry".into(), ".git/satyrn-temporaries/1-ab.entry was created"),
         ("worktree-config", "c=$(git rev-parse --git-common-dir); echo '[core]' > $c/config.worktree".into(), ".git/config.worktree was created"),
+        // A blob rewritten in place: `git show` in the caller's checkout then prints other
+        // bytes under the same id (the second adversarial review: `OK` before).
+        ("rewritten-object", "c=$(git rev-parse --git-common-dir); b=$(git rev-parse HEAD:a.txt); f=$c/objects/$(echo $b | cut -c1-2)/$(echo $b | cut -c3-); chmod u+w $f; printf 'blob 9\\0pwned!!!\\n' | python3 -c 'import zlib,sys;sys.stdout.buffer.write(zlib.compress(sys.stdin.buffer.read()))' > $f".into(), "was rewritten: its bytes now hash to"),
+        ("reflog-fifo", "c=$(git rev-parse --git-common-dir); rm -f $c/logs/refs/heads/main; mkfifo $c/logs/refs/heads/main".into(), ".git/logs/refs/heads/main was replaced by a FIFO"),
+        ("ref-lock", "c=$(git rev-parse --git-common-dir); touch $c/refs/heads/main.lock".into(), ".git/refs/heads/main.lock was created"),
+        ("index-lock", "c=$(git rev-parse --git-common-dir); touch $c/index.lock".into(), ".git/index.lock was created"),
+        ("commit-graph-fifo", "c=$(git rev-parse --git-common-dir); mkfifo $c/objects/info/commit-graph".into(), ".git/objects/info/commit-graph was created as a FIFO"),
+        ("user-ignore", "mkdir -p \"$HOME/.config/git\"; echo '*' > \"$HOME/.config/git/ignore\"".into(), "/.config/git/ignore was created"),
     ];
+    let home = tempfile::tempdir().expect("home");
     for (id, script, said) in cases {
         let repo = two_commit_repo();
         let root = repo.path();
+
         if id == "include" {
             std::fs::write(root.join(".git/extra.cfg"), "[core]\n").expect("extra.cfg");
             git_ok(&root, &["config", "include.path", "extra.cfg"]);
@@ -120,11 +137,12 @@ fn git_use_in_the_worktree_that_changes_the_callers_repository_is_named() {
             git_ok(&root, &["checkout", "-q", "main"]);
         }
         // The same change to a file alongside: the candidate would otherwise be `OK`.
-        let run = run_in(
+        let run = run_with_home(
             &root,
             id,
             &[],
             &format!("echo edit >> src/main.txt; {script}"),
+            Some(home.path()),
         );
         assert_discarded(&run, "REPOSITORY_CHANGED");
         let message = run.receipt["message"].as_str().expect("message");
@@ -138,6 +156,52 @@ fn git_use_in_the_worktree_that_changes_the_callers_repository_is_named() {
             "{id}: a candidate ref was written"
         );
     }
+}
+
+/// A command that applies the caller's stash entry (or pops it and stores it back, which
+/// leaves the stash's reflog as it was) carries the caller's work in progress into its
+/// candidate: named, nothing published, the stash unchanged. The sibling: the command's own
+/// `git stash` and `git stash pop` of its own edit, with the caller's entry beside it, `OK`.
+#[test]
+fn a_candidate_holding_the_callers_stashed_work_is_refused() {
+    let repo = two_commit_repo();
+    let root = repo.path();
+    std::fs::write(root.join("a.txt"), "caller WIP secret\n").expect("write");
+    git_ok(&root, &["stash", "-q"]);
+    let stash = git_ok(&root, &["stash", "list", "--format=%H"]);
+    for (id, script) in [
+        (
+            "apply",
+            format!("{GIT} stash apply -q; echo x >> src/main.txt"),
+        ),
+        (
+            "pop-store",
+            format!(
+                "s=$(git rev-parse stash@{{0}}); m=$(git log -1 --format=%gs -g refs/stash); {GIT} stash pop -q; git stash store -m \"$m\" $s; echo x >> src/main.txt"
+            ),
+        ),
+    ] {
+        let run = run_in(&root, id, &[], &script);
+        assert_discarded(&run, "REPOSITORY_CHANGED");
+        let message = run.receipt["message"].as_str().expect("message");
+        assert!(
+            message.contains("the candidate holds the caller's stashed change of a.txt (stash@{0}"),
+            "{id}: {message}"
+        );
+        assert_eq!(
+            git_ok(&root, &["stash", "list", "--format=%H"]),
+            stash,
+            "{id}"
+        );
+    }
+    let run = run_in(
+        &root,
+        "own-stash",
+        &[],
+        &format!("echo mine >> src/main.txt; {GIT} stash -q; {GIT} stash pop -q"),
+    );
+    assert_eq!(run.code(), "OK", "{}", run.stdout);
+    assert_eq!(git_ok(&root, &["stash", "list", "--format=%H"]), stash);
 }
 
 /// What rewrites git's own storage without changing anything the caller sees — `git gc`,

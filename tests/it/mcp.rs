@@ -1122,3 +1122,73 @@ fn a_file_deleted_by_someone_else_is_created_again_by_a_write() {
         client.cancel().await.expect("close");
     });
 }
+
+/// A signal while a write is in flight: the server stops reading but answers what it
+/// already received before it exits, so a write that landed is always reported (27 of 58
+/// landed writes went unanswered when the signal dropped the session at once). Looped, the
+/// signal sent at once or a little later, and counted.
+#[test]
+fn a_write_that_landed_before_a_signal_is_always_answered() {
+    use std::io::{Read, Write};
+    const ROUNDS: usize = 30;
+    let fx = Fixture::new(&["src/*.txt"]);
+    let content = "line\n".repeat(200_000);
+    let (mut landed, mut lost) = (0, 0);
+    for round in 0..ROUNDS {
+        let mut child = Command::new(host_bin())
+            .arg("mcp")
+            .arg("--repo")
+            .arg(fx.repo.path())
+            .arg(&fx.contract.path)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn");
+        let mut stdin = child.stdin.take().expect("stdin");
+        let mut stdout = std::io::BufReader::new(child.stdout.take().expect("stdout"));
+        writeln!(
+            stdin,
+            r#"{{"jsonrpc":"2.0","id":1,"method":"initialize","params":{{"protocolVersion":"2025-06-18","capabilities":{{}},"clientInfo":{{"name":"t","version":"1"}}}}}}"#
+        )
+        .expect("write");
+        let mut line = String::new();
+        std::io::BufRead::read_line(&mut stdout, &mut line).expect("initialize answer");
+        assert!(line.contains("\"serverInfo\""), "{line}");
+        let path = format!("src/n{round}.txt");
+        let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "write", "arguments": {"path": path, "expected_sha256": null, "content": content}}});
+        writeln!(stdin, "{call}").expect("write");
+        stdin.flush().expect("flush");
+        std::thread::sleep(std::time::Duration::from_millis((round % 6) as u64 * 2));
+        let pid = i32::try_from(child.id()).expect("pid");
+        // SAFETY: kill(2) of our own child.
+        assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+        let mut rest = String::new();
+        stdout
+            .read_to_string(&mut rest)
+            .expect("the rest of stdout");
+        let status = child.wait().expect("wait");
+        assert_eq!(status.code(), Some(0), "round {round}");
+        let answered = rest
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .any(|m| m["id"] == 2 && m["result"].is_object());
+        if fx.repo.file(&path).exists() {
+            landed += 1;
+            assert_eq!(
+                std::fs::read_to_string(fx.repo.file(&path)).expect("read"),
+                content
+            );
+            if !answered {
+                lost += 1;
+            }
+        }
+        drop(stdin);
+    }
+    eprintln!("{landed} of {ROUNDS} writes landed, {lost} unanswered");
+    assert!(landed > 0, "no write ever landed before the signal");
+    assert_eq!(
+        lost, 0,
+        "{lost} of {landed} landed writes were never answered"
+    );
+}

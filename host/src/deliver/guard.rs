@@ -18,7 +18,22 @@
 //!   one's `config`;
 //! - the registrations under `worktrees/`: for every one but this attempt's, its `HEAD`,
 //!   `gitdir`, `locked` and `config.worktree`; for this attempt's, its `commondir` and
-//!   `config.worktree` (which would redirect or configure `deliver`'s own git).
+//!   `config.worktree` (which would redirect or configure `deliver`'s own git);
+//! - the object store by identity (size, inode, modification time): every loose object,
+//!   every file of `objects/pack/` and `objects/info/`, so an object rewritten in place
+//!   (`git show` then prints other bytes under the same id) is named; an object or pack
+//!   removed is not a change (`git gc` packs loose objects and drops old packs), a ref whose
+//!   object is gone is;
+//! - by kind alone, `index`, `FETCH_HEAD` and everything under `logs/` (a FIFO there blocks
+//!   the caller's next `git commit`), and every `*.lock` file of the common directory and
+//!   of `refs/` (a stale one fails the caller's next update);
+//! - the user's ignore and attributes files (`core.excludesFile`, `core.attributesFile`,
+//!   else `$XDG_CONFIG_HOME/git/ignore` and `…/attributes`): an ignore-everything rule
+//!   there would silently leave new files out of every later candidate.
+//!
+//! After the command, [`stash_in_candidate`] also compares the candidate with every entry of
+//! the caller's stash: a command that ran `git stash apply` (or popped an entry and stored
+//! it again) carries the caller's work in progress, which is not its own.
 //!
 //! Files are read without following a symlink and without blocking: a FIFO is recorded as
 //! a FIFO, never opened for reading, so the comparison runs before any git that could
@@ -51,8 +66,9 @@ const CANDIDATE_REFS: &str = "refs/satyrn/candidates/";
 /// The parts of the common directory recorded file by file: its configuration, the main
 /// worktree's `HEAD` and the state of a merge, rebase, cherry-pick, revert or bisect in it
 /// (a planted `MERGE_HEAD` leaves the caller "still merging").
-const FILES: [&str; 19] = [
+const FILES: [&str; 20] = [
     "HEAD",
+    "description",
     "config",
     "config.worktree",
     "shallow",
@@ -76,7 +92,7 @@ const FILES: [&str; 19] = [
 /// Recorded only when they are not regular files (a FIFO would block git): their contents
 /// are git's own storage of what is compared logically (the refs), which `git gc` and
 /// `git pack-refs` rewrite without changing anything.
-const KIND_ONLY: [&str; 2] = ["packed-refs", "info/refs"];
+const KIND_ONLY: [&str; 4] = ["packed-refs", "info/refs", "index", "FETCH_HEAD"];
 
 /// The directory trees of the common directory recorded entry by entry (`rebase-merge/`
 /// and `sequencer/` hold the todo lists a `git rebase --continue` would run;
@@ -91,6 +107,17 @@ const TREES: [&str; 8] = [
     "sequencer",
     "satyrn-temporaries",
 ];
+
+/// Recorded by kind alone, wherever they are below the common directory: git's own
+/// bookkeeping whose content changes with ordinary use, but which must stay regular files.
+/// (`git gc` rewrites packs and the commit-graph; a ref update appends to its log.)
+const KIND_ONLY_TREES: [&str; 3] = ["logs", "objects/pack", "objects/info"];
+
+/// The most loose objects recorded by identity; a larger store records none of them.
+const LOOSE_MAX: usize = 200_000;
+
+/// The most stash entries [`stash_in_candidate`] compares with a candidate.
+const STASH_COMPARED: usize = 50;
 
 /// The files of another worktree's registration that are recorded.
 const OTHER_WORKTREE_FILES: [&str; 4] = ["HEAD", "gitdir", "locked", "config.worktree"];
@@ -109,6 +136,8 @@ enum Entry {
     Symlink(Vec<u8>),
     /// A FIFO, socket or device: recorded, never opened.
     Special(&'static str),
+    /// A regular file recorded by its existence and mode alone.
+    Present { mode: u32 },
     /// More than [`ENTRIES_MAX`] entries below: how many were seen.
     TooMany(usize),
 }
@@ -216,7 +245,11 @@ impl Snapshot {
                 continue;
             }
             match after.files.get(path) {
+                None if is_storage(path) => {}
                 None => changes.push(Change::new(format!("{} was removed", shown(path)))),
+                // Re-hashed by `rewritten_objects` (git freshens an object's time).
+                Some(Entry::File { .. })
+                    if is_loose_object(path) && matches!(before, Entry::File { .. }) => {}
                 Some(now) if now != before => {
                     changes.push(Change::new(format!(
                         "{} {}",
@@ -227,15 +260,77 @@ impl Snapshot {
                 Some(_) => {}
             }
         }
-        for path in after.files.keys() {
-            if !self.files.contains_key(path) && !sibling(path) {
-                changes.push(Change::new(match after.files.get(path) {
-                    Some(Entry::Special(kind)) => format!("{} was created as {kind}", shown(path)),
-                    _ => format!("{} was created", shown(path)),
-                }));
+        for (path, now) in &after.files {
+            if self.files.contains_key(path) || sibling(path) {
+                continue;
             }
+            let ordinary = matches!(
+                now,
+                Entry::File { .. } | Entry::Present { .. } | Entry::Dir { .. }
+            );
+            if ordinary && is_storage(path) {
+                continue; // a new object, pack or log of the command's own commits
+            }
+            changes.push(Change::new(match now {
+                Entry::Special(kind) => format!("{} was created as {kind}", shown(path)),
+                _ => format!("{} was created", shown(path)),
+            }));
         }
         changes
+    }
+
+    /// The loose objects whose identity changed between `self` (before) and `after` and
+    /// whose bytes no longer hash to their name: rewritten in place, so that the caller's
+    /// history now reads other content. Each changed one is re-hashed by git (`cat-file`,
+    /// then `hash-object`); past 100 of them the rest are named unchecked.
+    ///
+    /// # Errors
+    ///
+    /// [`GitError`] when git cannot read or hash an object.
+    pub fn rewritten_objects(&self, after: &Self, repo: &Git) -> Result<Vec<Change>, GitError> {
+        const CHECKED: usize = 100;
+        let changed: Vec<&String> = self
+            .files
+            .iter()
+            .filter(|(path, before)| {
+                is_loose_object(path)
+                    && after
+                        .files
+                        .get(*path)
+                        .is_some_and(|now| now != *before && matches!(now, Entry::File { .. }))
+            })
+            .map(|(path, _)| path)
+            .collect();
+        let mut changes = Vec::new();
+        for (n, path) in changes_checked(&changed, CHECKED) {
+            let oid: String = path.trim_start_matches("objects/").replace('/', "");
+            if n.is_none() {
+                changes.push(Change::new(format!(
+                    "{} changed (one of more than {CHECKED} objects that changed; not re-hashed)",
+                    shown(path)
+                )));
+                continue;
+            }
+            let kind = repo.line(&["cat-file", "-t", &oid]);
+            let rehashed = kind.and_then(|kind| {
+                let bytes = repo.run(&["cat-file", &kind, &oid])?;
+                repo.run_input(&["hash-object", "-t", &kind, "--stdin"], &bytes)
+            });
+            match rehashed {
+                Ok(hash) if String::from_utf8_lossy(&hash).trim() == oid => {}
+                Ok(hash) => changes.push(Change::new(format!(
+                    "the object {oid} was rewritten: its bytes now hash to {} (every commit that holds it now reads other content; only confinement prevents this: restore it from a clone, or run git fsck)",
+                    String::from_utf8_lossy(&hash).trim()
+                ))),
+                Err(e @ (GitError::TimedOut { .. } | GitError::Interrupted { .. })) => {
+                    return Err(e);
+                }
+                Err(_) => changes.push(Change::new(format!(
+                    "the object {oid} was rewritten and can no longer be read"
+                ))),
+            }
+        }
+        Ok(changes)
     }
 
     /// Every difference between `self` (before) and `after`: files, refs and stash entries,
@@ -358,6 +453,14 @@ fn files_of(layout: &Layout) -> BTreeMap<String, Entry> {
         }
     }
     record_modules(&layout.common, &mut files);
+    for tree in KIND_ONLY_TREES {
+        record_tree_with(&layout.common, tree, &mut files, kind_only);
+    }
+    record_loose_objects(&layout.common, &mut files);
+    record_locks(&layout.common, &mut files);
+    for file in user_ignore_and_attributes(&configs) {
+        record_absolute(&file, &mut files);
+    }
     let own_name = layout.own.file_name().map(|n| n.as_bytes().to_vec());
     if let Ok(entries) = std::fs::read_dir(layout.common.join("worktrees")) {
         for entry in entries.flatten().take(ENTRIES_MAX) {
@@ -413,6 +516,17 @@ fn user_configs() -> Vec<PathBuf> {
 /// The files `config` includes (`[include]` or `[includeIf …]` sections' `path`), one
 /// level deep: absolute, `~/`-relative, or relative to the file's own directory.
 fn includes_of(config: &Path) -> Vec<PathBuf> {
+    config_paths(
+        config,
+        |section| section == "include" || section == "includeif",
+        "path",
+    )
+}
+
+/// The values of `key` (lower case) in the sections of `config` that `section` accepts (by
+/// their lower-case name before any subsection), as paths: absolute, `~/`-relative, or
+/// relative to the file's own directory.
+fn config_paths(config: &Path, section: impl Fn(&str) -> bool, key: &str) -> Vec<PathBuf> {
     let Some(Entry::File {
         content: Content::Bytes(bytes),
         ..
@@ -421,24 +535,26 @@ fn includes_of(config: &Path) -> Vec<PathBuf> {
         return Vec::new();
     };
     let text = String::from_utf8_lossy(&bytes);
-    let mut in_include = false;
+    let mut inside = false;
     let mut found = Vec::new();
     for line in text.lines() {
         let line = line.trim();
-        if let Some(section) = line.strip_prefix('[') {
-            let name = section.trim_start().to_ascii_lowercase();
-            in_include = name.starts_with("include]")
-                || name.starts_with("include ")
-                || name.starts_with("includeif");
+        if let Some(header) = line.strip_prefix('[') {
+            let name: String = header
+                .trim_start()
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
+                .collect();
+            inside = section(&name.to_ascii_lowercase());
             continue;
         }
-        if !in_include {
+        if !inside {
             continue;
         }
-        let Some((key, value)) = line.split_once('=') else {
+        let Some((name, value)) = line.split_once('=') else {
             continue;
         };
-        if !key.trim().eq_ignore_ascii_case("path") {
+        if !name.trim().eq_ignore_ascii_case(key) {
             continue;
         }
         let value = value.trim().trim_matches('"');
@@ -522,10 +638,29 @@ fn record_modules(common: &Path, files: &mut BTreeMap<String, Entry>) {
 /// Records `rel` and, when it is a directory, everything below it (no symlink followed),
 /// up to [`ENTRIES_MAX`] entries.
 fn record_tree(common: &Path, rel: &str, files: &mut BTreeMap<String, Entry>) {
+    record_tree_with(common, rel, files, read_entry);
+}
+
+/// [`record_tree`] with `read` making each entry; a path already recorded (by [`FILES`],
+/// with its content) is kept as it is.
+fn record_tree_with(
+    common: &Path,
+    rel: &str,
+    files: &mut BTreeMap<String, Entry>,
+    read: fn(&Path) -> Option<Entry>,
+) {
     let mut pending = vec![rel.to_owned()];
     let mut seen = 0usize;
+    let record = |dir: &str, files: &mut BTreeMap<String, Entry>| -> Option<Entry> {
+        if let Some(kept) = files.get(dir) {
+            return Some(kept.clone());
+        }
+        let entry = read(&common.join(dir))?;
+        files.insert(dir.to_owned(), entry.clone());
+        Some(entry)
+    };
     while let Some(dir) = pending.pop() {
-        if !matches!(record(common, &dir, files), Some(Entry::Dir { .. })) {
+        if !matches!(record(&dir, files), Some(Entry::Dir { .. })) {
             continue;
         }
         let Ok(entries) = std::fs::read_dir(common.join(&dir)) else {
@@ -547,10 +682,253 @@ fn record_tree(common: &Path, rel: &str, files: &mut BTreeMap<String, Entry>) {
             if entry.file_type().is_ok_and(|t| t.is_dir()) {
                 pending.push(child);
             } else {
+                record(&child, files);
+            }
+        }
+    }
+}
+
+/// [`read_entry`], with a regular file recorded by its existence and mode alone.
+fn kind_only(path: &Path) -> Option<Entry> {
+    let meta = std::fs::symlink_metadata(path).ok()?;
+    if meta.is_file() {
+        return Some(Entry::Present {
+            mode: meta.mode() & 0o7777,
+        });
+    }
+    read_entry(path)
+}
+
+/// Records every loose object (`objects/xx/…`) by identity (size, inode, modification
+/// time), or none of them in a store of more than [`LOOSE_MAX`]: [`rewritten_objects`]
+/// then re-hashes those whose identity changed.
+fn record_loose_objects(common: &Path, files: &mut BTreeMap<String, Entry>) {
+    let Ok(dirs) = std::fs::read_dir(common.join("objects")) else {
+        return;
+    };
+    let mut loose = Vec::new();
+    for dir in dirs.flatten() {
+        let name = dir.file_name();
+        let name = name.as_bytes();
+        if name.len() != 2 || !name.iter().all(u8::is_ascii_hexdigit) {
+            continue;
+        }
+        let Ok(objects) = std::fs::read_dir(dir.path()) else {
+            continue;
+        };
+        for object in objects.flatten() {
+            let Ok(meta) = object.metadata() else {
+                continue;
+            };
+            loose.push((
+                format!(
+                    "objects/{}/{}",
+                    String::from_utf8_lossy(name),
+                    String::from_utf8_lossy(object.file_name().as_bytes())
+                ),
+                if meta.is_file() {
+                    Entry::File {
+                        mode: meta.mode() & 0o7777,
+                        content: large(&meta),
+                    }
+                } else {
+                    read_entry(&object.path()).unwrap_or(Entry::Special("an unknown file"))
+                },
+            ));
+            if loose.len() > LOOSE_MAX {
+                return;
+            }
+        }
+    }
+    files.extend(loose);
+}
+
+impl Snapshot {
+    /// The caller's stash entries when recorded (newest first).
+    #[must_use]
+    pub fn stash(&self) -> &[String] {
+        &self.stash
+    }
+}
+
+/// The changes of the caller's stash entries that the candidate `commit` holds, as
+/// [`Change`]s: a path that an entry changed (its tracked, staged or untracked part) whose
+/// blob in the candidate is exactly the entry's, where the base `base` had another. A
+/// command that ran `git stash apply` (or popped an entry and stored it back) carries the
+/// caller's work in progress into a candidate that is not its own. The first
+/// [`STASH_COMPARED`] entries are compared.
+///
+/// # Errors
+///
+/// [`GitError`] when git cannot read an entry, the candidate or the base.
+pub fn stash_in_candidate(
+    repo: &Git,
+    stash: &[String],
+    base: &str,
+    commit: &str,
+) -> Result<Vec<Change>, GitError> {
+    let mut changes = Vec::new();
+    for (n, entry) in stash.iter().take(STASH_COMPARED).enumerate() {
+        let mut stashed: BTreeMap<Vec<u8>, String> = BTreeMap::new();
+        for parent in ["^1", "^2", "^3"] {
+            let (from, to) = if parent == "^1" {
+                (format!("{entry}^1"), entry.clone())
+            } else {
+                let part = format!("{entry}{parent}");
+                if repo
+                    .output(&["rev-parse", "--verify", "-q", &format!("{part}^{{commit}}")])?
+                    .status
+                    .success()
+                {
+                    (format!("{entry}^1"), part)
+                } else {
+                    continue;
+                }
+            };
+            let args = ["diff-tree", "-r", "-z", "--no-renames", &from, &to];
+            let out = repo.run(&args)?;
+            let fields = crate::git::split_z(&out);
+            for pair in fields.chunks(2) {
+                let [meta, path] = pair else { continue };
+                let meta = String::from_utf8_lossy(meta);
+                let mut words = meta.split_whitespace();
+                let new = words.nth(3).unwrap_or_default();
+                let status = words.next().unwrap_or_default();
+                if status != "D" && !new.chars().all(|c| c == '0') {
+                    stashed.insert(path.to_vec(), new.to_owned());
+                }
+            }
+        }
+        if stashed.is_empty() {
+            continue;
+        }
+        let blobs = |tree: &str| -> Result<BTreeMap<Vec<u8>, String>, GitError> {
+            let mut args: Vec<&std::ffi::OsStr> =
+                ["ls-tree", "-r", "-z", "--full-tree", tree, "--"]
+                    .map(std::ffi::OsStr::new)
+                    .to_vec();
+            args.extend(stashed.keys().map(|p| std::ffi::OsStr::from_bytes(p)));
+            let out = repo.run_env(&args, &[("GIT_LITERAL_PATHSPECS", "1")])?;
+            Ok(crate::git::split_z(&out)
+                .into_iter()
+                .filter_map(|record| {
+                    let tab = record.iter().position(|b| *b == b'\t')?;
+                    let meta = String::from_utf8_lossy(&record[..tab]);
+                    let oid = meta.split_whitespace().nth(2)?.to_owned();
+                    Some((record[tab + 1..].to_vec(), oid))
+                })
+                .collect())
+        };
+        let (in_candidate, in_base) = (blobs(commit)?, blobs(base)?);
+        for (path, blob) in &stashed {
+            if in_candidate.get(path) == Some(blob) && in_base.get(path) != Some(blob) {
+                changes.push(Change::new(format!(
+                    "the candidate holds the caller's stashed change of {} (stash@{{{n}}}, {entry}): the command applied the caller's stash; nothing was published (the stash itself is unchanged)",
+                    satyrn_mutator_core::path::shown(&String::from_utf8_lossy(path))
+                )));
+            }
+        }
+    }
+    Ok(changes)
+}
+
+/// `items` numbered up to `checked`, the rest without a number.
+fn changes_checked<'a>(items: &[&'a String], checked: usize) -> Vec<(Option<usize>, &'a String)> {
+    items
+        .iter()
+        .enumerate()
+        .map(|(n, item)| ((n < checked).then_some(n), *item))
+        .collect()
+}
+
+/// Whether `key` lies in git's storage that ordinary use adds to and `git gc` removes from:
+/// loose objects and the trees of [`KIND_ONLY_TREES`].
+fn is_storage(key: &str) -> bool {
+    is_loose_object(key)
+        || KIND_ONLY_TREES.iter().any(|tree| {
+            key.strip_prefix(tree)
+                .is_some_and(|rest| rest.starts_with('/'))
+        })
+}
+
+/// Whether `key` names a loose object (`objects/xx/…`).
+fn is_loose_object(key: &str) -> bool {
+    key.strip_prefix("objects/")
+        .and_then(|rest| rest.split_once('/'))
+        .is_some_and(|(dir, _)| dir.len() == 2 && dir.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
+/// Records every `*.lock` file at the top of the common directory and below `refs/` (other
+/// attempts' candidate refs aside), and every entry below `refs/` that is neither a regular
+/// file nor a directory: a lock left behind fails the caller's next update of what it locks.
+fn record_locks(common: &Path, files: &mut BTreeMap<String, Entry>) {
+    if let Ok(entries) = std::fs::read_dir(common) {
+        for entry in entries.flatten().take(ENTRIES_MAX) {
+            let name = String::from_utf8_lossy(entry.file_name().as_bytes()).into_owned();
+            if name.ends_with(".lock") {
+                record(common, &name, files);
+            }
+        }
+    }
+    let mut pending = vec!["refs".to_owned()];
+    let mut seen = 0usize;
+    while let Some(dir) = pending.pop() {
+        let Ok(entries) = std::fs::read_dir(common.join(&dir)) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            seen += 1;
+            if seen > ENTRIES_MAX {
+                return;
+            }
+            let child = format!(
+                "{dir}/{}",
+                String::from_utf8_lossy(entry.file_name().as_bytes())
+            );
+            if format!("{child}/").starts_with(CANDIDATE_REFS) {
+                continue;
+            }
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            if kind.is_dir() {
+                pending.push(child);
+            } else if child.ends_with(".lock") || !kind.is_file() {
                 record(common, &child, files);
             }
         }
     }
+}
+
+/// The user's ignore and attributes files, as git finds them: `core.excludesFile` and
+/// `core.attributesFile` of `configs` (the last one set wins, as in git), else
+/// `$XDG_CONFIG_HOME/git/ignore` and `…/git/attributes` (`~/.config/git/…`).
+fn user_ignore_and_attributes(configs: &[PathBuf]) -> Vec<PathBuf> {
+    let env = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
+    let xdg = env("XDG_CONFIG_HOME")
+        .map(PathBuf::from)
+        .or_else(|| env("HOME").map(|home| Path::new(&home).join(".config")));
+    let mut found = Vec::new();
+    for (key, default) in [
+        ("excludesfile", "git/ignore"),
+        ("attributesfile", "git/attributes"),
+    ] {
+        let set = configs
+            .iter()
+            .flat_map(|config| {
+                let mut all = config_paths(config, |section| section == "core", key);
+                for included in includes_of(config) {
+                    all.extend(config_paths(&included, |section| section == "core", key));
+                }
+                all
+            })
+            .last();
+        match set {
+            Some(path) => found.push(path),
+            None => found.extend(xdg.as_ref().map(|xdg| xdg.join(default))),
+        }
+    }
+    found
 }
 
 /// Records the entry at `common/rel` (nothing when it does not exist) and returns it.
@@ -681,7 +1059,8 @@ fn describe(before: &Entry, now: &Entry) -> String {
                 "changed".to_owned()
             }
         }
-        (Entry::Dir { mode: a }, Entry::Dir { mode: b }) => {
+        (Entry::Dir { mode: a }, Entry::Dir { mode: b })
+        | (Entry::Present { mode: a }, Entry::Present { mode: b }) => {
             format!("changed mode from {a:o} to {b:o}")
         }
         (_, Entry::Special(kind)) => format!("was replaced by {kind}"),

@@ -515,7 +515,11 @@ fn run_attempt(
     let bounded_repo = repo.with_deadline(deadline, OnSignal::Stop);
     match guard::Snapshot::take(&bounded_repo, &layout) {
         Ok(after) => {
-            let changed = before.changes(&after);
+            let mut changed = before.changes(&after);
+            match before.rewritten_objects(&after, &bounded_repo) {
+                Ok(rewritten) => changed.extend(rewritten),
+                Err(e) => return git_failure(&e, "cannot check the object store"),
+            }
             if !changed.is_empty() {
                 return repository_changed(&changed);
             }
@@ -578,6 +582,11 @@ fn run_attempt(
     match candidate::build(&wt, id, base) {
         Ok(Change::None) => Pending::fail(Code::NoChange, "the command changed nothing"),
         Ok(Change::Commit { commit, paths }) => {
+            match guard::stash_in_candidate(&wt, before.stash(), base, &commit) {
+                Ok(held) if held.is_empty() => {}
+                Ok(held) => return repository_changed(&held),
+                Err(e) => return git_failure(&e, "cannot compare the candidate with the stash"),
+            }
             match warnings::in_candidate(&wt, attempt.worktree(), &commit) {
                 Ok(warnings) => Pending {
                     code: Code::Ok,

@@ -10,7 +10,8 @@
 //!
 //! Lifetime: the server ends on stdin EOF, `SIGTERM`, `SIGINT` or `SIGHUP`, after the
 //! calls in flight have finished (each is one bounded operation), leaving no temporary and no
-//! child. Process-global effects: tokio's handlers for those three signals are installed
+//! child. On a signal it stops reading and answers every request it already received before
+//! it exits (within [`SHUTDOWN_GRACE`]): a write that landed is always reported. Process-global effects: tokio's handlers for those three signals are installed
 //! for the server's lifetime.
 
 pub mod args;
@@ -86,6 +87,7 @@ pub fn serve(session: Session) -> u8 {
         )
         .with_max_line_length(framing::MAX_MESSAGE_BYTES + 1);
         let (reader, writer) = (framed.read, framed.write);
+        let (outstanding, stop_reading) = (framed.outstanding, framed.stop_reading);
         let session_ended = async {
             let service = match server.serve(transport).await {
                 Ok(service) => service,
@@ -111,16 +113,27 @@ pub fn serve(session: Session) -> u8 {
             let _ = tokio::time::timeout(FLUSH_GRACE, writer).await;
             ended
         };
-        // A signal drops the session future, which closes the transport; calls already
-        // running on their own threads are awaited below.
-        tokio::select! {
-            ended = session_ended => match ended {
-                Ok(()) => 0,
-                Err(message) => fail(&message),
-            },
-            _ = term.recv() => 0,
-            _ = int.recv() => 0,
-            _ = hup.recv() => 0,
+        tokio::pin!(session_ended);
+        let ended = tokio::select! {
+            ended = &mut session_ended => Some(ended),
+            _ = term.recv() => None,
+            _ = int.recv() => None,
+            _ = hup.recv() => None,
+        };
+        match ended {
+            Some(Ok(())) => 0,
+            Some(Err(message)) => fail(&message),
+            None => {
+                // A signal: no further request is read; the session goes on until each one
+                // already received is answered (its response written and flushed), then it
+                // is dropped, which closes the transport.
+                stop_reading.notify_one();
+                tokio::select! {
+                    _ = &mut session_ended => {}
+                    _ = tokio::time::timeout(SHUTDOWN_GRACE, outstanding.all_answered()) => {}
+                }
+                0
+            }
         }
     });
     // Not a plain drop: tokio's stdin reader is a blocking thread that would hold the drop

@@ -19,12 +19,14 @@ use crate::repo::RepoRoot;
 
 mod args;
 mod delete;
+pub(crate) mod echo;
 mod edit;
 mod list;
 mod read;
 mod replace;
 pub mod schema;
 mod search;
+pub(crate) mod strict;
 mod write;
 
 pub use args::{

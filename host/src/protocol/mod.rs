@@ -36,10 +36,8 @@ use crate::engine::{Instances, Loaded};
 use crate::operation::{self, Scope};
 use crate::repo::RepoRoot;
 
-mod echo;
 mod request;
 mod response;
-mod strict;
 
 pub use operation::problem_spelling;
 use request::parse;

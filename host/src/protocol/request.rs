@@ -9,9 +9,9 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use super::echo::{echo, echo_long, echo_quoted, field_path, json_error};
-use super::strict::StrictObject;
 use super::{MAX_REQUEST_BYTES, Shape, VERSION};
+use crate::operation::echo::{echo, echo_long, echo_quoted, field_path, json_error};
+use crate::operation::strict::StrictObject;
 use crate::operation::{self, RequestShape};
 use satyrn_mutator_core::path::MAX_PATH_BYTES;
 

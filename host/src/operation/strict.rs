@@ -7,7 +7,7 @@ use serde_json::Value;
 use super::echo::echo;
 
 /// A JSON object read with duplicate keys refused (serde_json would keep the last).
-pub(super) struct StrictObject(pub(super) Vec<(String, Value)>);
+pub(crate) struct StrictObject(pub(crate) Vec<(String, Value)>);
 
 impl<'de> de::Deserialize<'de> for StrictObject {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
@@ -34,6 +34,17 @@ impl<'de> de::Deserialize<'de> for StrictObject {
         }
         deserializer.deserialize_map(ObjectVisitor)
     }
+}
+
+/// `text` as one JSON value, with duplicate keys refused at every depth (the front ends
+/// read every request this way: a key given twice is an error, never "the last one wins").
+///
+/// # Errors
+///
+/// serde_json's error: a syntax error, or `duplicate field` naming the key (cut like
+/// [`echo`]).
+pub(crate) fn value(text: &str) -> Result<Value, serde_json::Error> {
+    serde_json::from_str::<Strict>(text).map(|s| s.0)
 }
 
 /// Any JSON value, read with duplicate keys refused at every depth.

@@ -2,11 +2,11 @@
 //! the request spelled, however long it was or however JSON escapes it.
 
 /// The most characters of the request's own text that a message repeats.
-pub(super) const MAX_ECHO_CHARS: usize = 64;
+pub(crate) const MAX_ECHO_CHARS: usize = 64;
 
 /// `s` for a message: cut to [`MAX_ECHO_CHARS`] characters, so that no input, however
 /// long (or made of characters JSON escapes to six bytes), makes a long response.
-pub(super) fn echo(s: &str) -> String {
+pub(crate) fn echo(s: &str) -> String {
     match s.char_indices().nth(MAX_ECHO_CHARS) {
         None => s.to_string(),
         Some((cut, _)) => format!("{}… ({} bytes)", &s[..cut], s.len()),
@@ -15,7 +15,7 @@ pub(super) fn echo(s: &str) -> String {
 
 /// Where in the arguments a deserialization failed, e.g. `edits[2].new_text`, each key cut
 /// like [`echo`]; without its last segment when `parent`.
-pub(super) fn field_path(path: &serde_path_to_error::Path, parent: bool) -> String {
+pub(crate) fn field_path(path: &serde_path_to_error::Path, parent: bool) -> String {
     use serde_path_to_error::Segment;
     let segments: Vec<&Segment> = path.iter().collect();
     let keep = if parent {
@@ -41,7 +41,7 @@ pub(super) fn field_path(path: &serde_path_to_error::Path, parent: bool) -> Stri
 
 /// `message` with each part serde quotes in backticks (an unknown field or variant, as the
 /// request spelled it) cut like [`echo`].
-pub(super) fn echo_quoted(message: &str) -> String {
+pub(crate) fn echo_quoted(message: &str) -> String {
     message
         .split('`')
         .enumerate()
@@ -58,7 +58,7 @@ pub(super) fn echo_quoted(message: &str) -> String {
 
 /// serde_json's explanation, whose quoted value (written with Rust's escapes, up to ten
 /// bytes per input byte) is cut like [`echo`]; the position is kept.
-pub(super) fn json_error(e: &serde_json::Error) -> String {
+pub(crate) fn json_error(e: &serde_json::Error) -> String {
     let full = e.to_string();
     let position = format!(" at line {} column {}", e.line(), e.column());
     let what = full.strip_suffix(&position).unwrap_or(&full);
@@ -71,7 +71,7 @@ pub(super) fn json_error(e: &serde_json::Error) -> String {
 
 /// Like [`echo`], but keeping both ends ([`MAX_ECHO_CHARS`] × 2 characters each), so
 /// serde_json's own words around the value (`invalid type: …, expected …`) survive.
-pub(super) fn echo_long(s: &str) -> String {
+pub(crate) fn echo_long(s: &str) -> String {
     let keep = 2 * MAX_ECHO_CHARS;
     let count = s.chars().count();
     if count <= 2 * keep {
