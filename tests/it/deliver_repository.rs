@@ -47,7 +47,7 @@ fn refs(root: &Path) -> String {
 
 #[test]
 fn git_use_in_the_worktree_that_changes_the_callers_repository_is_named() {
-    let cases: [(&str, String, &str); 25] = [
+    let cases: [(&str, String, &str); 27] = [
         (
             "stash",
             format!("echo w >> a.txt; {GIT} stash -q"),
@@ -118,6 +118,8 @@ fn git_use_in_the_worktree_that_changes_the_callers_repository_is_named() {
         ("ref-lock", "c=$(git rev-parse --git-common-dir); touch $c/refs/heads/main.lock".into(), ".git/refs/heads/main.lock was created"),
         ("index-lock", "c=$(git rev-parse --git-common-dir); touch $c/index.lock".into(), ".git/index.lock was created"),
         ("commit-graph-fifo", "c=$(git rev-parse --git-common-dir); mkfifo $c/objects/info/commit-graph".into(), ".git/objects/info/commit-graph was created as a FIFO"),
+        ("checkout", "c=$(git rev-parse --git-common-dir); echo x >> $c/../a.txt".into(), "the caller's checkout changed:  M a.txt"),
+        ("clean-ignored", "c=$(git rev-parse --git-common-dir); git -C $c/.. clean -fdxq".into(), "the caller's ignored build/ was removed"),
         ("user-ignore", "mkdir -p \"$HOME/.config/git\"; echo '*' > \"$HOME/.config/git/ignore\"".into(), "/.config/git/ignore was created"),
     ];
     let home = tempfile::tempdir().expect("home");
@@ -128,6 +130,12 @@ fn git_use_in_the_worktree_that_changes_the_callers_repository_is_named() {
         if id == "include" {
             std::fs::write(root.join(".git/extra.cfg"), "[core]\n").expect("extra.cfg");
             git_ok(&root, &["config", "include.path", "extra.cfg"]);
+        }
+        if id == "clean-ignored" {
+            std::fs::write(root.join(".gitignore"), "build/\n").expect("ignore");
+            commit_all(&root, "ignore build");
+            std::fs::create_dir(root.join("build")).expect("build");
+            std::fs::write(root.join("build/out.o"), "o\n").expect("out");
         }
         if id == "objects" {
             // A branch whose tip is a loose object only it names.
@@ -539,4 +547,48 @@ fn sigterm_during_a_hanging_git_before_the_command_ends_deliver_and_its_strays()
         run.elapsed
     );
     assert_all_stopped(&[&marks.path().join("escaped")]);
+}
+
+/// A directory with a `.git` that is no repository (an empty file, a `gitdir:` to nowhere)
+/// is staged file by file, so its files are looked at like any other: a huge one is
+/// `CANDIDATE_TOO_LARGE`, a FIFO `.gitignore` `SPECIAL_FILE` (both passed the scan, which
+/// skipped every directory holding a `.git`, in the second adversarial review). The
+/// sibling: a real embedded repository is a gitlink, its huge file never looked at.
+#[test]
+fn a_fake_git_directory_does_not_hide_files_from_the_checks() {
+    let repo = two_commit_repo();
+    let root = repo.path();
+    for (id, script, code, said) in [
+        (
+            "fake-empty",
+            "mkdir d; touch d/.git; truncate -s 20000000 d/big",
+            "CANDIDATE_TOO_LARGE",
+            "d/big is 20000000 bytes",
+        ),
+        (
+            "fake-gitdir",
+            "mkdir d; echo 'gitdir: /nowhere' > d/.git; mkfifo d/.gitignore",
+            "SPECIAL_FILE",
+            "a FIFO at d/.gitignore",
+        ),
+    ] {
+        let run = run_in(
+            &root,
+            id,
+            &["--timeout", "60"],
+            &format!("echo edit >> src/main.txt; {script}"),
+        );
+        assert_discarded(&run, code);
+        let message = run.receipt["message"].as_str().expect("message");
+        assert!(message.contains(said), "{id}: {message}");
+    }
+    let run = run_in(
+        &root,
+        "embedded",
+        &["--timeout", "60"],
+        &format!(
+            "echo edit >> src/main.txt; git init -q d && {GIT} -C d commit -q --allow-empty -m x && truncate -s 8G d/huge"
+        ),
+    );
+    assert_eq!(run.code(), "OK", "{}", run.stdout);
 }

@@ -164,6 +164,11 @@ pub struct Snapshot {
     /// The refs (name → object) whose object is no longer in the object store.
     missing: Vec<(String, String)>,
     files: BTreeMap<String, Entry>,
+    /// Up to five `git status` entries of the caller's checkout when it was not clean.
+    dirty: Option<Vec<String>>,
+    /// The ignored files and directories of the caller's checkout, as `git status
+    /// --ignored` lists them (a directory once, not what it holds).
+    ignored: std::collections::BTreeSet<Vec<u8>>,
     /// The names under `worktrees/` that were other attempts' when recorded.
     attempts: std::collections::BTreeSet<String>,
 }
@@ -212,6 +217,8 @@ impl Snapshot {
             &repo.run(&["ls-files", "--stage", "-z"])?,
         ));
         snapshot.missing = missing_objects(repo, &snapshot.refs)?;
+        snapshot.dirty = super::dirty_entries(repo)?;
+        snapshot.ignored = ignored_of(repo)?;
         Ok(snapshot)
     }
 
@@ -224,6 +231,8 @@ impl Snapshot {
             stash: Vec::new(),
             index: None,
             missing: Vec::new(),
+            dirty: None,
+            ignored: std::collections::BTreeSet::new(),
             attempts: attempt_registrations(&files),
             files,
         }
@@ -374,6 +383,22 @@ impl Snapshot {
                     .to_owned(),
             ));
         }
+        if let (None, Some(entries)) = (&self.dirty, &after.dirty) {
+            changes.push(Change::new(format!(
+                "the caller's checkout changed: {} (git status there shows it; the command wrote outside its worktree)",
+                entries
+                    .iter()
+                    .map(|e| satyrn_mutator_core::path::shown(e).into_owned())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        }
+        for gone in self.ignored.difference(&after.ignored).take(5) {
+            changes.push(Change::new(format!(
+                "the caller's ignored {} was removed from their checkout (git clean, or rm, outside the worktree; git cannot restore it)",
+                satyrn_mutator_core::path::shown(&String::from_utf8_lossy(gone))
+            )));
+        }
         for (name, object) in &after.missing {
             if !self.missing.contains(&(name.clone(), object.clone())) {
                 changes.push(Change::new(format!(
@@ -405,6 +430,22 @@ fn refs_of(repo: &Git) -> Result<BTreeMap<String, String>, GitError> {
         refs.insert(name, value);
     }
     Ok(refs)
+}
+
+/// The ignored entries of the caller's checkout (`git status --ignored`, a directory once).
+fn ignored_of(repo: &Git) -> Result<std::collections::BTreeSet<Vec<u8>>, GitError> {
+    let out = repo.run(&[
+        "status",
+        "--porcelain=v1",
+        "-z",
+        "--ignored=traditional",
+        "--untracked-files=normal",
+        "--ignore-submodules=all",
+    ])?;
+    Ok(crate::git::split_z(&out)
+        .into_iter()
+        .filter_map(|e| e.strip_prefix(b"!! ").map(<[u8]>::to_vec))
+        .collect())
 }
 
 /// The commits of the stash's reflog, newest first.

@@ -93,7 +93,7 @@ pub fn scan(
             continue;
         };
         let entries: Vec<_> = entries.flatten().collect();
-        if !rel.as_os_str().is_empty() && entries.iter().any(|e| e.file_name() == ".git") {
+        if !rel.as_os_str().is_empty() && is_embedded_repository(&worktree.join(&rel)) {
             continue; // an embedded repository: git stages it as a gitlink, never its files
         }
         for entry in entries {
@@ -177,6 +177,65 @@ fn first_staged(
         }));
     }
     Ok(None)
+}
+
+/// Whether `dir` holds a repository git would stage as a gitlink: its `.git` is a git
+/// directory, or a file `gitdir: PATH` naming one (as git's own check: `HEAD` a regular
+/// file naming a ref or an object, `objects/` and `refs/` directories). Any other `.git` (an
+/// empty file, a `gitdir:` to nowhere) leaves the directory's files staged one by one, so
+/// they are looked at like any other.
+fn is_embedded_repository(dir: &Path) -> bool {
+    let dot_git = dir.join(".git");
+    let Ok(meta) = std::fs::symlink_metadata(&dot_git) else {
+        return false;
+    };
+    if meta.is_dir() {
+        return is_git_directory(&dot_git);
+    }
+    if !meta.is_file() {
+        return false;
+    }
+    let Some(text) = small_file(&dot_git) else {
+        return false;
+    };
+    let Some(target) = text.strip_prefix("gitdir:") else {
+        return false;
+    };
+    let target = Path::new(target.trim());
+    is_git_directory(&if target.is_absolute() {
+        target.to_path_buf()
+    } else {
+        dir.join(target)
+    })
+}
+
+/// Whether `gitdir` is a git directory as git recognises one.
+fn is_git_directory(gitdir: &Path) -> bool {
+    let head_ok = small_file(&gitdir.join("HEAD")).is_some_and(|head| {
+        let head = head.trim_end();
+        head.starts_with("ref: refs/")
+            || (matches!(head.len(), 40 | 64) && head.bytes().all(|b| b.is_ascii_hexdigit()))
+    });
+    let dir = |name: &str| std::fs::metadata(gitdir.join(name)).is_ok_and(|m| m.is_dir());
+    head_ok && dir("objects") && dir("refs")
+}
+
+/// The text of the regular file at `path` (no symlink followed, never blocking on a FIFO),
+/// when it has at most 4 KiB of UTF-8.
+fn small_file(path: &Path) -> Option<String> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .ok()?;
+    if !file.metadata().ok()?.is_file() {
+        return None;
+    }
+    let mut text = String::new();
+    file.take(4096).read_to_string(&mut text).ok()?;
+    Some(text)
 }
 
 /// A file of the attempt's registration directory that is neither a regular file nor a
