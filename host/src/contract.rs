@@ -222,7 +222,8 @@ fn pattern_list(name: &str, value: Option<Value>) -> Result<Option<Vec<String>>,
                 None => "remove it".to_owned(),
             };
             return Err(ContractError::Invalid(format!(
-                "`{name}` pattern `{pattern}` can never match a file: {}; {fix} (patterns match worktree-relative paths such as `src/main.rs`, and `*` also matches `/`)",
+                "`{name}` pattern `{}` can never match a file: {}; {fix} (patterns match worktree-relative paths such as `src/main.rs`, and `*` also matches `/`)",
+                satyrn_mutator_core::path::shown(pattern),
                 why.reason()
             )));
         }
@@ -310,18 +311,40 @@ mod tests {
             ("writable_paths", "src/./a.rs", "write `src/a.rs`"),
             ("writable_paths", "../x/*", "remove it"),
             ("writable_paths", "src\\a.rs", "write `src/a.rs`"),
+            // Seen through a one-character bracket expression, and the rest the second
+            // adversarial review found accepted.
+            ("private_paths", "secrets[/]", "write `secrets/*`"),
+            ("private_paths", "[/]x", "write `x`"),
+            ("writable_paths", "a/[.]/b", "write `a/b`"),
+            ("writable_paths", "a/[.][.]/b", "remove it"),
+            ("writable_paths", ".git/*", "remove it"),
+            ("private_paths", "secrets\0", "remove it"),
+            ("private_paths", " secrets/*", "write `secrets/*`"),
+            ("private_paths", "secrets/* ", "write `secrets/*`"),
         ] {
             let text = format!("id: c\ntask: t\n{list}:\n  - {pattern:?}\n");
             match err(&text) {
                 ContractError::Invalid(m) => {
-                    assert!(m.contains(&format!("`{list}` pattern `{pattern}`")), "{m}");
+                    let shown = satyrn_mutator_core::path::shown(pattern);
+                    assert!(m.contains(&format!("`{list}` pattern `{shown}`")), "{m}");
                     assert!(m.contains(said), "{pattern}: {m}");
                 }
                 other => panic!("{pattern}: {other:?}"),
             }
         }
         // The siblings: the intended forms, and patterns that only look odd, load.
-        for pattern in ["secrets/*", "s2/*", "*/", "*.", ".env", "a/.b", "[/]x", "*"] {
+        for pattern in [
+            "secrets/*",
+            "s2/*",
+            "*/",
+            "*.",
+            ".env",
+            "a/.b",
+            "[/.]x",
+            "[!/]x",
+            "*",
+            "a/.gitx",
+        ] {
             let pattern = if pattern == "*/" { "*/x" } else { pattern };
             let text = format!("id: c\ntask: t\nprivate_paths:\n  - {pattern:?}\n");
             assert_eq!(ok(&text).private_paths, [pattern], "{pattern}");

@@ -302,16 +302,27 @@ function unreadable(code: number): boolean {
   return (
     code <= 0x1f ||
     (code >= 0x7f && code <= 0x9f) ||
+    code === 0x2028 ||
+    code === 0x2029 ||
     code === 0x061c ||
     code === 0x200e ||
     code === 0x200f ||
     (code >= 0x202a && code <= 0x202e) ||
     (code >= 0x2066 && code <= 0x2069) ||
     code === 0x00ad ||
-    code === 0x180e ||
+    code === 0x034f ||
+    code === 0x115f ||
+    code === 0x1160 ||
+    (code >= 0x180b && code <= 0x180f) ||
     (code >= 0x200b && code <= 0x200d) ||
     (code >= 0x2060 && code <= 0x2064) ||
-    code === 0xfeff
+    code === 0x2800 ||
+    code === 0x3164 ||
+    (code >= 0xfe00 && code <= 0xfe0f) ||
+    code === 0xfeff ||
+    code === 0xffa0 ||
+    (code >= 0xe0000 && code <= 0xe007f) ||
+    (code >= 0xe0100 && code <= 0xe01ef)
   );
 }
 

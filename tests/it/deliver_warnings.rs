@@ -183,6 +183,15 @@ fn ids_with_control_bidi_invisible_or_decomposed_characters_are_refused() {
         "\"zw\\u200Bj\"",
         "\"bom\\uFEFFx\"",
         "\"cafe\\u0301\"",
+        // The second adversarial review: Hangul fillers, the blank Braille pattern,
+        // variation selectors and tags (`a\u{E0041}b` was listed as `ab`).
+        "\"a\\u3164b\"",
+        "\"a\\u115Fb\"",
+        "\"a\\u1160b\"",
+        "\"x\\u2800y\"",
+        "\"a\\uFE0Fb\"",
+        "\"a\\u180Bb\"",
+        "\"a\\U000E0041b\"",
     ] {
         let contract = ContractFile::raw(&format!("id: {id}\ntask: t\n"));
         let run = deliver(&root, &contract.path, &sh("echo never > ran.txt"));
@@ -190,6 +199,15 @@ fn ids_with_control_bidi_invisible_or_decomposed_characters_are_refused() {
         assert_eq!(run.outcome(), "refused", "{id}");
         let message = run.receipt["message"].as_str().expect("message");
         assert!(message.contains("U+"), "{id}: {message}");
+        assert!(!root.join("ran.txt").exists());
+    }
+    // An id that every command line would read as an option.
+    for id in ["-x", "--help"] {
+        let contract = ContractFile::raw(&format!("id: \"{id}\"\ntask: t\n"));
+        let run = deliver(&root, &contract.path, &sh("echo never > ran.txt"));
+        assert_no_candidate(&run, "INVALID_CANDIDATE_ID", 8);
+        let message = run.receipt["message"].as_str().expect("message");
+        assert!(message.contains("starts with `-`"), "{id}: {message}");
         assert!(!root.join("ran.txt").exists());
     }
     before.assert_unchanged(&root, None);

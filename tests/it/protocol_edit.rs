@@ -580,7 +580,7 @@ fn gates_refuse_as_replace_does() {
             ("notes.md", b"hello world\n"),
             ("src/latin1.txt", b"caf\xe9\n"),
         ],
-        &["src/*.txt", ".git/*", "*.md"],
+        &["src/*.txt", "*HEAD", "*.md"],
     );
     let w = &["src/a.txt", "src/latin1.txt"];
     let undeclared = Fixture::new(&[("a.txt", b"x\n")], &["src/*"]);

@@ -823,6 +823,18 @@ fn a_new_name_with_control_or_bidi_characters_is_refused() {
         "src/\u{1b}[31mred.rs",
         "src/x\u{202e}sr.txt",
         "src/zero\u{200b}width.rs",
+        // What the second adversarial review found accepted: the same characters candidate
+        // ids refuse (one predicate now decides both).
+        "src/nb\u{a0}sp.rs",
+        "src/line\u{2028}sep.rs",
+        "src/braille\u{2800}.rs",
+        "src/cgj\u{34f}.rs",
+        "src/fvs\u{180b}.rs",
+        "src/vs\u{fe0f}.rs",
+        "src/tag\u{e0041}.rs",
+        "src/filler\u{3164}.rs",
+        "src/cafe\u{301}.rs",
+        "src/\u{fb01}le.rs",
     ] {
         let run = t.refuse(
             "write",
@@ -844,4 +856,9 @@ fn a_new_name_with_control_or_bidi_characters_is_refused() {
         json!({"path": "src/plain.rs", "content": "x\n", "expected_sha256": null}),
     ));
     assert!(t.fx.file("src/plain.rs").exists());
+    // Composed letters and other scripts are names like any other.
+    ok(&t.run(
+        "write",
+        json!({"path": "src/caf\u{e9}-\u{30d5}\u{30a1}\u{30a4}\u{30eb}.rs", "content": "x\n", "expected_sha256": null}),
+    ));
 }

@@ -215,6 +215,12 @@ pub enum Unmatchable {
     DotDotSegment,
     /// It contains a backslash (`a\\b`).
     Backslash,
+    /// It contains a NUL character, which no path holds.
+    Nul,
+    /// It starts or ends with white space (`" secrets/*"`), almost always a slip.
+    SurroundingSpace,
+    /// It reaches into `.git` (any case), which satyrn never reads or writes.
+    GitAdmin,
 }
 
 impl Unmatchable {
@@ -229,6 +235,11 @@ impl Unmatchable {
             Self::DotSegment => "it has a `.` segment",
             Self::DotDotSegment => "it has a `..` segment, and paths never leave the worktree",
             Self::Backslash => "it contains a backslash, and only `/` separates segments",
+            Self::Nul => "it contains a NUL character, which no path holds",
+            Self::SurroundingSpace => {
+                "it starts or ends with white space (a name that really does cannot be declared)"
+            }
+            Self::GitAdmin => "it reaches into `.git`, which satyrn never reads or writes",
         }
     }
 
@@ -236,6 +247,8 @@ impl Unmatchable {
     /// one.
     #[must_use]
     pub fn intended(self, pattern: &str) -> Option<String> {
+        let spelled = single_brackets_spelled_out(pattern);
+        let pattern = spelled.as_str();
         let fixed = match self {
             Self::LeadingSlash => String::from(pattern.trim_start_matches('/')),
             Self::LeadingDot => {
@@ -258,7 +271,8 @@ impl Unmatchable {
                 kept.join("/")
             }
             Self::Backslash => pattern.replace('\\', "/"),
-            Self::DotDotSegment => return None,
+            Self::SurroundingSpace => String::from(pattern.trim()),
+            Self::DotDotSegment | Self::Nul | Self::GitAdmin => return None,
         };
         (!fixed.is_empty() && fixed != pattern && unmatchable(&fixed).is_none()).then_some(fixed)
     }
@@ -269,6 +283,15 @@ impl Unmatchable {
 /// has. (Wildcards do not help: `*` can supply a `/` but not remove one.)
 #[must_use]
 pub fn unmatchable(pattern: &str) -> Option<Unmatchable> {
+    if pattern.contains('\0') {
+        return Some(Unmatchable::Nul);
+    }
+    if pattern.trim() != pattern {
+        return Some(Unmatchable::SurroundingSpace);
+    }
+    // A bracket expression of one character (`[/]`, `[.]`) is that character: the shape
+    // checks below see through it.
+    let pattern = &single_brackets_spelled_out(pattern);
     if pattern.contains('\\') {
         return Some(Unmatchable::Backslash);
     }
@@ -286,10 +309,34 @@ pub fn unmatchable(pattern: &str) -> Option<Unmatchable> {
             "" => return Some(Unmatchable::EmptySegment),
             "." => return Some(Unmatchable::DotSegment),
             ".." => return Some(Unmatchable::DotDotSegment),
+            s if s.eq_ignore_ascii_case(".git") => return Some(Unmatchable::GitAdmin),
             _ => {}
         }
     }
     None
+}
+
+/// `pattern` with every bracket expression that holds exactly one character and is not
+/// negated (`[/]`, `[.]`, `[a]`) written as that character.
+fn single_brackets_spelled_out(pattern: &str) -> String {
+    let chars: Vec<char> = pattern.chars().collect();
+    let mut out = String::with_capacity(pattern.len());
+    let mut i = 0;
+    while i < chars.len() {
+        if chars[i] == '['
+            && let (Some(&c), Some(&']')) = (chars.get(i + 1), chars.get(i + 2))
+            && c != '!'
+            && c != '^'
+            && c != ']'
+        {
+            out.push(c);
+            i += 3;
+            continue;
+        }
+        out.push(chars[i]);
+        i += 1;
+    }
+    out
 }
 
 /// A list of patterns translated once, for matching many names (a walk of the worktree).

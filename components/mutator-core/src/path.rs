@@ -111,17 +111,71 @@ pub fn segments(path: &str) -> Result<Vec<&str>, PathShapeError> {
 /// Why `c` would make a name that a reader could not read as it is, if it would: a control
 /// character (Unicode `Cc`), which a terminal acts on (a line feed shows a fake second
 /// entry); a bidirectional formatting character (U+061C, U+200E, U+200F, U+202A–U+202E,
-/// U+2066–U+2069), which reorders what is displayed; or an invisible one (U+00AD, U+180E,
-/// U+200B–U+200D, U+2060–U+2064, U+FEFF), which makes two names look the same.
+/// U+2066–U+2069), which reorders what is displayed; a line or paragraph separator (U+2028,
+/// U+2029), which breaks the line; or an invisible one (U+00AD, U+034F, U+115F, U+1160,
+/// U+180B–U+180F, U+200B–U+200D, U+2060–U+2064, U+2800, U+3164, U+FE00–U+FE0F, U+FEFF,
+/// U+FFA0, U+E0000–U+E007F, U+E0100–U+E01EF: soft hyphen, grapheme joiner, Hangul fillers,
+/// variation selectors, the blank Braille pattern, tags), which makes two names look the
+/// same.
 #[must_use]
 pub fn unreadable(c: char) -> Option<&'static str> {
     match u32::from(c) {
         0x00..=0x1F | 0x7F..=0x9F => Some("the control character"),
+        0x2028 | 0x2029 => Some("the line separator"),
         0x061C | 0x200E | 0x200F | 0x202A..=0x202E | 0x2066..=0x2069 => {
             Some("the bidirectional formatting character")
         }
-        0x00AD | 0x180E | 0x200B..=0x200D | 0x2060..=0x2064 | 0xFEFF => {
-            Some("the invisible character")
+        0x00AD
+        | 0x034F
+        | 0x115F
+        | 0x1160
+        | 0x180B..=0x180F
+        | 0x200B..=0x200D
+        | 0x2060..=0x2064
+        | 0x2800
+        | 0x3164
+        | 0xFE00..=0xFE0F
+        | 0xFEFF
+        | 0xFFA0
+        | 0xE0000..=0xE007F
+        | 0xE0100..=0xE01EF => Some("the invisible character"),
+        _ => None,
+    }
+}
+
+/// Why `c` may not appear in a name satyrn makes or is asked to make (a candidate id, a new
+/// file's name), if it may not: what a reader of the name would not see, or would see as
+/// something else.
+///
+/// - control characters (Unicode `Cc`: U+0000–U+001F, U+007F–U+009F);
+/// - bidirectional formatting characters (U+061C, U+200E, U+200F, U+202A–U+202E,
+///   U+2066–U+2069), which reorder what is displayed;
+/// - invisible characters (U+00AD, U+180E, U+200B–U+200D, U+2060–U+2064, U+FEFF), which
+///   make two different names look the same;
+/// - combining marks of the combining-diacritics blocks (U+0300–U+036F, U+1AB0–U+1AFF,
+///   U+1DC0–U+1DFF, U+20D0–U+20FF, U+FE20–U+FE2F): with them `café` has a decomposed (NFD)
+///   twin that looks identical to the composed (NFC) one; names must use the composed form;
+/// - spaces other than ASCII's (U+00A0, U+1680, U+2000–U+200A, U+202F, U+205F, U+3000),
+///   which look like a space;
+/// - compatibility characters that read as ordinary ones: ligatures (U+FB00–U+FB4F, `ﬁ`),
+///   fullwidth and halfwidth forms (U+FF00–U+FFEF, `Ａ`), letterlike symbols
+///   (U+2100–U+214F, the Kelvin sign) and mathematical letters (U+1D400–U+1D7FF).
+#[must_use]
+pub fn deceptive(c: char) -> Option<&'static str> {
+    if let Some(what) = unreadable(c) {
+        return Some(what);
+    }
+    match u32::from(c) {
+        0x0300..=0x036F | 0x1AB0..=0x1AFF | 0x1DC0..=0x1DFF | 0x20D0..=0x20FF | 0xFE20..=0xFE2F => {
+            Some("the combining mark")
+        }
+        0x00A0 | 0x1680 | 0x2000..=0x200A | 0x202F | 0x205F | 0x3000 => {
+            Some("the space or line separator")
+        }
+        // Ligatures (ﬁ), fullwidth and halfwidth forms (Ａ), letterlike symbols (the Kelvin
+        // sign K) and mathematical letters (𝐀): each reads as another, ordinary character.
+        0xFB00..=0xFB4F | 0xFF00..=0xFFEF | 0x2100..=0x214F | 0x1D400..=0x1D7FF => {
+            Some("the compatibility character")
         }
         _ => None,
     }

@@ -2,6 +2,7 @@
 
 use super::error::IdError;
 use crate::git::{self, Git, GitError};
+pub use satyrn_mutator_core::path::deceptive;
 
 /// The namespace of candidate refs: `refs/satyrn/candidates/<id>/head`.
 pub const REF_PREFIX: &str = "refs/satyrn/candidates/";
@@ -57,6 +58,9 @@ pub fn check_id(git: &Git, id: &str) -> Result<(), IdError> {
             len: id.len(),
         });
     }
+    if id.starts_with('-') {
+        return Err(IdError::LeadingDash(id.to_owned()));
+    }
     if let Some((character, what)) = id.chars().find_map(|c| deceptive(c).map(|w| (c, w))) {
         return Err(IdError::Deceptive {
             id: id.to_owned(),
@@ -83,43 +87,6 @@ pub fn check_id(git: &Git, id: &str) -> Result<(), IdError> {
 /// The longest candidate id: 200 bytes, so every ref it names (and a series' `/<n>` below
 /// it) stays a file name a file system takes (255 bytes).
 pub const MAX_ID_BYTES: usize = 200;
-
-/// Why `c` may not appear in a candidate id, if it may not: what a reviewer reading the ref
-/// name would not see, or would see as something else.
-///
-/// - control characters (Unicode `Cc`: U+0000–U+001F, U+007F–U+009F);
-/// - bidirectional formatting characters (U+061C, U+200E, U+200F, U+202A–U+202E,
-///   U+2066–U+2069), which reorder what is displayed;
-/// - invisible characters (U+00AD, U+180E, U+200B–U+200D, U+2060–U+2064, U+FEFF), which
-///   make two different ids look the same;
-/// - combining marks of the combining-diacritics blocks (U+0300–U+036F, U+1AB0–U+1AFF,
-///   U+1DC0–U+1DFF, U+20D0–U+20FF, U+FE20–U+FE2F): with them `café` has a decomposed (NFD)
-///   twin that looks identical to the composed (NFC) one; ids must use the composed form;
-/// - spaces and line separators other than ASCII's (U+00A0, U+1680, U+2000–U+200A,
-///   U+2028, U+2029, U+202F, U+205F, U+3000), which look like a space or a line break;
-/// - compatibility characters that read as ordinary ones: ligatures (U+FB00–U+FB4F, `ﬁ`),
-///   fullwidth and halfwidth forms (U+FF00–U+FFEF, `Ａ`), letterlike symbols
-///   (U+2100–U+214F, the Kelvin sign) and mathematical letters (U+1D400–U+1D7FF).
-#[must_use]
-pub fn deceptive(c: char) -> Option<&'static str> {
-    if let Some(what) = satyrn_mutator_core::path::unreadable(c) {
-        return Some(what);
-    }
-    match u32::from(c) {
-        0x0300..=0x036F | 0x1AB0..=0x1AFF | 0x1DC0..=0x1DFF | 0x20D0..=0x20FF | 0xFE20..=0xFE2F => {
-            Some("the combining mark")
-        }
-        0x00A0 | 0x1680 | 0x2000..=0x200A | 0x2028 | 0x2029 | 0x202F | 0x205F | 0x3000 => {
-            Some("the space or line separator")
-        }
-        // Ligatures (ﬁ), fullwidth and halfwidth forms (Ａ), letterlike symbols (the Kelvin
-        // sign K) and mathematical letters (𝐀): each reads as another, ordinary character.
-        0xFB00..=0xFB4F | 0xFF00..=0xFFEF | 0x2100..=0x214F | 0x1D400..=0x1D7FF => {
-            Some("the compatibility character")
-        }
-        _ => None,
-    }
-}
 
 /// Whether `name` exists as a ref: ordinary, symbolic, or dangling symbolic.
 ///

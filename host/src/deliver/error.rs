@@ -116,6 +116,8 @@ pub enum IdError {
         /// What kind of character it is.
         what: &'static str,
     },
+    /// It starts with `-`, so every command line that names it reads it as an option.
+    LeadingDash(String),
     /// `git check-ref-format` refuses the ref it names.
     NotRefName {
         /// The id.
@@ -160,6 +162,10 @@ impl fmt::Display for IdError {
                 f,
                 "candidate id {id:?} contains {what} U+{:04X}; a reviewer could not read the id as it is",
                 u32::from(*character)
+            ),
+            Self::LeadingDash(id) => write!(
+                f,
+                "candidate id {id:?} starts with `-`, which every command line would read as an option"
             ),
             Self::NotRefName { id, name } => {
                 write!(

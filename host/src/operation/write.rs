@@ -49,7 +49,7 @@ pub fn write(scope: Scope<'_>, args: &WriteArgs) -> Result<WriteResult, Failure>
             if let Some((c, what)) = created
                 .path
                 .chars()
-                .find_map(|c| satyrn_mutator_core::path::unreadable(c).map(|w| (c, w)))
+                .find_map(|c| satyrn_mutator_core::path::deceptive(c).map(|w| (c, w)))
             {
                 return Err(Failure::new(
                     Code::InvalidRequest,
