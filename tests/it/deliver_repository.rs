@@ -592,3 +592,41 @@ fn a_fake_git_directory_does_not_hide_files_from_the_checks() {
     );
     assert_eq!(run.code(), "OK", "{}", run.stdout);
 }
+
+/// The sweep after the command reads the attempt's own registration, never the worktree's
+/// `.git` file, which the command may point at another worktree's: that worktree's journal
+/// of temporaries is left as it was (it was consumed before). The sibling: the same
+/// delivery with the `.git` file untouched, `OK`, the other journal also as it was.
+#[test]
+fn the_sweep_never_follows_a_rewritten_git_file_into_another_worktree() {
+    let repo = two_commit_repo();
+    let root = repo.path();
+    let other = tempfile::tempdir().expect("other");
+    let other_tree = other.path().join("other");
+    git_ok(
+        &root,
+        &[
+            "worktree",
+            "add",
+            "-q",
+            "--detach",
+            other_tree.to_str().expect("utf-8"),
+        ],
+    );
+    let journal = root.join(".git/worktrees/other/satyrn-temporaries");
+    std::fs::create_dir_all(&journal).expect("journal");
+    std::fs::write(journal.join("1-ab.entry"), "x").expect("entry");
+    for (id, script) in [
+        (
+            "rewritten",
+            "echo edit >> src/main.txt; c=$(git rev-parse --git-common-dir); echo \"gitdir: $c/worktrees/other\" > .git",
+        ),
+        ("plain", "echo edit >> src/main.txt"),
+    ] {
+        let _ = run_in(&root, id, &[], script);
+        assert!(
+            journal.join("1-ab.entry").exists(),
+            "{id}: the other journal was swept"
+        );
+    }
+}

@@ -573,7 +573,7 @@ fn run_attempt(
         rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::CLOEXEC,
         rustix::fs::Mode::empty(),
     ) {
-        crate::publish::sweep(&root);
+        crate::publish::sweep_with_git_dir(&root, &layout.own);
     }
     match warnings::dropped_submodule_writes(&wt, attempt.worktree()) {
         Ok(w) => progress.receipt.warnings.extend(w),

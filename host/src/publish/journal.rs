@@ -199,6 +199,13 @@ impl Journal {
         })
     }
 
+    /// The journal of the worktree whose git directory is `git_dir` (already opened), for a
+    /// caller that knows it without reading the worktree's `.git` (which its command may
+    /// have rewritten to name another worktree's).
+    pub(super) fn at(git_dir: OwnedFd) -> Self {
+        Self { git_dir }
+    }
+
     /// The journal directory, made if missing.
     fn made(&self) -> Option<OwnedFd> {
         match rustix::fs::mkdirat(&self.git_dir, JOURNAL_DIR, Mode::from_raw_mode(0o700)) {

@@ -150,6 +150,20 @@ pub fn sweep(root: &OwnedFd) -> Vec<String> {
     journal::Journal::open(root).map_or_else(Vec::new, |j| j.sweep(root))
 }
 
+/// [`sweep`] with the worktree's git directory given (`deliver` knows its attempt's
+/// registration): the worktree's `.git`, which the command may have rewritten, is not read.
+/// Fails nothing; a `git_dir` that cannot be opened (no symlink followed) sweeps nothing.
+pub fn sweep_with_git_dir(root: &OwnedFd, git_dir: &std::path::Path) -> Vec<String> {
+    let flags = rustix::fs::OFlags::RDONLY
+        | rustix::fs::OFlags::DIRECTORY
+        | rustix::fs::OFlags::NOFOLLOW
+        | rustix::fs::OFlags::CLOEXEC;
+    match rustix::fs::open(git_dir, flags, rustix::fs::Mode::empty()) {
+        Ok(dir) => journal::Journal::at(dir).sweep(root),
+        Err(_) => Vec::new(),
+    }
+}
+
 /// The worktree's journal, after its sweep.
 fn swept(root: &OwnedFd) -> Option<journal::Journal> {
     let journal = journal::Journal::open(root)?;
