@@ -862,3 +862,107 @@ fn a_new_name_with_control_or_bidi_characters_is_refused() {
         json!({"path": "src/caf\u{e9}-\u{30d5}\u{30a1}\u{30a4}\u{30eb}.rs", "content": "x\n", "expected_sha256": null}),
     ));
 }
+
+/// Decided (docs/protocol.md, "Decisions"): a file whose first line is larger than a page
+/// cannot be read, so `read` gives it no revision; `search` does (it shows the matching
+/// part of the line), and an anchored `edit` on that revision lands.
+#[test]
+fn a_file_whose_first_line_exceeds_a_page_is_edited_through_search() {
+    let t = toolbox();
+    let line = format!(
+        "const BUNDLE = \"{}needle{}\";\n",
+        "a".repeat(40_000),
+        "b".repeat(40_000)
+    );
+    std::fs::write(t.fx.file("src/bundle.js"), &line).expect("write");
+    let refused = t.refuse(
+        "read",
+        json!({"path": "src/bundle.js"}),
+        "READ_TOO_LARGE",
+        11,
+    );
+    assert!(
+        refused.response["message"]
+            .as_str()
+            .expect("message")
+            .contains("`search` in the file shows"),
+        "{}",
+        refused.stdout
+    );
+    let found = ok(&t.run(
+        "search",
+        json!({"query": "needle", "path": "src/bundle.js"}),
+    ))
+    .clone();
+    let sha = found["files"][0]["sha256"]
+        .as_str()
+        .expect("sha")
+        .to_string();
+    assert_eq!(sha, sha256_hex(line.as_bytes()));
+    ok(&t.run(
+        "edit",
+        json!({"path": "src/bundle.js", "expected_sha256": sha, "edits": [{"op": "replace", "old_text": "needle", "new_text": "thread"}]}),
+    ));
+    assert_eq!(
+        std::fs::read_to_string(t.fx.file("src/bundle.js")).expect("read"),
+        line.replace("needle", "thread")
+    );
+}
+
+/// Decided (docs/protocol.md, "Decisions"): a hard link to a private file under another
+/// name is listed with the size `lstat` gives any name, but its bytes are never read —
+/// `read` refuses every multi-link file and `search` skips it — so the secret never leaves.
+/// And names are bytes: the decomposed (NFD) twin of a private composed (NFC) name is
+/// another file, not private (its own bytes, whatever they are).
+#[test]
+fn a_hard_link_to_a_private_file_is_listed_but_never_read() {
+    let t = toolbox();
+    std::fs::hard_link(t.fx.file(".env"), t.fx.file("src/env-link.txt")).expect("link");
+    let listed = ok(&t.run("list", json!({"path": "src"}))).clone();
+    let entry = listed["entries"]
+        .as_array()
+        .expect("entries")
+        .iter()
+        .find(|e| e["path"] == "src/env-link.txt")
+        .expect("listed")
+        .clone();
+    assert_eq!(entry["size"], b"TOKEN=needle\n".len());
+    t.refuse(
+        "read",
+        json!({"path": "src/env-link.txt"}),
+        "READ_UNAVAILABLE",
+        11,
+    );
+    let found = ok(&t.run("search", json!({"query": "TOKEN"}))).clone();
+    assert_eq!(found["files"], json!([]), "{found}");
+    assert!(!found.to_string().contains("TOKEN=needle"));
+    assert!(
+        found["skipped"]
+            .as_array()
+            .expect("skipped")
+            .iter()
+            .any(|s| s["path"] == "src/env-link.txt" && s["reason"] == "unavailable"),
+        "{found}"
+    );
+
+    let nfc = Toolbox {
+        fx: Fixture {
+            repo: crate::support::Repo::with_files(&[
+                ("keys/caf\u{e9}.key", b"composed secret\n"),
+                ("keys/cafe\u{301}.key", b"decomposed twin\n"),
+            ]),
+            contract: ContractFile::raw(
+                "id: c\ntask: t\nwritable_paths: []\nprivate_paths: [\"keys/caf\u{e9}.key\"]\n",
+            ),
+        },
+        outside: tempfile::tempdir().expect("outside"),
+    };
+    nfc.refuse(
+        "read",
+        json!({"path": "keys/caf\u{e9}.key"}),
+        "PATH_PRIVATE",
+        12,
+    );
+    let twin = ok(&nfc.run("read", json!({"path": "keys/cafe\u{301}.key"}))).clone();
+    assert!(twin.to_string().contains("decomposed twin"), "{twin}");
+}

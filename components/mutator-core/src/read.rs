@@ -193,7 +193,7 @@ pub fn read<W: Worktree + ?Sized>(
                 return Err(refuse(
                     ReadCode::TooLarge,
                     format!(
-                        "line {offset} of `{path}` is {} bytes, more than a page ({MAX_READ_BYTES} bytes); it cannot be read through satyrn",
+                        "line {offset} of `{path}` is {} bytes, more than a page ({MAX_READ_BYTES} bytes), so it cannot be read; `search` in the file shows the matching part of the line with the file's revision, which an anchored `edit` takes",
                         line_end - start
                     ),
                 ));
