@@ -127,8 +127,8 @@ pub(super) fn still_the_target(
 
 /// The checked inode still hashes to `base`.
 pub(super) fn unchanged(path: &str, base: &Revision, target: &Target) -> Result<(), PublishError> {
-    let current =
-        hash_file(&target.file).map_err(|e| failed(path, "reading the target again", e))?;
+    let current = hash_file(&target.file, target.size)
+        .map_err(|e| failed(path, "reading the target again", e))?;
     if &current == base {
         Ok(())
     } else {

@@ -113,19 +113,19 @@ impl FileId {
     }
 }
 
-/// A worktree's journal: its git directory, where the journal directory is made by a
-/// record and removed again once empty (so a worktree's git directory is as it was after
-/// every call that was not killed).
+/// A worktree's journal: its git directory, where the journal directory is made by the
+/// first record and then kept (empty between calls): making and removing a directory on
+/// every publish cost two metadata updates of the git directory each time.
 #[derive(Debug)]
 pub(super) struct Journal {
     git_dir: OwnedFd,
 }
 
-/// One recorded name; the entry is removed on drop (and the journal directory with it when
-/// it is then empty). Hold it until the name is gone.
+/// One recorded name; the entry is removed on drop. Hold it until the name is gone.
 #[derive(Debug)]
 pub(super) struct Record<'a> {
-    journal: &'a Journal,
+    /// The journal it belongs to, which outlives it.
+    _journal: &'a Journal,
     dir: OwnedFd,
     entry: String,
     /// Holds the entry's lock while the record lives.
@@ -185,7 +185,6 @@ impl Drop for Record<'_> {
             return;
         }
         let _ = rustix::fs::unlinkat(&self.dir, self.entry.as_str(), AtFlags::empty());
-        self.journal.remove_if_empty();
     }
 }
 
@@ -214,12 +213,6 @@ impl Journal {
         }
     }
 
-    /// Removes the journal directory if it holds no entry (`rmdir` refuses otherwise). All
-    /// writers of one worktree hold its lock, so no record is being made meanwhile.
-    fn remove_if_empty(&self) {
-        let _ = rustix::fs::unlinkat(&self.git_dir, JOURNAL_DIR, AtFlags::REMOVEDIR);
-    }
-
     /// Records that the file at `rel` (worktree-relative) may hold one of the files `ids`
     /// on device `dev`, before that name is given. `None` when the entry cannot be written
     /// (the name then stays unproven: never swept). An empty `ids` records a name about
@@ -236,7 +229,7 @@ impl Journal {
         )
         .ok()?;
         let record = Record {
-            journal: self,
+            _journal: self,
             dir,
             entry,
             _held: file,
@@ -269,7 +262,6 @@ impl Journal {
                 said.push(message);
             }
         }
-        self.remove_if_empty();
         said
     }
 }

@@ -287,6 +287,8 @@ struct Target {
     mode: Mode,
     uid: rustix::fs::Uid,
     gid: rustix::fs::Gid,
+    /// Its size when it was checked (the buffer of its re-hash).
+    size: u64,
 }
 
 /// Confirms the target is a single-link regular file hashing to `base`.
@@ -327,7 +329,8 @@ fn check_target(
             stat.st_nlink
         )));
     }
-    let current = hash_file(&file).map_err(|e| failed(path, "reading the target", e))?;
+    let current = hash_file(&file, u64::try_from(stat.st_size).unwrap_or(0))
+        .map_err(|e| failed(path, "reading the target", e))?;
     if &current != base {
         return Err(PublishError::Stale(format!(
             "`{path}` changed since it was read: expected revision {base}, it is now {current}; read it again"
@@ -342,14 +345,19 @@ fn check_target(
         mode: Mode::from_raw_mode(stat.st_mode & 0o1777),
         uid: rustix::fs::Uid::from_raw(stat.st_uid),
         gid: rustix::fs::Gid::from_raw(stat.st_gid),
+        size: u64::try_from(stat.st_size).unwrap_or(0),
     })
 }
 
 /// The SHA-256 revision of everything in `file`, read from its start (`pread`, so the
-/// descriptor's offset does not matter).
-fn hash_file(file: &OwnedFd) -> std::io::Result<Revision> {
+/// descriptor's offset does not matter). `size` (what `fstat` said) sizes the buffer: one
+/// byte more than the file, up to 1 MiB, so a small file is one read into a small buffer
+/// (no 1 MiB mapping made and unmapped per call); the read that comes back short is taken as
+/// the end, as for every regular file.
+fn hash_file(file: &OwnedFd, size: u64) -> std::io::Result<Revision> {
     let mut hasher = satyrn_mutator_core::revision::Hasher::new();
-    let mut buf = vec![0u8; 1 << 20];
+    let len = usize::try_from(size.saturating_add(1)).map_or(1 << 20, |n| n.clamp(4096, 1 << 20));
+    let mut buf = vec![0u8; len];
     let mut offset = 0u64;
     loop {
         let n = match rustix::io::pread(file, &mut buf[..], offset) {
@@ -360,6 +368,9 @@ fn hash_file(file: &OwnedFd) -> std::io::Result<Revision> {
         };
         hasher.update(&buf[..n]);
         offset += n as u64;
+        if n < buf.len() {
+            break;
+        }
     }
     Ok(hasher.finish())
 }
