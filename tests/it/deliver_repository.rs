@@ -630,3 +630,48 @@ fn the_sweep_never_follows_a_rewritten_git_file_into_another_worktree() {
         );
     }
 }
+
+/// A FIFO among the user's git files (an earlier command's doing: `~/.config/git/attributes`)
+/// makes every git that reads it wait for ever: `deliver` names it at once, before any git
+/// runs (it took the 120 s preparation limit, then blamed `git status`). The sibling: the
+/// FIFO gone, the same delivery is `OK`.
+#[test]
+fn a_fifo_among_the_users_git_files_is_named_before_any_git_runs() {
+    let repo = two_commit_repo();
+    let root = repo.path();
+    let home = tempfile::tempdir().expect("home");
+    let fifo = home.path().join(".config/git/attributes");
+    std::fs::create_dir_all(fifo.parent().expect("parent")).expect("config dir");
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        &fifo,
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o644),
+        0,
+    )
+    .expect("mkfifo");
+    let t0 = Instant::now();
+    let run = run_with_home(
+        &root,
+        "fifo-home",
+        &[],
+        "echo edit >> src/main.txt",
+        Some(home.path()),
+    );
+    assert_eq!(run.code(), "GIT_FAILED", "{}", run.stdout);
+    let message = run.receipt["message"].as_str().expect("message");
+    assert!(
+        message.contains(".config/git/attributes is a FIFO"),
+        "{message}"
+    );
+    assert!(t0.elapsed() < Duration::from_secs(30), "{:?}", t0.elapsed());
+    std::fs::remove_file(&fifo).expect("remove");
+    let run = run_with_home(
+        &root,
+        "fifo-home-gone",
+        &[],
+        "echo edit >> src/main.txt",
+        Some(home.path()),
+    );
+    assert_eq!(run.code(), "OK", "{}", run.stdout);
+}

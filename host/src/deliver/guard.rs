@@ -941,6 +941,24 @@ fn record_locks(common: &Path, files: &mut BTreeMap<String, Entry>) {
     }
 }
 
+/// The first of the user's and the system's git configuration, ignore and attributes files
+/// (as [`Snapshot`] records them) that is neither a regular file nor a directory, with its
+/// kind: every git that reads it (each one `deliver` runs) would wait on it for ever.
+/// Checked before any git runs.
+#[must_use]
+pub fn special_user_file() -> Option<(PathBuf, &'static str)> {
+    let configs = user_configs();
+    let mut files: Vec<PathBuf> = configs.clone();
+    for config in &configs {
+        files.extend(includes_of(config));
+    }
+    files.extend(user_ignore_and_attributes(&configs));
+    files.into_iter().find_map(|path| match read_entry(&path) {
+        Some(Entry::Special(kind)) => Some((path, kind)),
+        _ => None,
+    })
+}
+
 /// The user's ignore and attributes files, as git finds them: `core.excludesFile` and
 /// `core.attributesFile` of `configs` (the last one set wins, as in git), else
 /// `$XDG_CONFIG_HOME/git/ignore` and `…/git/attributes` (`~/.config/git/…`).

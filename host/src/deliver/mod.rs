@@ -232,6 +232,15 @@ fn deliver_inner(request: &Request) -> Receipt {
     };
     progress.receipt.contract_id = Some(contract.id.clone());
     let id = candidate::attempt_id(&contract.id, request.attempt);
+    if let Some((path, kind)) = guard::special_user_file() {
+        return progress.refuse(
+            Code::GitFailed,
+            format!(
+                "{} is {kind}, which every git reading it waits on for ever; remove it (a command of an earlier delivery may have left it)",
+                shown(&path.to_string_lossy())
+            ),
+        );
+    }
     let repo = match resolve_root(&repo_path) {
         Ok(git) => git.with_deadline(Instant::now() + PREPARE_LIMIT, OnSignal::Stop),
         Err(e) => return progress.refuse(e.code(), e.to_string()),
