@@ -205,8 +205,11 @@ impl Journal {
         Self { git_dir }
     }
 
-    /// The journal directory, made if missing.
+    /// The journal directory, made if missing (opened first: it is kept between calls).
     fn made(&self) -> Option<OwnedFd> {
+        if let Some(dir) = open_journal_dir(&self.git_dir) {
+            return Some(dir);
+        }
         match rustix::fs::mkdirat(&self.git_dir, JOURNAL_DIR, Mode::from_raw_mode(0o700)) {
             Ok(()) | Err(Errno::EXIST) => open_journal_dir(&self.git_dir),
             Err(_) => None,
