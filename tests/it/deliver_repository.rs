@@ -642,14 +642,7 @@ fn a_fifo_among_the_users_git_files_is_named_before_any_git_runs() {
     let home = tempfile::tempdir().expect("home");
     let fifo = home.path().join(".config/git/attributes");
     std::fs::create_dir_all(fifo.parent().expect("parent")).expect("config dir");
-    rustix::fs::mknodat(
-        rustix::fs::CWD,
-        &fifo,
-        rustix::fs::FileType::Fifo,
-        rustix::fs::Mode::from_raw_mode(0o644),
-        0,
-    )
-    .expect("mkfifo");
+    crate::support::mkfifo(&fifo);
     let t0 = Instant::now();
     let run = run_with_home(
         &root,

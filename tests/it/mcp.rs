@@ -482,6 +482,38 @@ fn start_up_refusals_exit_with_their_status_before_any_traffic() {
     assert!(out.stdout.is_empty());
 }
 
+/// A real `satyrn-host mcp` over `fx`, its `initialize` sent and answered.
+fn initialized_server(
+    fx: &Fixture,
+) -> (
+    std::process::Child,
+    std::process::ChildStdin,
+    std::io::BufReader<std::process::ChildStdout>,
+) {
+    use std::io::Write;
+    let mut child = Command::new(host_bin())
+        .arg("mcp")
+        .arg("--repo")
+        .arg(fx.repo.path())
+        .arg(&fx.contract.path)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let mut stdin = child.stdin.take().expect("stdin");
+    writeln!(
+        stdin,
+        r#"{{"jsonrpc":"2.0","id":1,"method":"initialize","params":{{"protocolVersion":"2025-06-18","capabilities":{{}},"clientInfo":{{"name":"t","version":"1"}}}}}}"#
+    )
+    .expect("write");
+    let mut stdout = std::io::BufReader::new(child.stdout.take().expect("stdout"));
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut stdout, &mut line).expect("initialize answer");
+    assert!(line.contains("\"serverInfo\""), "{line}");
+    (child, stdin, stdout)
+}
+
 /// The server ends on stdin EOF and on SIGTERM, SIGINT or SIGHUP (exit 0), leaving no child and no
 /// temporary in the worktree.
 #[test]
@@ -493,27 +525,7 @@ fn the_server_ends_cleanly_on_eof_and_on_sigterm() {
         Some(libc::SIGINT),
         Some(libc::SIGHUP),
     ] {
-        let mut child = Command::new(host_bin())
-            .arg("mcp")
-            .arg("--repo")
-            .arg(fx.repo.path())
-            .arg(&fx.contract.path)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn");
-        let mut stdin = child.stdin.take().expect("stdin");
-        use std::io::Write;
-        writeln!(
-            stdin,
-            r#"{{"jsonrpc":"2.0","id":1,"method":"initialize","params":{{"protocolVersion":"2025-06-18","capabilities":{{}},"clientInfo":{{"name":"t","version":"1"}}}}}}"#
-        )
-        .expect("write");
-        let mut stdout = std::io::BufReader::new(child.stdout.take().expect("stdout"));
-        let mut line = String::new();
-        std::io::BufRead::read_line(&mut stdout, &mut line).expect("initialize answer");
-        assert!(line.contains("\"serverInfo\""), "{line}");
+        let (mut child, stdin, _stdout) = initialized_server(&fx);
         match signal {
             None => drop(stdin),
             Some(sig) => {
@@ -1135,26 +1147,7 @@ fn a_write_that_landed_before_a_signal_is_always_answered() {
     let content = "line\n".repeat(200_000);
     let (mut landed, mut lost) = (0, 0);
     for round in 0..ROUNDS {
-        let mut child = Command::new(host_bin())
-            .arg("mcp")
-            .arg("--repo")
-            .arg(fx.repo.path())
-            .arg(&fx.contract.path)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn");
-        let mut stdin = child.stdin.take().expect("stdin");
-        let mut stdout = std::io::BufReader::new(child.stdout.take().expect("stdout"));
-        writeln!(
-            stdin,
-            r#"{{"jsonrpc":"2.0","id":1,"method":"initialize","params":{{"protocolVersion":"2025-06-18","capabilities":{{}},"clientInfo":{{"name":"t","version":"1"}}}}}}"#
-        )
-        .expect("write");
-        let mut line = String::new();
-        std::io::BufRead::read_line(&mut stdout, &mut line).expect("initialize answer");
-        assert!(line.contains("\"serverInfo\""), "{line}");
+        let (mut child, mut stdin, mut stdout) = initialized_server(&fx);
         let path = format!("src/n{round}.txt");
         let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "write", "arguments": {"path": path, "expected_sha256": null, "content": content}}});
         writeln!(stdin, "{call}").expect("write");

@@ -274,14 +274,7 @@ fn a_fifo_swapped_in_before_the_open_never_blocks_a_call() {
     let stop = Arc::new(AtomicBool::new(false));
     let swaps = Arc::new(AtomicU64::new(0));
     let fifo = fx.file(".fifo");
-    rustix::fs::mknodat(
-        rustix::fs::CWD,
-        &fifo,
-        rustix::fs::FileType::Fifo,
-        rustix::fs::Mode::from_raw_mode(0o644),
-        0,
-    )
-    .expect("mkfifo");
+    crate::support::mkfifo(&fifo);
     // One `renameat2(RENAME_EXCHANGE)` per flip: the declared name is a regular file and a
     // FIFO in turn, tens of thousands of times a second.
     let swapper = {

@@ -78,14 +78,7 @@ fn tree() -> Repo {
     symlink("nowhere.txt", repo.file("dangling.txt")).expect("symlink");
     symlink("src", repo.file("alias")).expect("symlink");
     std::fs::hard_link(repo.file("linked-1.txt"), repo.file("linked-2.txt")).expect("link");
-    rustix::fs::mknodat(
-        rustix::fs::CWD,
-        repo.file("pipe.txt"),
-        rustix::fs::FileType::Fifo,
-        rustix::fs::Mode::from_raw_mode(0o644),
-        0,
-    )
-    .expect("mkfifo");
+    crate::support::mkfifo(&repo.file("pipe.txt"));
     std::fs::set_permissions(
         repo.file("unreadable.txt"),
         std::fs::Permissions::from_mode(0o000),

@@ -271,3 +271,15 @@ pub fn tree_state(root: &Path) -> std::collections::BTreeMap<String, (String, Ve
     }
     out
 }
+
+/// Makes a FIFO (mode 0644) at `path`.
+pub fn mkfifo(path: &Path) {
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        path,
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o644),
+        0,
+    )
+    .expect("mkfifo");
+}
