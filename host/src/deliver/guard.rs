@@ -311,9 +311,9 @@ impl Snapshot {
             .map(|(path, _)| path)
             .collect();
         let mut changes = Vec::new();
-        for (n, path) in changes_checked(&changed, CHECKED) {
+        for (n, path) in changed.iter().enumerate() {
             let oid: String = path.trim_start_matches("objects/").replace('/', "");
-            if n.is_none() {
+            if n >= CHECKED {
                 changes.push(Change::new(format!(
                     "{} changed (one of more than {CHECKED} objects that changed; not re-hashed)",
                     shown(path)
@@ -871,15 +871,6 @@ pub fn stash_in_candidate(
         }
     }
     Ok(changes)
-}
-
-/// `items` numbered up to `checked`, the rest without a number.
-fn changes_checked<'a>(items: &[&'a String], checked: usize) -> Vec<(Option<usize>, &'a String)> {
-    items
-        .iter()
-        .enumerate()
-        .map(|(n, item)| ((n < checked).then_some(n), *item))
-        .collect()
 }
 
 /// Whether `key` lies in git's storage that ordinary use adds to and `git gc` removes from:
