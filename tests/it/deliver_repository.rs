@@ -227,6 +227,138 @@ fn housekeeping_in_the_worktree_is_not_a_change_of_the_callers_repository() {
     assert_eq!(run.code(), "OK", "{}", run.stdout);
 }
 
+/// A real git in the caller's checkout holding its locks (`update-ref --stdin` after
+/// `prepare`: `refs/heads/packed.lock` and, for the delete of a packed ref,
+/// `packed-refs.lock`) until it is told to abort.
+struct HeldLocks {
+    git: std::process::Child,
+    answers: std::io::Lines<std::io::BufReader<std::process::ChildStdout>>,
+    lock: std::path::PathBuf,
+}
+
+impl HeldLocks {
+    fn take(root: &Path) -> Self {
+        use std::io::{BufRead, Write};
+        let mut child = std::process::Command::new("git")
+            .args(["update-ref", "--stdin"])
+            .current_dir(root)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn update-ref");
+        let mut stdin = child.stdin.take().expect("stdin");
+        stdin
+            .write_all(b"start\ndelete refs/heads/packed\nprepare\n")
+            .expect("start");
+        let mut lines = std::io::BufReader::new(child.stdout.take().expect("stdout")).lines();
+        for want in ["start: ok", "prepare: ok"] {
+            assert_eq!(lines.next().expect("line").expect("read"), want);
+        }
+        child.stdin = Some(stdin);
+        let lock = root.join(".git/packed-refs.lock");
+        assert!(lock.exists());
+        Self {
+            git: child,
+            answers: lines,
+            lock,
+        }
+    }
+
+    fn release(mut self) {
+        use std::io::Write;
+        let mut stdin = self.git.stdin.take().expect("stdin");
+        stdin.write_all(b"abort\n").expect("abort");
+        drop(stdin);
+        let answer = self.answers.next().expect("line").expect("read");
+        assert_eq!(answer, "abort: ok");
+        assert!(self.git.wait().expect("wait").success());
+        assert!(!self.lock.exists());
+    }
+}
+
+/// A lock that a live git outside the attempt holds for a moment (another `deliver`, the
+/// caller's own git) is no change: taken before the command and released while it runs,
+/// or taken while it runs and released within the settle time after it — each `OK` (each
+/// `REPOSITORY_CHANGED`, "was removed" or "was created", before). The sibling: a lock
+/// still held past the settle time is named as left behind, and once its git lets go the
+/// repository is as it was.
+#[test]
+fn a_lock_a_live_git_holds_for_a_moment_is_no_change_and_one_left_behind_is() {
+    let repo = two_commit_repo();
+    let root = repo.path();
+    git_ok(&root, &["branch", "packed"]);
+    git_ok(&root, &["pack-refs", "--all"]);
+    let marks = tempfile::tempdir().expect("marks");
+    let lock = root.join(".git/packed-refs.lock");
+    let started = |id: &str| marks.path().join(format!("{id}.started"));
+    let spawn = |id: &str, script: String| {
+        let contract = ContractFile::new(id, &[]);
+        let argv: Vec<&OsStr> = sh(&script).into_iter().map(OsStr::new).collect();
+        let child = deliver_cmd(&root, &contract.path, &[], &argv)
+            .spawn()
+            .expect("spawn deliver");
+        (contract, child, Instant::now())
+    };
+    let wait_lock = format!("while [ ! -e '{}' ]; do sleep 0.01; done", lock.display());
+
+    // Held before, released while the command runs.
+    let before = Caller::capture(&root);
+    let held = HeldLocks::take(&root);
+    let (_c, child, t0) = spawn(
+        "released",
+        format!(
+            "echo edit >> src/main.txt; touch '{}'; while [ -e '{}' ]; do sleep 0.01; done",
+            started("released").display(),
+            lock.display()
+        ),
+    );
+    wait_for(&started("released"));
+    held.release();
+    let run = wait_ended(child, ENDS_WITHIN, t0);
+    assert_eq!(run.code(), "OK", "{}", run.stdout);
+    before.assert_unchanged_but_refs(&root, &["refs/satyrn/candidates/released/head".to_owned()]);
+
+    // Taken while the command runs, released a moment after it ended.
+    let (_c, child, t0) = spawn(
+        "taken",
+        format!(
+            "echo edit >> src/main.txt; touch '{}'; {wait_lock}",
+            started("taken").display()
+        ),
+    );
+    wait_for(&started("taken"));
+    let held = HeldLocks::take(&root);
+    std::thread::sleep(Duration::from_millis(300));
+    held.release();
+    let run = wait_ended(child, ENDS_WITHIN, t0);
+    assert_eq!(run.code(), "OK", "{}", run.stdout);
+
+    // The sibling: held past the settle time.
+    let before = Caller::capture(&root);
+    let (_c, child, t0) = spawn(
+        "left",
+        format!(
+            "echo edit >> src/main.txt; touch '{}'; {wait_lock}",
+            started("left").display()
+        ),
+    );
+    wait_for(&started("left"));
+    let held = HeldLocks::take(&root);
+    let run = wait_ended(child, ENDS_WITHIN, t0);
+    assert_discarded(&run, "REPOSITORY_CHANGED");
+    let message = run.receipt["message"].as_str().expect("message");
+    assert!(
+        message.contains(".git/packed-refs.lock was created and left behind"),
+        "{message}"
+    );
+    assert!(
+        message.contains(".git/refs/heads/packed.lock was created and left behind"),
+        "{message}"
+    );
+    held.release();
+    before.assert_unchanged(&root, None);
+}
+
 #[test]
 fn a_stash_pop_in_the_worktree_names_the_callers_entry_and_how_to_restore_it() {
     let repo = two_commit_repo();

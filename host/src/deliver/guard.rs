@@ -26,7 +26,9 @@
 //!   object is gone is;
 //! - by kind alone, `index`, `FETCH_HEAD` and everything under `logs/` (a FIFO there blocks
 //!   the caller's next `git commit`), and every `*.lock` file of the common directory and
-//!   of `refs/` (a stale one fails the caller's next update);
+//!   of `refs/` (a stale one fails the caller's next update). A lock is a change only when
+//!   it appeared and is still there [`LOCK_SETTLE`] later ([`settle_locks`]): a live git,
+//!   another `deliver`'s or the caller's own, holds one for a moment, and removes it;
 //! - the user's ignore and attributes files (`core.excludesFile`, `core.attributesFile`,
 //!   else `$XDG_CONFIG_HOME/git/ignore` and `…/attributes`): an ignore-everything rule
 //!   there would silently leave new files out of every later candidate.
@@ -49,6 +51,7 @@ use std::io::Read;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use crate::git::{Git, GitError};
 
@@ -171,6 +174,8 @@ pub struct Snapshot {
     ignored: std::collections::BTreeSet<Vec<u8>>,
     /// The names under `worktrees/` that were other attempts' when recorded.
     attempts: std::collections::BTreeSet<String>,
+    /// The common directory the files were recorded in.
+    common: PathBuf,
 }
 
 /// Where a repository's shared state lives.
@@ -182,19 +187,47 @@ pub struct Layout {
     pub own: PathBuf,
 }
 
+/// How long a `*.lock` file that appeared while the command ran may take to go away
+/// before [`settle_locks`] names it: git holds a lock for one update, so a lock still there
+/// after this is left behind, not held by a live git (another `deliver`, the caller's own).
+pub const LOCK_SETTLE: Duration = Duration::from_secs(2);
+
 /// One difference between two snapshots, as said to the user.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Change(String);
+pub struct Change {
+    said: String,
+    /// For a regular `*.lock` file that appeared: its path, which [`settle_locks`] watches.
+    lock: Option<PathBuf>,
+}
 
 impl Change {
     fn new(said: String) -> Self {
-        Self(said)
+        Self { said, lock: None }
     }
 }
 
 impl fmt::Display for Change {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(&self.said)
+    }
+}
+
+/// `changes` less every lock file that a live git released by `until`: each new regular
+/// `*.lock` is watched (every 5 ms) until it is gone or `until` passes; one still there then
+/// stays a change. Returns at once when `changes` holds no such lock.
+#[must_use]
+pub fn settle_locks(mut changes: Vec<Change>, until: Instant) -> Vec<Change> {
+    loop {
+        changes.retain(|change| {
+            change
+                .lock
+                .as_ref()
+                .is_none_or(|path| std::fs::symlink_metadata(path).is_ok())
+        });
+        if changes.iter().all(|change| change.lock.is_none()) || Instant::now() >= until {
+            return changes;
+        }
+        std::thread::sleep(Duration::from_millis(5));
     }
 }
 
@@ -235,6 +268,7 @@ impl Snapshot {
             ignored: std::collections::BTreeSet::new(),
             attempts: attempt_registrations(&files),
             files,
+            common: layout.common.clone(),
         }
     }
 
@@ -254,7 +288,7 @@ impl Snapshot {
                 continue;
             }
             match after.files.get(path) {
-                None if is_storage(path) => {}
+                None if is_storage(path) || is_lock(path) => {}
                 None => changes.push(Change::new(format!("{} was removed", shown(path)))),
                 // Re-hashed by `rewritten_objects` (git freshens an object's time).
                 Some(Entry::File { .. })
@@ -280,10 +314,18 @@ impl Snapshot {
             if ordinary && is_storage(path) {
                 continue; // a new object, pack or log of the command's own commits
             }
-            changes.push(Change::new(match now {
+            let mut change = Change::new(match now {
                 Entry::Special(kind) => format!("{} was created as {kind}", shown(path)),
+                Entry::Present { .. } if is_lock(path) => format!(
+                    "{} was created and left behind (it fails the caller's next git that takes it; undo: rm it once no git runs)",
+                    shown(path)
+                ),
                 _ => format!("{} was created", shown(path)),
-            }));
+            });
+            if matches!(now, Entry::Present { .. }) && is_lock(path) {
+                change.lock = Some(self.common.join(path));
+            }
+            changes.push(change);
         }
         changes
     }
@@ -883,6 +925,11 @@ fn is_storage(key: &str) -> bool {
         })
 }
 
+/// Whether `key` names a lock file that [`record_locks`] records.
+fn is_lock(key: &str) -> bool {
+    key.ends_with(".lock") && (!key.contains('/') || key.starts_with("refs/"))
+}
+
 /// Whether `key` names a loose object (`objects/xx/…`).
 fn is_loose_object(key: &str) -> bool {
     key.strip_prefix("objects/")
@@ -898,7 +945,7 @@ fn record_locks(common: &Path, files: &mut BTreeMap<String, Entry>) {
         for entry in entries.flatten().take(ENTRIES_MAX) {
             let name = String::from_utf8_lossy(entry.file_name().as_bytes()).into_owned();
             if name.ends_with(".lock") {
-                record(common, &name, files);
+                record_kind(common, &name, files);
             }
         }
     }
@@ -926,7 +973,7 @@ fn record_locks(common: &Path, files: &mut BTreeMap<String, Entry>) {
             if kind.is_dir() {
                 pending.push(child);
             } else if child.ends_with(".lock") || !kind.is_file() {
-                record(common, &child, files);
+                record_kind(common, &child, files);
             }
         }
     }
@@ -979,6 +1026,13 @@ fn user_ignore_and_attributes(configs: &[PathBuf]) -> Vec<PathBuf> {
         }
     }
     found
+}
+
+/// Records the entry at `common/rel` by [`kind_only`] (nothing when it does not exist).
+fn record_kind(common: &Path, rel: &str, files: &mut BTreeMap<String, Entry>) {
+    if let Some(entry) = kind_only(&common.join(rel)) {
+        files.insert(rel.to_owned(), entry);
+    }
 }
 
 /// Records the entry at `common/rel` (nothing when it does not exist) and returns it.

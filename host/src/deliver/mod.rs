@@ -507,7 +507,11 @@ fn run_attempt(
 
     // The caller's repository, first by its files (no git runs before they are known to
     // be what they were), then by its refs.
-    let changed = before.file_changes(&guard::Snapshot::files_only(&layout));
+    let settled = deadline.min(Instant::now() + guard::LOCK_SETTLE);
+    let changed = guard::settle_locks(
+        before.file_changes(&guard::Snapshot::files_only(&layout)),
+        settled,
+    );
     if !changed.is_empty() {
         // Its configuration may now include a FIFO, its refs be one: git there may block.
         attempt.clean_up_without_git();
@@ -524,7 +528,7 @@ fn run_attempt(
     let bounded_repo = repo.with_deadline(deadline, OnSignal::Stop);
     match guard::Snapshot::take(&bounded_repo, &layout) {
         Ok(after) => {
-            let mut changed = before.changes(&after);
+            let mut changed = guard::settle_locks(before.changes(&after), settled);
             match before.rewritten_objects(&after, &bounded_repo) {
                 Ok(rewritten) => changed.extend(rewritten),
                 Err(e) => return git_failure(&e, "cannot check the object store"),
