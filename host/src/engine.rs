@@ -15,6 +15,7 @@ use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 include!("engine_config.rs");
 
 pub mod cpu;
+mod in_place;
 mod instances;
 mod open_at;
 
@@ -62,9 +63,7 @@ pub const HOSTCALL_FUEL: usize = {
     file + 2 * request + (1 << 20)
 };
 
-/// The component compiled for this machine by `build.rs`.
-pub static COMPILED_COMPONENT: &[u8] =
-    include_bytes!(concat!(env!("OUT_DIR"), "/satyrn_mutator.cwasm"));
+pub use in_place::COMPILED_COMPONENT;
 
 /// The portable component (`satyrn_mutator.wasm`), as other WASI hosts use it.
 pub static COMPONENT_WASM: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/satyrn_mutator.wasm"));
@@ -156,12 +155,17 @@ impl Loaded {
     /// cannot run it.
     pub fn new() -> Result<Self, LoadError> {
         cpu::check_this_cpu().map_err(LoadError::Cpu)?;
-        let engine = Engine::new(&engine_config()).map_err(engine_error("creating the engine"))?;
+        let mut config = engine_config();
+        config.with_custom_code_memory(Some(in_place::code_memory()));
+        let engine = Engine::new(&config).map_err(engine_error("creating the engine"))?;
         // SAFETY: the bytes were produced by `Engine::precompile_component` in build.rs,
         // with this same wasmtime version and `engine_config()`, and are embedded in the
-        // binary, so nothing outside the build can alter them.
-        let component = unsafe { Component::deserialize(&engine, COMPILED_COMPONENT) }
-            .map_err(engine_error("loading the precompiled component"))?;
+        // binary's read-only data, so nothing outside the build can alter them; they are
+        // static, so they outlive the component.
+        let component = unsafe {
+            Component::deserialize_raw(&engine, std::ptr::NonNull::from(COMPILED_COMPONENT))
+        }
+        .map_err(engine_error("loading the precompiled component"))?;
         let mut linker = Linker::new(&engine);
         add_filesystem_to_linker(&mut linker).map_err(engine_error("linking wasi:filesystem"))?;
         let pre = linker
