@@ -146,7 +146,9 @@ impl std::fmt::Debug for Loaded {
 }
 
 impl Loaded {
-    /// Creates the engine and deserializes the embedded precompiled component.
+    /// Links the embedded precompiled component. The first call of a process creates the
+    /// engine and loads the component in place (no copy: [`in_place`]); later calls share
+    /// them (process-global, never freed).
     ///
     /// # Errors
     ///
@@ -155,17 +157,7 @@ impl Loaded {
     /// cannot run it.
     pub fn new() -> Result<Self, LoadError> {
         cpu::check_this_cpu().map_err(LoadError::Cpu)?;
-        let mut config = engine_config();
-        config.with_custom_code_memory(Some(in_place::code_memory()));
-        let engine = Engine::new(&config).map_err(engine_error("creating the engine"))?;
-        // SAFETY: the bytes were produced by `Engine::precompile_component` in build.rs,
-        // with this same wasmtime version and `engine_config()`, and are embedded in the
-        // binary's read-only data, so nothing outside the build can alter them; they are
-        // static, so they outlive the component.
-        let component = unsafe {
-            Component::deserialize_raw(&engine, std::ptr::NonNull::from(COMPILED_COMPONENT))
-        }
-        .map_err(engine_error("loading the precompiled component"))?;
+        let (engine, component) = shared()?;
         let mut linker = Linker::new(&engine);
         add_filesystem_to_linker(&mut linker).map_err(engine_error("linking wasi:filesystem"))?;
         let pre = linker
@@ -241,6 +233,34 @@ impl Loaded {
             runtime,
         })
     }
+}
+
+/// The process's one engine and component, made by the first [`Loaded::new`]: the
+/// component runs in place ([`in_place`]), and wasmtime registers a code image by its
+/// address, process-wide, so the artifact can be loaded only once at a time. Engines and
+/// components are shared handles; every [`Loaded`] builds its own linker and stores.
+static SHARED: std::sync::Mutex<Option<(Engine, Component)>> = std::sync::Mutex::new(None);
+
+/// The shared engine and component, made now if no call made them before.
+fn shared() -> Result<(Engine, Component), LoadError> {
+    let mut shared = SHARED
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some((engine, component)) = shared.as_ref() {
+        return Ok((engine.clone(), component.clone()));
+    }
+    let mut config = engine_config();
+    config.with_custom_code_memory(Some(in_place::code_memory()));
+    let engine = Engine::new(&config).map_err(engine_error("creating the engine"))?;
+    // SAFETY: the bytes were produced by `Engine::precompile_component` in build.rs, with
+    // this same wasmtime version and `engine_config()`, and are embedded in the binary's
+    // read-only data, so nothing outside the build can alter them; they are static, so
+    // they outlive the component.
+    let component =
+        unsafe { Component::deserialize_raw(&engine, std::ptr::NonNull::from(COMPILED_COMPONENT)) }
+            .map_err(engine_error("loading the precompiled component"))?;
+    *shared = Some((engine.clone(), component.clone()));
+    Ok((engine, component))
 }
 
 /// One import or export of the component: an interface name such as
