@@ -290,43 +290,36 @@ fn a_lock_a_live_git_holds_for_a_moment_is_no_change_and_one_left_behind_is() {
     git_ok(&root, &["pack-refs", "--all"]);
     let marks = tempfile::tempdir().expect("marks");
     let lock = root.join(".git/packed-refs.lock");
-    let started = |id: &str| marks.path().join(format!("{id}.started"));
-    let spawn = |id: &str, script: String| {
+    // A deliver whose command edits a file, says it started, and ends once `until` (a
+    // shell test of the lock) holds; returned once the command has started.
+    let start = |id: &str, until: &str| {
+        let started = marks.path().join(format!("{id}.started"));
+        let script = format!(
+            "echo edit >> src/main.txt; touch '{}'; until [ {until} '{}' ]; do sleep 0.01; done",
+            started.display(),
+            lock.display()
+        );
         let contract = ContractFile::new(id, &[]);
         let argv: Vec<&OsStr> = sh(&script).into_iter().map(OsStr::new).collect();
         let child = deliver_cmd(&root, &contract.path, &[], &argv)
             .spawn()
             .expect("spawn deliver");
-        (contract, child, Instant::now())
+        let t0 = Instant::now();
+        wait_for(&started);
+        (contract, child, t0)
     };
-    let wait_lock = format!("while [ ! -e '{}' ]; do sleep 0.01; done", lock.display());
 
     // Held before, released while the command runs.
     let before = Caller::capture(&root);
     let held = HeldLocks::take(&root);
-    let (_c, child, t0) = spawn(
-        "released",
-        format!(
-            "echo edit >> src/main.txt; touch '{}'; while [ -e '{}' ]; do sleep 0.01; done",
-            started("released").display(),
-            lock.display()
-        ),
-    );
-    wait_for(&started("released"));
+    let (_c, child, t0) = start("released", "! -e");
     held.release();
     let run = wait_ended(child, ENDS_WITHIN, t0);
     assert_eq!(run.code(), "OK", "{}", run.stdout);
     before.assert_unchanged_but_refs(&root, &["refs/satyrn/candidates/released/head".to_owned()]);
 
     // Taken while the command runs, released a moment after it ended.
-    let (_c, child, t0) = spawn(
-        "taken",
-        format!(
-            "echo edit >> src/main.txt; touch '{}'; {wait_lock}",
-            started("taken").display()
-        ),
-    );
-    wait_for(&started("taken"));
+    let (_c, child, t0) = start("taken", "-e");
     let held = HeldLocks::take(&root);
     std::thread::sleep(Duration::from_millis(300));
     held.release();
@@ -335,14 +328,7 @@ fn a_lock_a_live_git_holds_for_a_moment_is_no_change_and_one_left_behind_is() {
 
     // The sibling: held past the settle time.
     let before = Caller::capture(&root);
-    let (_c, child, t0) = spawn(
-        "left",
-        format!(
-            "echo edit >> src/main.txt; touch '{}'; {wait_lock}",
-            started("left").display()
-        ),
-    );
-    wait_for(&started("left"));
+    let (_c, child, t0) = start("left", "-e");
     let held = HeldLocks::take(&root);
     let run = wait_ended(child, ENDS_WITHIN, t0);
     assert_discarded(&run, "REPOSITORY_CHANGED");

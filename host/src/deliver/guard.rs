@@ -314,18 +314,18 @@ impl Snapshot {
             if ordinary && is_storage(path) {
                 continue; // a new object, pack or log of the command's own commits
             }
-            let mut change = Change::new(match now {
-                Entry::Special(kind) => format!("{} was created as {kind}", shown(path)),
-                Entry::Present { .. } if is_lock(path) => format!(
-                    "{} was created and left behind (it fails the caller's next git that takes it; undo: rm it once no git runs)",
-                    shown(path)
-                ),
-                _ => format!("{} was created", shown(path)),
+            let lock = matches!(now, Entry::Present { .. }) && is_lock(path);
+            changes.push(Change {
+                said: match now {
+                    Entry::Special(kind) => format!("{} was created as {kind}", shown(path)),
+                    _ if lock => format!(
+                        "{} was created and left behind (it fails the caller's next git that takes it; undo: rm it once no git runs)",
+                        shown(path)
+                    ),
+                    _ => format!("{} was created", shown(path)),
+                },
+                lock: lock.then(|| self.common.join(path)),
             });
-            if matches!(now, Entry::Present { .. }) && is_lock(path) {
-                change.lock = Some(self.common.join(path));
-            }
-            changes.push(change);
         }
         changes
     }

@@ -38,9 +38,8 @@ pub fn code_memory() -> Arc<dyn CustomCodeMemory> {
 }
 
 /// Publishes code by `mprotect(2)`ing its pages readable and executable, never writable.
-/// Unpublishing leaves them so: the artifact is static and lives as long as the process,
-/// and another engine of the same process may still be running it (the tests load
-/// several at once).
+/// Unpublishing leaves them so: the artifact is static, and the one component loaded from
+/// it (`engine::shared`) lives as long as the process.
 struct InPlace;
 
 impl CustomCodeMemory for InPlace {
