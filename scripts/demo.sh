@@ -14,8 +14,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 bash scripts/setup.sh
-cargo build --release --locked -p satyrn-host >&2
-host="$root/target/release/satyrn-host"
+host=$(bash scripts/build-release.sh)
 (cd pi && npm ci --no-audit --no-fund --loglevel=error >&2)
 pi_bin="$root/pi/node_modules/.bin/pi"
 

@@ -9,5 +9,6 @@ if [ "${SATYRN_LIVE:-}" != 1 ] || [ -z "${SATYRN_MODEL:-}" ]; then
   exit 2
 fi
 bash scripts/setup.sh
-cargo build --release --locked -p satyrn-host >&2
+SATYRN_HOST_BIN=$(bash scripts/build-release.sh)
+export SATYRN_HOST_BIN
 (cd pi && npm ci --no-audit --no-fund --loglevel=error >&2 && node --import tsx demo/live.ts)

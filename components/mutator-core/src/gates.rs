@@ -212,6 +212,30 @@ pub(crate) fn declared_gates(
     Ok(())
 }
 
+/// Whether a change a command made outside satyrn's tools to `path` (a candidate's added,
+/// modified or deleted path, or one whose mode or type changed) is within the contract: the
+/// writers' own [`declared_gates`] — not inside `.git`, not private, declared writable —
+/// after the path's shape ([`crate::path::segments`]). `deliver` refuses a candidate with
+/// any path this refuses, so a candidate never holds a change satyrn's tools would refuse.
+///
+/// # Errors
+///
+/// The [`Refusal`]: [`RefusalCode::PathPrivate`], or [`RefusalCode::PathUndeclared`] for an
+/// undeclared path, a path inside `.git` or a path no satyrn tool can name (its shape).
+pub fn candidate_change(
+    path: &str,
+    writable_paths: &[String],
+    private_paths: &[String],
+) -> Result<(), Refusal> {
+    let segments = crate::path::segments(path).map_err(|e| {
+        Refusal::new(
+            RefusalCode::PathUndeclared,
+            format!("`{}` is not a path the contract can declare: {e}", crate::path::shown(path)),
+        )
+    })?;
+    declared_gates(path, &segments, writable_paths, private_paths)
+}
+
 /// The policy gates of the writers of an existing file (`replace`, `edit`, an overwriting
 /// `write`, `delete`), in their order, after the request's shape was checked:
 /// [`declared_gates`] (before any file-system access), a revision was given, and the
@@ -321,6 +345,21 @@ mod tests {
         ] {
             assert!(!is_private(path, &private), "{path}");
         }
+    }
+
+    #[test]
+    fn a_candidate_change_passes_the_writers_declared_gates() {
+        let writable = ["src/*".to_string(), ".gitignore".to_string()];
+        let private = ["*.key".to_string()];
+        assert!(candidate_change("src/a.rs", &writable, &private).is_ok());
+        assert!(candidate_change(".gitignore", &writable, &private).is_ok());
+        let code = |p: &str| candidate_change(p, &writable, &private).unwrap_err().code;
+        assert_eq!(code("src/b.key"), RefusalCode::PathPrivate);
+        assert_eq!(code("README.md"), RefusalCode::PathUndeclared);
+        assert_eq!(code("src/.git/config"), RefusalCode::PathUndeclared);
+        let shape = candidate_change("src/a\\b", &writable, &private).unwrap_err();
+        assert_eq!(shape.code, RefusalCode::PathUndeclared);
+        assert!(shape.message.contains("backslash"), "{}", shape.message);
     }
 
     #[test]
