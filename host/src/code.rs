@@ -83,6 +83,9 @@ pub enum Code {
     /// Deliver: the command changed the caller's repository (refs, the stash, configuration,
     /// hooks, worktree registrations); nothing is published.
     RepositoryChanged,
+    /// Deliver: the candidate changes a path its contract does not allow (private, not
+    /// declared writable, inside `.git`); nothing is published.
+    OutsideContract,
     /// Deliver: the command left a FIFO, socket or device where git would open it.
     SpecialFile,
     /// Deliver: a new or changed file of the candidate is larger than the limit.
@@ -172,6 +175,7 @@ impl Code {
             Self::Interrupted => ("INTERRUPTED", 8),
             Self::PushTimeout => ("PUSH_TIMEOUT", 8),
             Self::RepositoryChanged => ("REPOSITORY_CHANGED", 8),
+            Self::OutsideContract => ("OUTSIDE_CONTRACT", 8),
             Self::SpecialFile => ("SPECIAL_FILE", 8),
             Self::CandidateTooLarge => ("CANDIDATE_TOO_LARGE", 8),
             Self::FinishTimeout => ("FINISH_TIMEOUT", 8),

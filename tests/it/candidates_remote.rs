@@ -71,7 +71,7 @@ impl Fleet {
 
 /// `deliver --push REMOTE` of contract `id` running `script` in `root`.
 fn push_deliver(root: &Path, id: &str, script: &str, remote: &str) -> Run {
-    let contract = ContractFile::new(id, &[]);
+    let contract = ContractFile::any(id);
     let argv: Vec<&OsStr> = sh(script).into_iter().map(OsStr::new).collect();
     deliver_os(root, &contract.path, &["--push", remote], &argv)
 }
@@ -212,7 +212,7 @@ fn two_machines_racing_for_one_name_make_exactly_one_remote_ref() {
     let deadline = Instant::now() + Duration::from_secs(5);
     while rounds < 4 || (Instant::now() < deadline && rounds < 30) {
         let id = format!("race-{rounds}");
-        let contract = ContractFile::new(&id, &[]);
+        let contract = ContractFile::any(&id);
         let children: Vec<(usize, Child)> = ["m1", "m2"]
             .iter()
             .enumerate()
@@ -399,7 +399,7 @@ impl Drop for SilentServer {
 /// `server`, which never answers: the running `deliver`.
 fn spawn_push_to_silent(fleet: &Fleet, server: &SilentServer, id: &str, timeout: &str) -> Child {
     let url = format!("git://127.0.0.1:{}/remote.git", server.port);
-    let contract = ContractFile::new(id, &[]);
+    let contract = ContractFile::any(id);
     let argv: Vec<&OsStr> = sh("echo x > x.txt").into_iter().map(OsStr::new).collect();
     let child = deliver_cmd(
         &fleet.machine("m1"),
@@ -668,7 +668,7 @@ fn drop_on_a_remote_racing_a_republication_there_never_loses_it() {
 fn push_usage_errors_print_no_receipt() {
     let fleet = Fleet::new();
     let m1 = fleet.machine("m1");
-    let contract = ContractFile::new("u", &[]);
+    let contract = ContractFile::any("u");
     for opts in [
         &["--push"][..],
         &["--push", "a", "--push", "b"],

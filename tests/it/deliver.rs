@@ -24,7 +24,7 @@ fn modify_add_delete_creates_a_candidate_on_the_base() {
     let root = repo.path();
     let before = Caller::capture(&root);
     let base = git_ok(&root, &["rev-parse", "HEAD"]).trim().to_owned();
-    let contract = ContractFile::new("feature-1", &[]);
+    let contract = ContractFile::any("feature-1");
     let run = deliver(
         &root,
         &contract.path,
@@ -83,7 +83,7 @@ fn modify_add_delete_creates_a_candidate_on_the_base() {
 fn candidate_identity_ignores_inherited_author_and_committer() {
     let repo = FixedRepo::with_files(&[("a.txt", b"a\n")]);
     let root = repo.path();
-    let contract = ContractFile::new("ident", &[]);
+    let contract = ContractFile::any("ident");
     let mut cmd = deliver_cmd(
         &root,
         &contract.path,
@@ -121,7 +121,7 @@ fn no_change_is_discarded_and_a_sibling_succeeds() {
     let repo = FixedRepo::with_files(&[("a.txt", b"a\n")]);
     let root = repo.path();
     let before = Caller::capture(&root);
-    let contract = ContractFile::new("nothing", &[]);
+    let contract = ContractFile::any("nothing");
     // Rewriting a file with identical bytes is no change either.
     let run = deliver(&root, &contract.path, &sh("echo a > a.txt"));
     assert_discarded(&run, "NO_CHANGE");
@@ -136,7 +136,7 @@ fn non_zero_exit_is_command_failed_even_with_changes() {
     let repo = FixedRepo::with_files(&[("a.txt", b"a\n")]);
     let root = repo.path();
     let before = Caller::capture(&root);
-    let contract = ContractFile::new("fails", &[]);
+    let contract = ContractFile::any("fails");
     let run = deliver(&root, &contract.path, &sh("echo changed > a.txt; exit 3"));
     assert_no_candidate(&run, "COMMAND_FAILED", 8);
     assert_eq!(run.receipt["exit_code"], 3);
@@ -156,7 +156,7 @@ fn missing_or_unexecutable_program_is_command_unavailable() {
     let repo = FixedRepo::with_files(&[("script.sh", b"echo hi\n")]);
     let root = repo.path();
     let before = Caller::capture(&root);
-    let contract = ContractFile::new("unavailable", &[]);
+    let contract = ContractFile::any("unavailable");
     let run = deliver(
         &root,
         &contract.path,
@@ -179,7 +179,7 @@ fn missing_or_unexecutable_program_is_command_unavailable() {
     .expect("chmod");
     std::fs::write(root.join("script.sh"), "#!/bin/sh\necho ran > ran.txt\n").expect("write");
     commit_all(&root, "executable");
-    let contract = ContractFile::new("relative", &[]);
+    let contract = ContractFile::any("relative");
     let run = deliver(&root, &contract.path, &["./script.sh"]);
     assert_eq!(run.code(), "OK", "{}", run.stdout);
     assert_eq!(run.receipt["paths"], serde_json::json!(["ran.txt"]));
@@ -191,7 +191,7 @@ fn a_command_that_moves_head_is_refused() {
     let repo = FixedRepo::with_files(&[("a.txt", b"a\n")]);
     let root = repo.path();
     let before = Caller::capture(&root);
-    let contract = ContractFile::new("mover", &[]);
+    let contract = ContractFile::any("mover");
     let run = deliver(
         &root,
         &contract.path,
@@ -206,7 +206,7 @@ fn a_command_that_moves_head_is_refused() {
 fn usage_errors_print_no_receipt() {
     let repo = FixedRepo::with_files(&[("a.txt", b"a\n")]);
     let root = repo.path();
-    let contract = ContractFile::new("usage", &[]);
+    let contract = ContractFile::any("usage");
     let r = root.to_str().expect("utf-8");
     let c = contract.path.to_str().expect("utf-8");
     let cases: Vec<Vec<&str>> = vec![
@@ -270,7 +270,7 @@ fn usage_errors_print_no_receipt() {
 fn argv_after_the_separator_is_preserved_exactly() {
     let repo = FixedRepo::with_files(&[("a.txt", b"a\n")]);
     let root = repo.path();
-    let contract = ContractFile::new("argv", &[]);
+    let contract = ContractFile::any("argv");
     let args: Vec<OsString> = vec![
         "sh".into(),
         "-c".into(),
@@ -310,7 +310,7 @@ fn contract_and_repository_refusals_keep_their_exit_statuses() {
     let run = deliver(&root, &missing_field.path, &["true"]);
     assert_no_candidate(&run, "CONTRACT_MISSING_FIELD", 5);
     // The contract parsed: its id is reported even though the repository is refused.
-    let contract = ContractFile::new("repo-missing", &[]);
+    let contract = ContractFile::any("repo-missing");
     let run = deliver(&root.join("absent"), &contract.path, &["true"]);
     assert_no_candidate(&run, "REPO_UNAVAILABLE", 6);
     assert_eq!(run.receipt["contract_id"], "repo-missing");
@@ -330,7 +330,7 @@ fn repo_field_is_absolute_and_normalized_keeping_symlinks() {
     let root = repo.path();
     let link = repo.dir.path().join("link");
     std::os::unix::fs::symlink(&root, &link).expect("symlink");
-    let contract = ContractFile::new("spelled", &[]);
+    let contract = ContractFile::any("spelled");
     let spelled = PathBuf::from(format!("{}/.//./", link.display()));
     let run = deliver(&spelled, &contract.path, &sh("echo 2 > a.txt"));
     assert_eq!(run.code(), "OK", "{}", run.stdout);
@@ -357,7 +357,7 @@ fn repo_field_is_absolute_and_normalized_keeping_symlinks() {
 fn dirty_trees_are_refused_then_a_clean_one_succeeds() {
     let repo = FixedRepo::with_files(&[("a.txt", b"a\n"), ("b.txt", b"b\n")]);
     let root = repo.path();
-    let contract = ContractFile::new("dirty", &[]);
+    let contract = ContractFile::any("dirty");
     type Dirty = fn(&Path);
     let cases: [(&str, Dirty, Dirty); 4] = [
         (
@@ -412,7 +412,7 @@ fn subdirectory_is_refused_naming_the_root() {
     let repo = FixedRepo::with_files(&[("sub/a.txt", b"a\n")]);
     let root = repo.path();
     let before = Caller::capture(&root);
-    let contract = ContractFile::new("subdir", &[]);
+    let contract = ContractFile::any("subdir");
     let run = deliver(&root.join("sub"), &contract.path, &["true"]);
     assert_no_candidate(&run, "REPO_UNAVAILABLE", 6);
     let message = run.receipt["message"].as_str().expect("message");
@@ -447,7 +447,7 @@ fn a_linked_worktree_root_is_accepted() {
     commit_all(&linked, "side");
     let main_before = Caller::capture(&root);
     let before = Caller::capture(&linked);
-    let contract = ContractFile::new("linked", &[]);
+    let contract = ContractFile::any("linked");
     let run = deliver(&linked, &contract.path, &sh("echo L > a.txt"));
     assert_eq!(run.code(), "OK", "{}", run.stdout);
     let side = git_ok(&linked, &["rev-parse", "HEAD"]).trim().to_owned();
@@ -505,7 +505,7 @@ fn invalid_ids_are_refused_never_normalized() {
 
 fn before_sibling_at_limit(root: &Path) {
     let id = "b".repeat(200);
-    let contract = ContractFile::new(&id, &[]);
+    let contract = ContractFile::any(&id);
     let run = deliver(root, &contract.path, &sh("echo long > long.txt"));
     assert_eq!(run.code(), "OK", "{}", run.stdout);
 }
@@ -536,7 +536,7 @@ fn existing_ordinary_symbolic_and_dangling_refs_are_refused() {
     );
     let before = Caller::capture(&root);
     for id in ["ordinary", "symbolic", "dangling"] {
-        let contract = ContractFile::new(id, &[]);
+        let contract = ContractFile::any(id);
         let run = deliver(&root, &contract.path, &sh("echo never > ran.txt"));
         assert_no_candidate(&run, "CANDIDATE_EXISTS", 8);
         assert_eq!(run.outcome(), "refused", "{id}");
@@ -567,7 +567,7 @@ fn an_ancestor_ref_collision_is_git_failed_not_candidate_exists() {
     );
     let before = Caller::capture(&root);
     for id in ["x", "y"] {
-        let contract = ContractFile::new(id, &[]);
+        let contract = ContractFile::any(id);
         let run = deliver(&root, &contract.path, &sh("echo changed > a.txt"));
         assert_discarded(&run, "GIT_FAILED");
     }
@@ -582,7 +582,7 @@ fn paths_are_sorted_by_raw_utf8_bytes() {
     let repo = FixedRepo::with_files(&[("keep.txt", b"k\n")]);
     let root = repo.path();
     let before = Caller::capture(&root);
-    let contract = ContractFile::new("utf8", &[]);
+    let contract = ContractFile::any("utf8");
     let run = deliver(
         &root,
         &contract.path,
@@ -619,7 +619,7 @@ fn a_non_utf8_path_is_git_failed_and_publishes_nothing() {
     let repo = FixedRepo::with_files(&[("keep.txt", b"k\n")]);
     let root = repo.path();
     let before = Caller::capture(&root);
-    let contract = ContractFile::new("bytes", &[]);
+    let contract = ContractFile::any("bytes");
     let run = deliver(
         &root,
         &contract.path,
@@ -674,7 +674,7 @@ fn hooks_never_fire_while_a_clean_filter_participates() {
     git_ok(&root, &["config", "filter.upper.clean", "tr a-z A-Z"]);
     git_ok(&root, &["config", "filter.upper.smudge", "cat"]);
     let before = Caller::capture(&root);
-    let contract = ContractFile::new("hooked", &[]);
+    let contract = ContractFile::any("hooked");
     let run = deliver(
         &root,
         &contract.path,
@@ -704,7 +704,7 @@ fn inherited_git_environment_changes_nothing() {
     let decoy_root = decoy.path();
     let decoy_before = Caller::capture(&decoy_root);
     let before = Caller::capture(&root);
-    let contract = ContractFile::new("env", &[]);
+    let contract = ContractFile::any("env");
     let mut cmd = deliver_cmd(
         &root,
         &contract.path,
@@ -750,7 +750,7 @@ fn timeout_stops_the_group_and_no_descendant_outlives_it() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let marks = tempfile::tempdir().expect("tempdir");
     let background = marks.path().join("background");
-    let contract = ContractFile::new("slow", &[]);
+    let contract = ContractFile::any("slow");
     // Without the timeout the command would run for an hour.
     let script = format!(
         "echo changed > a.txt; sleep 3600 & echo $! > '{}'; sleep 3600",
@@ -783,7 +783,7 @@ fn a_group_ignoring_sigterm_is_killed_after_the_grace() {
         marks.path().join("termed"),
         marks.path().join("in-grace"),
     );
-    let contract = ContractFile::new("stubborn", &[]);
+    let contract = ContractFile::any("stubborn");
     // The group notes the SIGTERM and lives on; a member still running 2 s after it (well
     // within the 5 s grace) leaves a mark, so a SIGKILL sent with the SIGTERM would fail.
     let script = format!(
@@ -820,7 +820,7 @@ fn background_descendants_of_a_finished_command_are_stopped() {
     let root = repo.path();
     let marks = tempfile::tempdir().expect("tempdir");
     let background = marks.path().join("background");
-    let contract = ContractFile::new("bg", &[]);
+    let contract = ContractFile::any("bg");
     // deliver does not wait for the background sleeper: it stops it.
     let script = format!(
         "echo bg > a.txt; sleep 3600 > /dev/null 2>&1 & echo $! > '{}'",
@@ -844,7 +844,7 @@ fn descendants_that_leave_the_group_are_stopped_too() {
     let root = repo.path();
     let marks = tempfile::tempdir().expect("tempdir");
     let escaper = marks.path().join("escaper");
-    let contract = ContractFile::new("escaper", &[]);
+    let contract = ContractFile::any("escaper");
     let escape = |pidfile: &Path| {
         format!(
             "setsid sh -c 'echo $$ > \"{}\"; exec sleep 3600' > /dev/null 2>&1 < /dev/null &",
@@ -884,7 +884,7 @@ fn orphans_that_exit_during_a_long_command_are_reaped_not_kept_as_zombies() {
     let marks = tempfile::tempdir().expect("tempdir");
     let started = marks.path().join("started");
     let done = marks.path().join("done");
-    let contract = ContractFile::new("orphans", &[]);
+    let contract = ContractFile::any("orphans");
     let script = format!(
         "for i in 1 2 3 4 5 6 7 8; do ( sleep 0 & ); done; touch '{}'; while [ ! -e '{}' ]; do sleep 0.05; done; echo o > a.txt",
         started.display(),
@@ -917,7 +917,7 @@ fn interrupt_case(signal: i32, id: &str) {
     let marks = tempfile::tempdir().expect("tempdir");
     let started = marks.path().join("started");
     let background = marks.path().join("background");
-    let contract = ContractFile::new(id, &[]);
+    let contract = ContractFile::any(id);
     let script = format!(
         "echo x > a.txt; sleep 3600 & echo $! > '{}'; touch '{}'; sleep 3600",
         background.display(),
@@ -960,7 +960,7 @@ fn a_command_that_locks_its_worktree_is_cleanup_failed() {
     let repo = FixedRepo::with_files(&[("a.txt", b"a\n")]);
     let root = repo.path();
     let before = Caller::capture(&root);
-    let contract = ContractFile::new("locked", &[]);
+    let contract = ContractFile::any("locked");
     let run = deliver(
         &root,
         &contract.path,
@@ -1014,7 +1014,7 @@ fn a_command_that_removes_or_rewrites_its_git_file_still_gives_its_candidate() {
         ("git-dir-instead", "echo x > a.txt && rm .git && mkdir .git"),
     ] {
         let before = Caller::capture(&root);
-        let contract = ContractFile::new(id, &[]);
+        let contract = ContractFile::any(id);
         let argv: Vec<&OsStr> = sh(script).into_iter().map(OsStr::new).collect();
         let run = deliver_with_tmp(&root, &contract.path, tmp.path(), &argv);
         assert_eq!(run.code(), "OK", "{id}: {}", run.stdout);
@@ -1038,7 +1038,7 @@ fn a_registration_that_cannot_be_pruned_is_reported_exactly_and_never_auto_prune
     let tmp = tempfile::tempdir().expect("tempdir");
     let decoy = tempfile::tempdir().expect("tempdir");
     std::fs::write(decoy.path().join(".git"), "gitdir: /nonexistent\n").expect("decoy");
-    let contract = ContractFile::new("unprunable", &[]);
+    let contract = ContractFile::any("unprunable");
     let script = format!(
         "echo x > a.txt && d=$(git rev-parse --absolute-git-dir) && echo '{}/.git' > \"$d/gitdir\" && rm .git",
         decoy.path().display()
@@ -1078,7 +1078,7 @@ fn a_registration_that_cannot_be_pruned_is_reported_exactly_and_never_auto_prune
         "{message}"
     );
     // A later deliver leaves what the receipt reported as retained alone.
-    let contract = ContractFile::new("after-unprunable", &[]);
+    let contract = ContractFile::any("after-unprunable");
     let argv = [
         OsStr::new("sh"),
         OsStr::new("-c"),
@@ -1106,7 +1106,7 @@ fn two_racing_delivers_give_exactly_one_ok_and_one_candidate_exists() {
     for round in 0..10 {
         let id = format!("race-{round}");
         let before = Caller::capture(&root);
-        let contract = ContractFile::new(&id, &[]);
+        let contract = ContractFile::any(&id);
         let mut children = Vec::new();
         for (me, other) in [("one", "two"), ("two", "one")] {
             let mine = sync.path().join(format!("{round}-{me}"));
@@ -1182,7 +1182,7 @@ fn an_unborn_head_is_git_failed_before_anything_is_created() {
     std::fs::create_dir(&root).expect("mkdir");
     git_ok(&root, &["init", "-q", "-b", "main", "."]);
     let tmp = tempfile::tempdir().expect("tempdir");
-    let contract = ContractFile::new("unborn", &[]);
+    let contract = ContractFile::any("unborn");
     let argv = [OsStr::new("true")];
     let run = deliver_with_tmp(&root, &contract.path, tmp.path(), &argv);
     assert_no_candidate(&run, "GIT_FAILED", 8);
@@ -1198,7 +1198,7 @@ fn a_temporary_directory_inside_a_worktree_is_refused() {
     let root = repo.path();
     std::fs::create_dir(root.join("tmp")).expect("mkdir");
     let before = Caller::capture(&root);
-    let contract = ContractFile::new("tmpdir", &[]);
+    let contract = ContractFile::any("tmpdir");
     let argv = [
         OsStr::new("sh"),
         OsStr::new("-c"),
@@ -1215,7 +1215,7 @@ fn a_temporary_directory_inside_a_worktree_is_refused() {
 fn large_command_output_is_spooled_to_stderr_never_stdout() {
     let repo = FixedRepo::with_files(&[("a.txt", b"a\n")]);
     let root = repo.path();
-    let contract = ContractFile::new("loud", &[]);
+    let contract = ContractFile::any("loud");
     // 2 MiB on stdout and 1 MiB on stderr, more than any pipe buffer.
     let run = deliver(
         &root,
@@ -1234,7 +1234,7 @@ fn a_command_that_deletes_its_worktree_leaves_nothing_registered() {
     let repo = FixedRepo::with_files(&[("a.txt", b"a\n")]);
     let root = repo.path();
     let before = Caller::capture(&root);
-    let contract = ContractFile::new("selfdestruct", &[]);
+    let contract = ContractFile::any("selfdestruct");
     let run = deliver(&root, &contract.path, &sh("cd .. && rm -rf worktree"));
     assert_discarded(&run, "GIT_FAILED");
     before.assert_unchanged_then_sibling(&root, "selfdestruct");
@@ -1254,7 +1254,7 @@ fn replace_objects_are_ignored() {
     // Control: ordinary git now sees B's content at A.
     assert_eq!(show(&root, &format!("{a}:a.txt")), b"B\n");
     let before = Caller::capture(&root);
-    let contract = ContractFile::new("replaced", &[]);
+    let contract = ContractFile::any("replaced");
     let run = deliver(&root, &contract.path, &sh("echo x > new.txt"));
     assert_eq!(run.code(), "OK", "{}", run.stdout);
     assert_eq!(run.receipt["base_commit"], a.as_str());

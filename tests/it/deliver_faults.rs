@@ -13,7 +13,7 @@ use crate::faults::{Fault, inject};
 use crate::support::{ContractFile, dir_entries, git_ok};
 
 fn deliver_faulty(root: &Path, id: &str, tmp: &Path, faults: &[Fault]) -> Run {
-    let contract = ContractFile::new(id, &[]);
+    let contract = ContractFile::any(id);
     let argv = [
         OsStr::new("sh"),
         OsStr::new("-c"),
@@ -214,7 +214,7 @@ fn a_series_that_cannot_start_its_attempts_reports_each_and_creates_nothing() {
     let repo = FixedRepo::with_files(&[("a.txt", b"a\n")]);
     let root = repo.path();
     let before = Caller::capture(&root);
-    let contract = ContractFile::new("series", &[]);
+    let contract = ContractFile::any("series");
     let argv = [
         OsStr::new("sh"),
         OsStr::new("-c"),

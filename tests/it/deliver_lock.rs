@@ -70,7 +70,7 @@ fn a_deliver_waits_for_a_held_worktree_lock_and_goes_on_once_it_is_free() {
     let root = repo.path();
     let before = Caller::capture(&root);
     let tmp = tempfile::tempdir().expect("tempdir");
-    let contract = ContractFile::new("waits", &[]);
+    let contract = ContractFile::any("waits");
     let held = HeldLock::take(&root);
     let t0 = Instant::now();
     let (child, stderr) = start_waiting(&root, &contract.path, tmp.path(), "echo x > a.txt");
@@ -105,7 +105,7 @@ fn a_signal_while_waiting_for_the_worktree_lock_ends_deliver_before_any_worktree
         let tmp = tempfile::tempdir().expect("tempdir");
         let marks = tempfile::tempdir().expect("tempdir");
         let ran = marks.path().join("ran");
-        let contract = ContractFile::new("stopped", &[]);
+        let contract = ContractFile::any("stopped");
         let held = HeldLock::take(&root);
         let script = format!("echo ran > '{}'; echo x > a.txt", ran.display());
         let t0 = Instant::now();

@@ -52,7 +52,7 @@ fn a_stalled_stderr_reader_cannot_hold_the_deadline_or_grow_the_spool() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let marks = tempfile::tempdir().expect("tempdir");
     let pidfile = marks.path().join("pid");
-    let contract = ContractFile::new("flood", &[]);
+    let contract = ContractFile::any("flood");
     let script = format!("echo $$ > '{}'; exec yes", pidfile.display());
     let argv = [OsStr::new("sh"), OsStr::new("-c"), OsStr::new(&script)];
     // The read end is held open and never read: deliver's stderr fills and stays full.
@@ -109,7 +109,7 @@ fn a_late_reader_gets_the_head_and_tail_and_the_count_of_what_was_dropped() {
     let root = repo.path();
     let marks = tempfile::tempdir().expect("tempdir");
     let done = marks.path().join("done");
-    let contract = ContractFile::new("late-reader", &[]);
+    let contract = ContractFile::any("late-reader");
     let script = format!(
         "head -c {TOTAL} /dev/zero | tr '\\0' o; echo x > a.txt; touch '{}'; sleep 0.5",
         done.display()
@@ -181,7 +181,7 @@ fn a_terminal_nobody_reads_cannot_hold_the_deadline_either() {
     assert_eq!(rc, 0, "openpty: {}", std::io::Error::last_os_error());
     // SAFETY: openpty returned two fresh descriptors that nothing else owns.
     let (master, slave) = unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
-    let contract = ContractFile::new("tty-flood", &[]);
+    let contract = ContractFile::any("tty-flood");
     let argv = [OsStr::new("yes")];
     let t0 = Instant::now();
     let child = deliver_cmd(&root, &contract.path, &["--timeout", "2"], &argv)

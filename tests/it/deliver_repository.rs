@@ -30,7 +30,7 @@ fn run_in(root: &Path, id: &str, opts: &[&str], script: &str) -> Run {
 
 /// [`run_in`] with `deliver`'s (and so the command's) `HOME` set to `home`.
 fn run_with_home(root: &Path, id: &str, opts: &[&str], script: &str, home: Option<&Path>) -> Run {
-    let contract = ContractFile::new(id, &[]);
+    let contract = ContractFile::any(id);
     let argv: Vec<&OsStr> = sh(script).into_iter().map(OsStr::new).collect();
     let t0 = Instant::now();
     let mut cmd = deliver_cmd(root, &contract.path, opts, &argv);
@@ -299,7 +299,7 @@ fn a_lock_a_live_git_holds_for_a_moment_is_no_change_and_one_left_behind_is() {
             started.display(),
             lock.display()
         );
-        let contract = ContractFile::new(id, &[]);
+        let contract = ContractFile::any(id);
         let argv: Vec<&OsStr> = sh(&script).into_iter().map(OsStr::new).collect();
         let child = deliver_cmd(&root, &contract.path, &[], &argv)
             .spawn()
@@ -556,7 +556,7 @@ fn sigterm_during_a_hanging_git_after_the_command_ends_deliver_promptly() {
     let root = repo.path();
     let marks = tempfile::tempdir().expect("tempdir");
     hanging_filter(&root, marks.path());
-    let contract = ContractFile::new("term", &[]);
+    let contract = ContractFile::any("term");
     let argv: Vec<&OsStr> = sh("echo x > x.slow").into_iter().map(OsStr::new).collect();
     let t0 = Instant::now();
     let child = deliver_cmd(&root, &contract.path, &["--timeout", "600"], &argv)
@@ -649,7 +649,7 @@ fn sigterm_during_a_hanging_git_before_the_command_ends_deliver_and_its_strays()
     hanging_filter(&root, marks.path());
     // Its stat data no longer what the index holds: status hashes it through the filter.
     std::fs::write(root.join("x.slow"), "x\n").expect("rewrite");
-    let contract = ContractFile::new("pre", &[]);
+    let contract = ContractFile::any("pre");
     let argv: Vec<&OsStr> = sh("true").into_iter().map(OsStr::new).collect();
     let t0 = Instant::now();
     let child = deliver_cmd(&root, &contract.path, &[], &argv)

@@ -84,7 +84,7 @@ fn one_failing_one_timing_out_one_succeeding_each_has_its_receipt() {
     let repo = FixedRepo::with_files(&[("a.txt", b"a\n")]);
     let root = repo.path();
     let tmp = tempfile::tempdir().expect("tmp");
-    let contract = ContractFile::new("multi", &[]);
+    let contract = ContractFile::any("multi");
     let before = Caller::capture(&root);
     let script = "case $SATYRN_ATTEMPT_INDEX in 1) exit 3;; 2) exec sleep 60;; *) echo \"$SATYRN_ATTEMPT_INDEX of $SATYRN_ATTEMPTS\" > out.txt;; esac";
     let series = run_series(
@@ -133,7 +133,7 @@ fn series_and_single_candidates_coexist_sort_and_never_collide() {
     let repo = FixedRepo::with_files(&[("a.txt", b"a\n")]);
     let root = repo.path();
     let tmp = tempfile::tempdir().expect("tmp");
-    let contract = ContractFile::new("both", &[]);
+    let contract = ContractFile::any("both");
     let single = deliver(&root, &contract.path, &sh("echo single > s.txt"));
     assert_eq!(single.code(), "OK");
     let script = "echo $SATYRN_ATTEMPT_INDEX > n.txt";
@@ -183,7 +183,7 @@ fn a_signal_to_the_series_reaches_every_attempt_and_all_clean_up() {
     let root = repo.path();
     let tmp = tempfile::tempdir().expect("tmp");
     let marks = tempfile::tempdir().expect("marks");
-    let contract = ContractFile::new("stopped", &[]);
+    let contract = ContractFile::any("stopped");
     let before = Caller::capture(&root);
     let script = format!(
         "touch {}/$SATYRN_ATTEMPT_INDEX; exec sleep 60",
@@ -233,7 +233,7 @@ fn a_signal_to_the_series_reaches_every_attempt_and_all_clean_up() {
 fn series_usage_errors_print_nothing() {
     let repo = FixedRepo::with_files(&[("a.txt", b"a\n")]);
     let root = repo.path();
-    let contract = ContractFile::new("usage", &[]);
+    let contract = ContractFile::any("usage");
     for opts in [
         &["--attempts", "0"][..],
         &["--attempts", "1000"],
@@ -261,7 +261,7 @@ fn a_killed_series_still_has_every_attempt_clean_up() {
     let root = repo.path();
     let tmp = tempfile::tempdir().expect("tmp");
     let marks = tempfile::tempdir().expect("marks");
-    let contract = ContractFile::new("killed", &[]);
+    let contract = ContractFile::any("killed");
     let before = Caller::capture(&root);
     let script = format!(
         "touch {}/$SATYRN_ATTEMPT_INDEX; exec sleep 60",

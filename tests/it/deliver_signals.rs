@@ -12,7 +12,7 @@ use crate::support::{ContractFile, dir_entries};
 /// Starts `deliver` on `script` with `TMPDIR` set, and waits until the command wrote its
 /// pid (its process group and session id) to `pidfile`.
 fn start(root: &Path, id: &str, tmp: &Path, script: &str, pidfile: &Path) -> (Child, i32) {
-    let contract = ContractFile::new(id, &[]);
+    let contract = ContractFile::any(id);
     let argv = [OsStr::new("sh"), OsStr::new("-c"), OsStr::new(script)];
     let child = deliver_cmd(root, &contract.path, &[], &argv)
         .env("TMPDIR", tmp)
@@ -109,7 +109,7 @@ fn sigkill_to_deliver_kills_its_command_and_the_next_deliver_prunes_the_worktree
     );
 
     // The next deliver prunes it, then succeeds; afterwards everything is as before.
-    let contract = ContractFile::new("after-kill", &[]);
+    let contract = ContractFile::any("after-kill");
     let argv = [
         OsStr::new("sh"),
         OsStr::new("-c"),
@@ -140,7 +140,7 @@ fn the_worktree_of_a_live_deliver_is_never_pruned() {
         go.display()
     );
     let (first, _) = start(&root, "live-first", tmp.path(), &script, &pidfile);
-    let contract = ContractFile::new("live-second", &[]);
+    let contract = ContractFile::any("live-second");
     let argv = [
         OsStr::new("sh"),
         OsStr::new("-c"),
@@ -208,7 +208,7 @@ fn a_lookalike_worktree_without_a_dead_owner_is_never_pruned() {
         made.push(wt);
     }
     let before = Caller::capture(&root);
-    let contract = ContractFile::new("lookalikes", &[]);
+    let contract = ContractFile::any("lookalikes");
     let argv = [
         OsStr::new("sh"),
         OsStr::new("-c"),
@@ -236,7 +236,7 @@ fn a_lookalike_worktree_without_a_dead_owner_is_never_pruned() {
         ),
     )
     .expect("marker");
-    let contract = ContractFile::new("lookalikes-2", &[]);
+    let contract = ContractFile::any("lookalikes-2");
     let run = deliver_with_tmp(&root, &contract.path, tmp.path(), &argv);
     assert_eq!(run.code(), "OK", "{}", run.stdout);
     assert!(!dir.exists(), "the attempt of a dead owner was not pruned");
@@ -253,7 +253,7 @@ fn sigkill_at_any_moment_leaves_no_command_running_and_everything_prunable() {
     let before = Caller::capture(&root);
     let tmp = tempfile::tempdir().expect("tempdir");
     let marks = tempfile::tempdir().expect("tempdir");
-    let contract = ContractFile::new("kill-race", &[]);
+    let contract = ContractFile::any("kill-race");
     let mut started = 0;
     let rounds = 12;
     let mut sentinels = Vec::new();
@@ -308,7 +308,7 @@ fn sigkill_at_any_moment_leaves_no_command_running_and_everything_prunable() {
         !sentinels.iter().any(|(_, s)| s.exists()),
         "a command ran on after deliver was killed"
     );
-    let contract = ContractFile::new("kill-race-after", &[]);
+    let contract = ContractFile::any("kill-race-after");
     let argv = [
         OsStr::new("sh"),
         OsStr::new("-c"),
@@ -391,7 +391,7 @@ fn an_attempt_directory_killed_before_worktree_add_is_swept() {
         .join(format!("satyrn-deliver-{dead_pid}-7-000000000"));
     std::fs::create_dir(&fresh).expect("mkdir");
     std::fs::set_permissions(&fresh, std::fs::Permissions::from_mode(0o700)).expect("chmod");
-    let contract = ContractFile::new("swept", &[]);
+    let contract = ContractFile::any("swept");
     let argv = [
         OsStr::new("sh"),
         OsStr::new("-c"),
@@ -587,7 +587,7 @@ fn concurrent_delivers_on_one_repository_never_fail_each_other() {
     let mut failures = Vec::new();
     for round in 0..rounds {
         let contracts: Vec<ContractFile> = (0..width)
-            .map(|i| ContractFile::new(&format!("crowd-{round}-{i}"), &[]))
+            .map(|i| ContractFile::any(&format!("crowd-{round}-{i}")))
             .collect();
         let children: Vec<Child> = contracts
             .iter()

@@ -42,7 +42,7 @@ fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
 fn symlinks_leaving_the_repository_are_flagged_and_inner_ones_are_not() {
     let repo = FixedRepo::with_files(&[("a.txt", b"a\n"), ("d/keep", b"k\n")]);
     let root = repo.path();
-    let contract = ContractFile::new("links", &[]);
+    let contract = ContractFile::any("links");
     let run = deliver(
         &root,
         &contract.path,
@@ -67,7 +67,7 @@ fn symlinks_leaving_the_repository_are_flagged_and_inner_ones_are_not() {
         run.stdout
     );
     // Sibling: only inner links, no warnings field at all.
-    let contract = ContractFile::new("inner-links", &[]);
+    let contract = ContractFile::any("inner-links");
     let run = deliver(
         &root,
         &contract.path,
@@ -81,7 +81,7 @@ fn symlinks_leaving_the_repository_are_flagged_and_inner_ones_are_not() {
 fn a_gitlink_to_a_commit_missing_from_the_object_store_is_flagged() {
     let repo = FixedRepo::with_files(&[("a.txt", b"a\n")]);
     let root = repo.path();
-    let contract = ContractFile::new("embedded", &[]);
+    let contract = ContractFile::any("embedded");
     // An embedded repository: its commit lives only in its own object store, which goes
     // away with the worktree.
     let run = deliver(
@@ -98,7 +98,7 @@ fn a_gitlink_to_a_commit_missing_from_the_object_store_is_flagged() {
         pairs(&[("gitlink-commit-missing", "inner")])
     );
     // Sibling: an embedded clone whose commit is the base, present in the store.
-    let contract = ContractFile::new("embedded-known", &[]);
+    let contract = ContractFile::any("embedded-known");
     let run = deliver(
         &root,
         &contract.path,
@@ -133,7 +133,7 @@ fn writes_into_an_uninitialized_submodule_are_flagged_not_silently_dropped() {
     let repo = repo_with_submodule();
     let root = repo.path();
     let before = Caller::capture(&root);
-    let contract = ContractFile::new("into-sub", &[]);
+    let contract = ContractFile::any("into-sub");
     let run = deliver(
         &root,
         &contract.path,
@@ -155,7 +155,7 @@ fn writes_into_an_uninitialized_submodule_are_flagged_not_silently_dropped() {
     );
     before.assert_unchanged(&root, Some("refs/satyrn/candidates/into-sub/head"));
     // Only dropped writes: NO_CHANGE, still warned.
-    let contract = ContractFile::new("only-sub", &[]);
+    let contract = ContractFile::any("only-sub");
     let run = deliver(&root, &contract.path, &sh("echo hi > sub/new.txt"));
     assert_no_candidate(&run, "NO_CHANGE", 8);
     assert_eq!(
@@ -163,7 +163,7 @@ fn writes_into_an_uninitialized_submodule_are_flagged_not_silently_dropped() {
         pairs(&[("submodule-writes-dropped", "sub")])
     );
     // Sibling: no write inside the submodule, no warning.
-    let contract = ContractFile::new("beside-sub", &[]);
+    let contract = ContractFile::any("beside-sub");
     let run = deliver(&root, &contract.path, &sh("echo z > a.txt"));
     assert_eq!(run.code(), "OK", "{}", run.stdout);
     assert!(run.receipt.get("warnings").is_none(), "{}", run.stdout);
@@ -220,7 +220,7 @@ fn ids_with_control_bidi_invisible_or_decomposed_characters_are_refused() {
 fn a_receipt_without_warnings_has_no_warnings_field() {
     let repo = FixedRepo::with_files(&[("a.txt", b"a\n")]);
     let root = repo.path();
-    let contract = ContractFile::new("plain", &[]);
+    let contract = ContractFile::any("plain");
     let argv = [
         OsStr::new("sh"),
         OsStr::new("-c"),

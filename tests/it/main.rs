@@ -8,6 +8,7 @@ mod candidates_remote;
 mod cli;
 mod component;
 mod deliver;
+mod deliver_contract;
 mod deliver_faults;
 mod deliver_lock;
 mod deliver_output;

@@ -103,6 +103,12 @@ impl ContractFile {
         Self::raw(&text)
     }
 
+    /// A contract that declares every path writable (`*`; the default private paths stay
+    /// private): for deliveries whose commands may change anything.
+    pub fn any(id: &str) -> Self {
+        Self::new(id, &["*"])
+    }
+
     pub fn raw(text: &str) -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("contract.yaml");

@@ -230,7 +230,10 @@ pub fn candidate_change(
     let segments = crate::path::segments(path).map_err(|e| {
         Refusal::new(
             RefusalCode::PathUndeclared,
-            format!("`{}` is not a path the contract can declare: {e}", crate::path::shown(path)),
+            format!(
+                "`{}` is not a path the contract can declare: {e}",
+                crate::path::shown(path)
+            ),
         )
     })?;
     declared_gates(path, &segments, writable_paths, private_paths)

@@ -181,6 +181,18 @@ pub fn deceptive(c: char) -> Option<&'static str> {
     }
 }
 
+/// Why a new file may not be named `path`, if it may not: the message of the refusal when
+/// its name holds a [`deceptive`] character. `write` refuses to create such a file, and
+/// `deliver` refuses a candidate that adds one.
+#[must_use]
+pub fn new_name_refusal(path: &str) -> Option<alloc::string::String> {
+    let (c, what) = path.chars().find_map(|c| deceptive(c).map(|w| (c, w)))?;
+    Some(alloc::format!(
+        "a new file's name may not contain {what} U+{:04X}: nobody reading the name could read it as it is",
+        u32::from(c)
+    ))
+}
+
 /// `name` as text shows it to a reader: every character [`unreadable`] names written as
 /// `\u{XXXX}` (hexadecimal, upper case) and a backslash as `\\`, everything else as it is.
 /// A name with neither comes back borrowed. The escaped form is unambiguous (a path the

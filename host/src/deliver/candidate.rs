@@ -208,6 +208,62 @@ pub fn build(wt: &Git, id: &str, base: &str) -> Result<Change, CandidateError> {
     Ok(Change::Commit { commit, paths })
 }
 
+/// One path the candidate `commit` changes against its parent, from `diff-tree --raw`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RawChange {
+    /// The mode before (`000000` when added), as git spells it.
+    pub old_mode: String,
+    /// The mode after (`000000` when deleted).
+    pub new_mode: String,
+    /// The object before (all zeros when added).
+    pub old_sha: String,
+    /// The object after (all zeros when deleted).
+    pub new_sha: String,
+    /// git's status letter: `A`, `D`, `M` or `T` (type changed).
+    pub status: u8,
+    /// The repository path, raw bytes.
+    pub path: Vec<u8>,
+}
+
+/// Every path `commit` changes against its only parent (`diff-tree -r -z --raw
+/// --no-renames`, submodules included), in git's order.
+///
+/// # Errors
+///
+/// [`GitError`] when git cannot list the changes.
+pub fn changes(wt: &Git, commit: &str) -> Result<Vec<RawChange>, GitError> {
+    let raw = wt.run(&[
+        "diff-tree",
+        "-r",
+        "-z",
+        "--raw",
+        "--no-renames",
+        "--no-ext-diff",
+        "--no-commit-id",
+        "--ignore-submodules=none",
+        commit,
+    ])?;
+    let mut out = Vec::new();
+    for pair in git::split_z(&raw).chunks(2) {
+        let [header, path] = pair else { continue };
+        // ":<old mode> <new mode> <old sha> <new sha> <status>"
+        let header = String::from_utf8_lossy(header.strip_prefix(b":").unwrap_or(header));
+        let fields: Vec<&str> = header.split(' ').collect();
+        let [old_mode, new_mode, old_sha, new_sha, status] = fields.as_slice() else {
+            continue;
+        };
+        out.push(RawChange {
+            old_mode: (*old_mode).to_owned(),
+            new_mode: (*new_mode).to_owned(),
+            old_sha: (*old_sha).to_owned(),
+            new_sha: (*new_sha).to_owned(),
+            status: status.bytes().next().unwrap_or(b'M'),
+            path: path.to_vec(),
+        });
+    }
+    Ok(out)
+}
+
 /// The receipt ref of `id`: an annotated tag object, beside the head ref, pointing at the
 /// candidate commit. Its tagger date is when the candidate was published (the commit's own
 /// date is fixed) and its message the receipt as `deliver` printed it.

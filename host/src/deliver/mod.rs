@@ -8,7 +8,9 @@
 //!    killed `deliver`s ([`stale`]), create a private temporary parent outside every
 //!    worktree and `git worktree add --detach` there at that commit;
 //! 3. run the command once (see [`command`]);
-//! 4. classify: `HEAD_MOVED`, `COMMAND_FAILED`, `NO_CHANGE`, or build the candidate commit;
+//! 4. classify: `HEAD_MOVED`, `COMMAND_FAILED`, `NO_CHANGE`, or build the candidate commit
+//!    and check each path it changes against the contract ([`conformance`]:
+//!    `OUTSIDE_CONTRACT`);
 //! 5. remove the worktree and prune, *then* publish the ref create-only;
 //! 6. a cleanup failure supersedes everything (`CLEANUP_FAILED`) and publishes nothing;
 //! 7. the receipt carries reviewer [`warnings`] when there are any.
@@ -18,6 +20,7 @@
 pub mod admin_lock;
 pub mod candidate;
 pub mod command;
+pub mod conformance;
 pub mod error;
 pub mod guard;
 pub mod output;
@@ -276,6 +279,7 @@ fn deliver_inner(request: &Request) -> Receipt {
     let pending = run_attempt(
         request,
         (&repo, &id, &base),
+        &contract,
         &mut attempt,
         &mut progress,
         lock,
@@ -451,6 +455,7 @@ fn now_seconds() -> u64 {
 fn run_attempt(
     request: &Request,
     (repo, id, base): (&Git, &str, &str),
+    contract: &contract::Contract,
     attempt: &mut Attempt,
     progress: &mut Progress,
     lock: Option<admin_lock::AdminLock>,
@@ -600,6 +605,17 @@ fn run_attempt(
                 Ok(held) => return repository_changed(&held),
                 Err(e) => return git_failure(&e, "cannot compare the candidate with the stash"),
             }
+            match candidate::changes(&wt, &commit) {
+                Ok(changes) => {
+                    let breaches = conformance::check(&changes, contract);
+                    if !breaches.is_empty() {
+                        let pending = outside_contract(&breaches);
+                        progress.receipt.outside_contract = breaches;
+                        return pending;
+                    }
+                }
+                Err(e) => return git_failure(&e, "cannot list the candidate's changes"),
+            }
             match warnings::in_candidate(&wt, attempt.worktree(), &commit) {
                 Ok(warnings) => Pending {
                     code: Code::Ok,
@@ -638,23 +654,44 @@ fn layout_of(repo: &Git, attempt: &Attempt) -> Result<guard::Layout, GitError> {
     })
 }
 
-/// The most changes a `REPOSITORY_CHANGED` message names; the rest are counted.
+/// The most changes or paths a `REPOSITORY_CHANGED` or `OUTSIDE_CONTRACT` message names;
+/// the rest are counted.
 const CHANGES_SHOWN: usize = 20;
 
-fn repository_changed(changes: &[guard::Change]) -> Pending {
-    let mut shown: Vec<String> = changes
+/// The first [`CHANGES_SHOWN`] of `items`, `; `-separated, and how many more there are.
+fn listed<T: std::fmt::Display>(items: &[T]) -> String {
+    let mut shown: Vec<String> = items
         .iter()
         .take(CHANGES_SHOWN)
         .map(ToString::to_string)
         .collect();
-    if changes.len() > CHANGES_SHOWN {
-        shown.push(format!("and {} more", changes.len() - CHANGES_SHOWN));
+    if items.len() > CHANGES_SHOWN {
+        shown.push(format!("and {} more", items.len() - CHANGES_SHOWN));
     }
+    shown.join("; ")
+}
+
+fn repository_changed(changes: &[guard::Change]) -> Pending {
     Pending::fail(
         Code::RepositoryChanged,
         format!(
             "the command changed the caller's repository, which its worktree shares (only `satyrn-host confine` prevents this): {}; nothing was published",
-            shown.join("; ")
+            listed(changes)
+        ),
+    )
+}
+
+fn outside_contract(breaches: &[conformance::Breach]) -> Pending {
+    Pending::fail(
+        Code::OutsideContract,
+        format!(
+            "the candidate changes {} the contract does not allow: {}; nothing was published",
+            if breaches.len() == 1 {
+                "a path".to_owned()
+            } else {
+                format!("{} paths", breaches.len())
+            },
+            listed(breaches)
         ),
     )
 }

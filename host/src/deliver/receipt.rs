@@ -18,10 +18,12 @@
 //! | `exit_code` | int or null | the command's exit status, when it exited |
 //! | `signal` | int or null | the signal that ended the command, when one did |
 //! | `published` | object | only with `--push`: `{remote, pushed, message}` |
+//! | `outside_contract` | array of objects | only on `OUTSIDE_CONTRACT`: `{path, change, code, detail}` per path the contract does not allow |
 //! | `warnings` | array of objects | only when there is one: `{kind, path, detail}` for a reviewer |
 
 use serde::Serialize;
 
+use super::conformance::Breach;
 use super::push::Publication;
 use super::warnings::Warning;
 use crate::code::Code;
@@ -77,6 +79,10 @@ pub struct Receipt {
     /// succeeded; omitted from the JSON otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub published: Option<Publication>,
+    /// Only on `OUTSIDE_CONTRACT`: every changed path the contract does not allow (see
+    /// [`super::conformance`]); omitted from the JSON otherwise.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub outside_contract: Vec<Breach>,
     /// What a reviewer should see (see [`super::warnings`]); omitted from the JSON when
     /// empty, so a receipt without warnings is byte-for-byte the 13-field receipt.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -106,6 +112,7 @@ impl Receipt {
             exit_code: None,
             signal: None,
             published: None,
+            outside_contract: Vec::new(),
             warnings: Vec::new(),
         }
     }

@@ -55,34 +55,16 @@ const COUNT_LIMIT: usize = 10_000;
 ///
 /// [`GitError`] when git cannot list or read the changes.
 pub fn in_candidate(wt: &Git, worktree: &Path, commit: &str) -> Result<Vec<Warning>, GitError> {
-    let raw = wt.run(&[
-        "diff-tree",
-        "-r",
-        "-z",
-        "--raw",
-        "--no-renames",
-        "--no-commit-id",
-        "--ignore-submodules=none",
-        commit,
-    ])?;
-    let records = git::split_z(&raw);
     let mut warnings = Vec::new();
-    for pair in records.chunks(2) {
-        let [header, path] = pair else { continue };
-        // ":<old mode> <new mode> <old sha> <new sha> <status>"
-        let fields: Vec<&[u8]> = header.split(|b| *b == b' ').collect();
-        let (Some(mode), Some(sha), Some(status)) = (fields.get(1), fields.get(3), fields.get(4))
-        else {
-            continue;
-        };
-        if status.starts_with(b"D") {
+    for change in super::candidate::changes(wt, commit)? {
+        if change.status == b'D' {
             continue;
         }
-        let sha = String::from_utf8_lossy(sha).into_owned();
+        let (path, sha) = (change.path.as_slice(), change.new_sha.as_str());
         let shown = String::from_utf8_lossy(path).into_owned();
-        match *mode {
-            b"120000" => {
-                let target = wt.run(&["cat-file", "blob", &sha])?;
+        match change.new_mode.as_str() {
+            "120000" => {
+                let target = wt.run(&["cat-file", "blob", sha])?;
                 if let Some(how) = leaves(worktree, path, &target) {
                     warnings.push(Warning {
                         kind: Kind::SymlinkLeavesRepository,
@@ -91,9 +73,8 @@ pub fn in_candidate(wt: &Git, worktree: &Path, commit: &str) -> Result<Vec<Warni
                     });
                 }
             }
-            b"160000" => {
-                let out =
-                    wt.output_env(&["cat-file", "-e", &sha], &[("GIT_NO_LAZY_FETCH", "1")])?;
+            "160000" => {
+                let out = wt.output_env(&["cat-file", "-e", sha], &[("GIT_NO_LAZY_FETCH", "1")])?;
                 if !out.status.success() {
                     warnings.push(Warning {
                         kind: Kind::GitlinkCommitMissing,

@@ -46,18 +46,8 @@ pub fn write(scope: Scope<'_>, args: &WriteArgs) -> Result<WriteResult, Failure>
         .map_err(refusal)?;
     match plan {
         engine::WritePlan::Create(created) => {
-            if let Some((c, what)) = created
-                .path
-                .chars()
-                .find_map(|c| satyrn_mutator_core::path::deceptive(c).map(|w| (c, w)))
-            {
-                return Err(Failure::new(
-                    Code::InvalidRequest,
-                    format!(
-                        "a new file's name may not contain {what} U+{:04X}: nobody reading the name could read it as it is",
-                        u32::from(c)
-                    ),
-                ));
+            if let Some(message) = satyrn_mutator_core::path::new_name_refusal(&created.path) {
+                return Err(Failure::new(Code::InvalidRequest, message));
             }
             if created.path != args.path || args.expected_sha256.is_some() {
                 return Err(internal(format!(
