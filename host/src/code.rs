@@ -19,6 +19,7 @@
 //! | 12 | `PATH_PRIVATE`: the path is private, whatever the operation |
 //! | 13 | `CANDIDATES_REFUSED`: `CANDIDATE_NOT_FOUND`, `CANDIDATE_CHANGED`, `APPLY_CONFLICT` |
 //! | 14 | `CPU_UNSUPPORTED`: this CPU lacks features the embedded component was compiled for |
+//! | 15 | `CONFINE_UNAVAILABLE`: `confine` cannot hold the command to the contract here (no Landlock, an ABI below 3, a rule that cannot be built); nothing was run |
 
 use std::fmt;
 
@@ -32,6 +33,9 @@ pub enum Code {
     /// This CPU lacks features the embedded component was precompiled to use (a binary
     /// built with `SATYRN_COMPONENT_CPU=native` on another machine); nothing was done.
     CpuUnsupported,
+    /// `confine`: the kernel cannot enforce the boundary (Landlock absent, disabled, or an
+    /// ABI below 3), or the rules could not be built; nothing was run.
+    ConfineUnavailable,
     /// The contract file cannot be read (missing, a directory, no permission).
     ContractUnreadable,
     /// The contract is not a valid contract document (YAML syntax, not a mapping, unknown
@@ -157,6 +161,7 @@ impl Code {
             Self::Ok => ("OK", 0),
             Self::InternalError => ("INTERNAL_ERROR", 1),
             Self::CpuUnsupported => ("CPU_UNSUPPORTED", 14),
+            Self::ConfineUnavailable => ("CONFINE_UNAVAILABLE", 15),
             Self::ContractUnreadable => ("CONTRACT_UNREADABLE", 3),
             Self::ContractInvalid => ("CONTRACT_INVALID", 4),
             Self::ContractMissingField => ("CONTRACT_MISSING_FIELD", 5),

@@ -9,6 +9,8 @@
 //!   - "docs/*.md"
 //! private_paths:              # optional; absent means the default list (secrets)
 //!   - "config/secrets/*"
+//! scratch_paths:              # optional: directories `confine` lets a command write
+//!   - target                  #   (each ignored by git; never part of a candidate)
 //! ```
 //!
 //! Decisions (see `docs/contract.md`): the document is one mapping; `id` and `task` are
@@ -47,6 +49,11 @@ pub struct Contract {
     /// `fnmatch` patterns of the paths the agent may never read, list, search or change
     /// (private wins over writable); the default list when absent.
     pub private_paths: Vec<String>,
+    /// Worktree-relative directories (plain paths, not patterns) a command run by
+    /// `satyrn-host confine` may write directly: build outputs such as `target` or
+    /// `node_modules`. `confine` checks at start that each is ignored by git, so their
+    /// contents never reach a candidate. Empty when absent.
+    pub scratch_paths: Vec<String>,
 }
 
 /// Why a contract was refused.
@@ -162,15 +169,17 @@ pub fn parse(bytes: &[u8]) -> Result<Contract, ContractError> {
     let mut task = None;
     let mut writable_paths = None;
     let mut private_paths = None;
+    let mut scratch_paths = None;
     for (key, value) in fields {
         let slot = match key.as_str() {
             "id" => &mut id,
             "task" => &mut task,
             "writable_paths" => &mut writable_paths,
             "private_paths" => &mut private_paths,
+            "scratch_paths" => &mut scratch_paths,
             other => {
                 return Err(ContractError::Invalid(format!(
-                    "unknown contract key `{other}` (known keys: id, task, writable_paths, private_paths)"
+                    "unknown contract key `{other}` (known keys: id, task, writable_paths, private_paths, scratch_paths)"
                 )));
             }
         };
@@ -190,12 +199,57 @@ pub fn parse(bytes: &[u8]) -> Result<Contract, ContractError> {
             .map(|p| (*p).to_string())
             .collect()
     });
+    let scratch_paths = directory_list("scratch_paths", scratch_paths)?;
     Ok(Contract {
         id,
         task,
         writable_paths,
         private_paths,
+        scratch_paths,
     })
+}
+
+/// A field that, when present, is a list of worktree-relative directory paths: each a
+/// path satyrn's tools could name ([`satyrn_mutator_core::path::segments`]), not inside
+/// `.git`, no pattern characters (`*?[`), no duplicates. Empty when absent.
+fn directory_list(name: &str, value: Option<Value>) -> Result<Vec<String>, ContractError> {
+    let wrong =
+        || ContractError::MissingField(format!("`{name}` must be a list of non-empty strings"));
+    let paths: Vec<String> = match value {
+        None => return Ok(Vec::new()),
+        Some(Value::List(items)) => items
+            .into_iter()
+            .map(|item| match item {
+                Scalar::Str(s) if !s.is_empty() => Ok(s),
+                _ => Err(wrong()),
+            })
+            .collect::<Result<_, _>>()?,
+        Some(_) => return Err(wrong()),
+    };
+    for (i, path) in paths.iter().enumerate() {
+        let shown = satyrn_mutator_core::path::shown(path);
+        let segments = satyrn_mutator_core::path::segments(path).map_err(|e| {
+            ContractError::Invalid(format!(
+                "`{name}` entry `{shown}` is not a worktree path: {e}"
+            ))
+        })?;
+        if satyrn_mutator_core::path::is_git_admin(&segments) {
+            return Err(ContractError::Invalid(format!(
+                "`{name}` entry `{shown}` is inside `.git`, which is never writable"
+            )));
+        }
+        if path.contains(['*', '?', '[']) {
+            return Err(ContractError::Invalid(format!(
+                "`{name}` entry `{shown}` is a pattern; name the directory itself (`target`, `web/node_modules`)"
+            )));
+        }
+        if paths[..i].contains(path) {
+            return Err(ContractError::Invalid(format!(
+                "`{name}` names `{shown}` twice"
+            )));
+        }
+    }
+    Ok(paths)
 }
 
 /// A field that, when present, is a list of non-empty strings, each a pattern that can

@@ -16,6 +16,7 @@ pub mod attempt;
 pub mod candidates;
 pub mod cli;
 pub mod code;
+pub mod confine;
 pub mod contract;
 pub mod deliver;
 pub mod engine;

@@ -20,11 +20,29 @@ use crate::mcp;
 pub struct Args {
     #[command(flatten)]
     pub target: super::RepoAndContract,
+    /// Relay to the broker of a confined run at this socket instead of serving here
+    /// (default: $SATYRN_BROKER, set by `satyrn-host confine`).
+    #[arg(long, value_name = "SOCKET", value_parser = super::path())]
+    pub broker: Option<std::path::PathBuf>,
 }
 
 /// Runs `mcp`.
 #[must_use]
 pub fn run(args: &Args) -> u8 {
+    let broker = args
+        .broker
+        .clone()
+        .or_else(|| std::env::var_os(crate::confine::broker::SOCKET_VAR).map(Into::into));
+    if let Some(socket) = broker {
+        let secret = std::env::var(crate::confine::broker::SECRET_VAR).ok();
+        return match mcp::relay::relay(&socket, secret.as_deref()) {
+            Ok(status) => status,
+            Err(failure) => {
+                let _ = writeln!(std::io::stderr(), "satyrn-host mcp: {failure}");
+                failure.code.exit_status()
+            }
+        };
+    }
     match mcp::open(&args.target.repo, &args.target.contract) {
         Ok(session) => mcp::serve(session),
         Err(failure) => {

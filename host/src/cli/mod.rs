@@ -23,6 +23,7 @@ pub mod candidates;
 pub mod check;
 pub mod completions;
 pub mod component;
+pub mod confine;
 pub mod deliver;
 pub mod deliver_watchdog;
 pub mod man;
@@ -50,6 +51,7 @@ enum Command {
     Check(check::Args),
     Protocol(protocol::Args),
     Deliver(deliver::Args),
+    Confine(confine::Args),
     Candidates(candidates::Args),
     Attempt(attempt::Args),
     Mcp(mcp::Args),
@@ -86,6 +88,7 @@ fn dispatch(args: &[OsString]) -> u8 {
         Command::Check(args) => check::run(&args),
         Command::Protocol(args) => protocol::run(&args),
         Command::Deliver(args) => deliver::run(args),
+        Command::Confine(args) => confine::run(args),
         Command::Candidates(args) => candidates::run(args),
         Command::Attempt(args) => {
             panic::trigger("attempt");

@@ -17,6 +17,7 @@
 pub mod args;
 pub mod framing;
 pub mod output;
+pub mod relay;
 mod render;
 pub mod seen;
 pub mod server;
@@ -59,6 +60,44 @@ pub fn open(repo: &Path, contract_path: &Path) -> Result<Session, Failure> {
 /// status (0, or 1 when the transport failed).
 #[must_use]
 pub fn serve(session: Session) -> u8 {
+    serve_with(
+        session,
+        || {
+            Ok((
+                tokio::io::BufReader::new(tokio::io::stdin()),
+                tokio::io::stdout(),
+            ))
+        },
+        true,
+    )
+}
+
+/// Serves `session` on one connected stream (a confined run's broker connection,
+/// [`crate::confine::broker`]) until its end; returns 0, or 1 when the transport failed.
+/// No signal is handled: the broker's owner ends it by shutting the stream down.
+#[must_use]
+pub fn serve_stream(session: Session, stream: std::os::unix::net::UnixStream) -> u8 {
+    serve_with(
+        session,
+        move || {
+            stream.set_nonblocking(true)?;
+            let stream = tokio::net::UnixStream::from_std(stream)?;
+            let (read, write) = stream.into_split();
+            Ok((tokio::io::BufReader::new(read), write))
+        },
+        false,
+    )
+}
+
+fn serve_with<R, W>(
+    session: Session,
+    io: impl FnOnce() -> std::io::Result<(R, W)>,
+    on_signals: bool,
+) -> u8
+where
+    R: tokio::io::AsyncBufRead + Unpin + Send + 'static,
+    W: tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -70,17 +109,33 @@ pub fn serve(session: Session) -> u8 {
     let session = std::sync::Arc::clone(server.session());
     let status = runtime.block_on(async move {
         use tokio::signal::unix::{SignalKind, signal};
-        let (Ok(mut term), Ok(mut int), Ok(mut hup)) = (
-            signal(SignalKind::terminate()),
-            signal(SignalKind::interrupt()),
-            signal(SignalKind::hangup()),
-        ) else {
-            return fail("cannot install the signal handlers");
+        let signals = if on_signals {
+            let (Ok(term), Ok(int), Ok(hup)) = (
+                signal(SignalKind::terminate()),
+                signal(SignalKind::interrupt()),
+                signal(SignalKind::hangup()),
+            ) else {
+                return fail("cannot install the signal handlers");
+            };
+            Some((term, int, hup))
+        } else {
+            None
         };
-        let framed = framing::start(
-            tokio::io::BufReader::new(tokio::io::stdin()),
-            tokio::io::stdout(),
-        );
+        let stop = async move {
+            let Some((mut term, mut int, mut hup)) = signals else {
+                return std::future::pending::<()>().await;
+            };
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = int.recv() => {}
+                _ = hup.recv() => {}
+            }
+        };
+        let (input, output) = match io() {
+            Ok(io) => io,
+            Err(e) => return fail(&format!("cannot open the transport: {e}")),
+        };
+        let framed = framing::start(input, output);
         let transport = rmcp::transport::async_rw::AsyncRwTransport::new_server(
             framed.to_rmcp,
             framed.from_rmcp,
@@ -116,9 +171,7 @@ pub fn serve(session: Session) -> u8 {
         tokio::pin!(session_ended);
         let ended = tokio::select! {
             ended = &mut session_ended => Some(ended),
-            _ = term.recv() => None,
-            _ = int.recv() => None,
-            _ = hup.recv() => None,
+            () = stop => None,
         };
         match ended {
             Some(Ok(())) => 0,

@@ -60,6 +60,16 @@ pub const ATTEMPT: Kind = Kind {
     command: "attempt",
 };
 
+/// A `confine` run's directory (its scratch home and temporary directory, the broker's
+/// socket): 60 s at least, as the confined command's descendants may outlive a killed
+/// `confine` for a moment.
+pub const CONFINE: Kind = Kind {
+    prefix: "satyrn-confine-",
+    magic: "satyrn-confine-owner 1",
+    min_age: std::time::Duration::from_secs(60),
+    command: "confine",
+};
+
 /// Who created a directory.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Owner {

@@ -83,6 +83,16 @@ pub fn wake_fd() -> Option<BorrowedFd<'static>> {
     WAKE.get().map(|(read, _)| read.as_fd())
 }
 
+/// The last interruption received since the previous call, cleared: for a process that
+/// passes each one on (`confine`) rather than stopping at the first. `None` when none came.
+#[must_use]
+pub fn take() -> Option<i32> {
+    match RECEIVED.swap(0, Ordering::SeqCst) {
+        0 => None,
+        s => Some(s),
+    }
+}
+
 /// Empties the self-pipe (its bytes only wake; [`received`] is the truth).
 pub fn drain() {
     if let Some(fd) = wake_fd() {

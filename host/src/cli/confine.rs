@@ -1,0 +1,67 @@
+//! `satyrn-host confine --repo WORKTREE CONTRACT -- COMMAND [ARG ...]` (see
+//! [`crate::confine`] and `docs/confinement.md`).
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use crate::confine::{self, Request};
+
+/// `confine`'s arguments.
+#[derive(Debug, clap::Args)]
+#[command(
+    about = "Run a command that the kernel holds to the contract: it writes only through satyrn's broker",
+    long_about = "Runs COMMAND (an agent CLI, interactive or not, or any program) in the worktree \
+                  under Linux Landlock: its whole process tree can write only to its scratch home \
+                  and temporary directory, the contract's scratch_paths and the terminal; it cannot \
+                  read the contract's private paths nor the credential stores of your home; it \
+                  cannot bind TCP ports, signal processes outside the run or reach abstract sockets \
+                  made outside it. The only writer is satyrn's broker, started beside it: \
+                  `satyrn-host mcp` inside the run relays to it (SATYRN_BROKER), with every gate of \
+                  satyrn's tools. What is enforced is printed on stderr at start. Without Landlock \
+                  ABI 3, confine runs nothing and exits 15 (CONFINE_UNAVAILABLE). The exit status \
+                  is COMMAND's (128 + the signal that ended it); SIGINT, SIGTERM and SIGHUP are \
+                  passed to its process group (docs/confinement.md)."
+)]
+pub struct Args {
+    /// The worktree root the command runs in.
+    #[arg(long, value_name = "WORKTREE", value_parser = super::path())]
+    pub repo: PathBuf,
+    /// The command's HOME, writable by it (default: a fresh scratch home, removed after).
+    #[arg(long, value_name = "DIR", value_parser = super::path())]
+    pub home: Option<PathBuf>,
+    /// Allow TCP connect to this port only (repeatable; default: connect not restricted,
+    /// bind always refused).
+    #[arg(long = "allow-connect", value_name = "PORT")]
+    pub allow_connect: Vec<u16>,
+    /// One more path the command may never read (repeatable), beside the contract's
+    /// private paths and the credential stores of your home.
+    #[arg(long = "deny-read", value_name = "PATH", value_parser = super::path())]
+    pub deny_read: Vec<PathBuf>,
+    /// Keep the run's scratch directory (its path is printed on stderr).
+    #[arg(long = "keep-scratch")]
+    pub keep_scratch: bool,
+    /// Run WITHOUT the kernel's boundary (the broker still serves): an explicit opt-out.
+    #[arg(long)]
+    pub unconfined: bool,
+    /// The task contract (YAML; docs/contract.md), read once and frozen.
+    #[arg(value_name = "CONTRACT", value_parser = super::path())]
+    pub contract: PathBuf,
+    /// The command and its arguments, after a literal `--`.
+    #[arg(last = true, required = true, value_name = "COMMAND")]
+    pub command: Vec<OsString>,
+}
+
+/// Runs `confine`.
+#[must_use]
+pub fn run(args: Args) -> u8 {
+    confine::run(&Request {
+        repo: args.repo,
+        contract: args.contract,
+        home: args.home,
+        allow_connect: args.allow_connect,
+        deny_read: args.deny_read,
+        keep_scratch: args.keep_scratch,
+        unconfined: args.unconfined,
+        argv: args.command,
+    })
+}

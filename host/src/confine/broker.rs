@@ -1,0 +1,207 @@
+//! The broker: the only writer of a confined run, outside its confinement.
+//!
+//! It listens on a Unix socket in the run's private directory (which the command can
+//! reach but not change) and serves each connection as one MCP session over the one
+//! operation layer ([`crate::mcp::serve_stream`]): the same tools, gates, limits, codes,
+//! messages and worktree lock as `satyrn-host mcp`, its own revision map, the contract
+//! frozen when `confine` started. A connection must first send the run's secret and a
+//! newline within [`HANDSHAKE_LIMIT`]; anything else closes it unanswered. Landlock does
+//! not stop a confined process from connecting to a named socket it can reach, so the
+//! secret is what keeps another run's command (or anyone else) out.
+
+use std::io::{self, Read};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use crate::contract::Contract;
+use crate::engine::Loaded;
+use crate::mcp::server::Session;
+use crate::repo::RepoRoot;
+
+/// The environment variable that names the broker's socket inside a confined run.
+pub const SOCKET_VAR: &str = "SATYRN_BROKER";
+
+/// The environment variable that holds the run's secret (64 hexadecimal digits).
+pub const SECRET_VAR: &str = "SATYRN_BROKER_SECRET";
+
+/// How long a new connection may take to present the secret: 10 s.
+pub const HANDSHAKE_LIMIT: Duration = Duration::from_secs(10);
+
+/// How often the accepting thread looks at the stop flag: every 50 ms.
+const TICK: Duration = Duration::from_millis(50);
+
+/// A running broker.
+#[derive(Debug)]
+pub struct Broker {
+    socket: PathBuf,
+    secret: String,
+    stop: Arc<AtomicBool>,
+    open: Arc<Mutex<Vec<UnixStream>>>,
+    accepting: Option<JoinHandle<Vec<JoinHandle<()>>>>,
+}
+
+impl Broker {
+    /// Binds `socket` (which must not exist) and starts accepting connections for
+    /// `worktree` under `contract`. The secret is 32 random bytes.
+    ///
+    /// # Errors
+    ///
+    /// The operating-system error of `bind`, or of the random source.
+    pub fn start(socket: &Path, worktree: &Path, contract: Contract) -> io::Result<Self> {
+        let mut bytes = [0u8; 32];
+        getrandom_fill(&mut bytes)?;
+        let secret: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        let listener = UnixListener::bind(socket)?;
+        listener.set_nonblocking(true)?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let open = Arc::new(Mutex::new(Vec::new()));
+        let accepting = {
+            let (stop, open, secret) = (Arc::clone(&stop), Arc::clone(&open), secret.clone());
+            let worktree = worktree.to_path_buf();
+            std::thread::Builder::new()
+                .name("satyrn-broker".into())
+                .spawn(move || {
+                    accept_loop(&listener, &stop, &open, &secret, &worktree, &contract)
+                })?
+        };
+        Ok(Self {
+            socket: socket.to_path_buf(),
+            secret,
+            stop,
+            open,
+            accepting: Some(accepting),
+        })
+    }
+
+    /// The socket's path.
+    #[must_use]
+    pub fn socket(&self) -> &Path {
+        &self.socket
+    }
+
+    /// The secret a connection must send first.
+    #[must_use]
+    pub fn secret(&self) -> &str {
+        &self.secret
+    }
+
+    /// Stops accepting, ends every session (its stream shut down: each call in flight
+    /// finishes first, as a session on EOF does), waits for them, removes the socket.
+    pub fn stop(mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        let sessions = self
+            .accepting
+            .take()
+            .and_then(|t| t.join().ok())
+            .unwrap_or_default();
+        if let Ok(open) = self.open.lock() {
+            for stream in open.iter() {
+                let _ = stream.shutdown(std::net::Shutdown::Both);
+            }
+        }
+        for session in sessions {
+            let _ = session.join();
+        }
+        let _ = std::fs::remove_file(&self.socket);
+    }
+}
+
+fn accept_loop(
+    listener: &UnixListener,
+    stop: &AtomicBool,
+    open: &Mutex<Vec<UnixStream>>,
+    secret: &str,
+    worktree: &Path,
+    contract: &Contract,
+) -> Vec<JoinHandle<()>> {
+    let mut sessions = Vec::new();
+    while !stop.load(Ordering::SeqCst) {
+        match listener.accept() {
+            Ok((stream, _)) => {
+                let Ok(held) = stream.try_clone() else {
+                    continue;
+                };
+                if let Ok(mut open) = open.lock() {
+                    open.push(held);
+                }
+                let (secret, worktree, contract) =
+                    (secret.to_owned(), worktree.to_path_buf(), contract.clone());
+                if let Ok(handle) = std::thread::Builder::new()
+                    .name("satyrn-broker-session".into())
+                    .spawn(move || serve_one(stream, &secret, &worktree, contract))
+                {
+                    sessions.push(handle);
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => std::thread::sleep(TICK),
+            Err(_) => std::thread::sleep(TICK),
+        }
+    }
+    sessions
+}
+
+fn serve_one(mut stream: UnixStream, secret: &str, worktree: &Path, contract: Contract) {
+    if stream.set_nonblocking(false).is_err() || !handshake(&mut stream, secret) {
+        let _ = stream.shutdown(std::net::Shutdown::Both);
+        return;
+    }
+    let session = RepoRoot::open(worktree)
+        .map_err(|e| e.to_string())
+        .and_then(|root| {
+            let loaded = Loaded::new().map_err(|e| e.to_string())?;
+            Session::new(root, contract, loaded).map_err(|e| e.to_string())
+        });
+    match session {
+        Ok(session) => {
+            let _ = crate::mcp::serve_stream(session, stream);
+        }
+        Err(e) => {
+            use std::io::Write;
+            let _ = writeln!(
+                io::stderr(),
+                "satyrn-host confine: the broker cannot open a session: {e}"
+            );
+        }
+    }
+}
+
+/// Reads one line of at most 128 bytes within [`HANDSHAKE_LIMIT`], byte by byte (nothing
+/// of the MCP traffic after it is consumed), and compares it with `secret` in constant
+/// time.
+fn handshake(stream: &mut UnixStream, secret: &str) -> bool {
+    if stream.set_read_timeout(Some(HANDSHAKE_LIMIT)).is_err() {
+        return false;
+    }
+    let mut line = Vec::with_capacity(secret.len() + 1);
+    let mut byte = [0u8; 1];
+    loop {
+        match stream.read(&mut byte) {
+            Ok(1) if byte[0] == b'\n' => break,
+            Ok(1) if line.len() < 128 => line.push(byte[0]),
+            _ => return false,
+        }
+    }
+    if stream.set_read_timeout(None).is_err() {
+        return false;
+    }
+    let expected = secret.as_bytes();
+    line.len() == expected.len()
+        && line
+            .iter()
+            .zip(expected)
+            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+            == 0
+}
+
+fn getrandom_fill(buf: &mut [u8]) -> io::Result<()> {
+    let mut filled = 0;
+    while filled < buf.len() {
+        let n = rustix::rand::getrandom(&mut buf[filled..], rustix::rand::GetRandomFlags::empty())?;
+        filled += n;
+    }
+    Ok(())
+}

@@ -1,0 +1,401 @@
+//! `satyrn-host confine`: runs a command so that the kernel holds it to the contract.
+//!
+//! Order of a run ([`run`]):
+//!
+//! 1. load and freeze the contract; resolve the worktree root; check each `scratch_paths`
+//!    entry (a directory, ignored by git, nothing private inside; created when absent);
+//! 2. ask the kernel for its Landlock ABI ([`abi`]): below [`abi::MIN_ABI`], or Landlock
+//!    absent or disabled, `CONFINE_UNAVAILABLE` and nothing runs — unless `--unconfined`;
+//! 3. make the run's directory ([`scratch`]): a scratch home and temporary directory, and
+//!    the broker's socket beside them; sweep the directories of killed runs;
+//! 4. compute the grants ([`rules`]) and build the ruleset ([`landlock`]); print what is
+//!    enforced on stderr;
+//! 5. start the broker ([`broker`]), the only writer;
+//! 6. start the command in a process group of its own (the terminal's foreground group when
+//!    stdin is one), restricted to the ruleset between `fork` and `exec`, with `HOME`,
+//!    `TMPDIR`, `GIT_OPTIONAL_LOCKS=0`, `SATYRN_BROKER` and `SATYRN_BROKER_SECRET` set;
+//!    `SIGINT`, `SIGTERM` and `SIGHUP` to `confine` are passed to that group;
+//! 7. when the command ends, stop what is left of its group, stop the broker, remove the
+//!    run's directory (unless `--keep-scratch`), and exit with the command's status
+//!    (128 + the signal that killed it).
+//!
+//! See `docs/confinement.md` for every rule, what it guarantees and what it does not.
+
+pub mod abi;
+pub mod broker;
+pub mod landlock;
+pub mod rules;
+pub mod scratch;
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use rustix::process::{Pid, Signal};
+
+use crate::code::{Code, Failure};
+use crate::contract::{self, Contract};
+use crate::git::Git;
+use crate::os::{process, signals};
+use crate::repo::RepoRoot;
+
+/// One `confine` request, as parsed from the command line.
+#[derive(Debug, Clone)]
+pub struct Request {
+    /// `--repo`: the worktree root.
+    pub repo: PathBuf,
+    /// The contract path.
+    pub contract: PathBuf,
+    /// `--home DIR`: the command's `HOME` (writable) instead of the scratch home.
+    pub home: Option<PathBuf>,
+    /// `--allow-connect PORT`: TCP ports the command may connect to (then only these).
+    pub allow_connect: Vec<u16>,
+    /// `--deny-read PATH`: more paths the command may never read.
+    pub deny_read: Vec<PathBuf>,
+    /// `--keep-scratch`: leave the run's directory behind.
+    pub keep_scratch: bool,
+    /// `--unconfined`: run without Landlock (the broker still serves).
+    pub unconfined: bool,
+    /// The command and its arguments.
+    pub argv: Vec<OsString>,
+}
+
+/// Device files a confined command may read and write (those that exist).
+const DEVICES: &[&str] = &[
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/tty",
+    "/dev/pts",
+    "/dev/ptmx",
+];
+
+/// Runs `request`; returns the exit status (the command's, or the refusal's).
+///
+/// # Process-global effects
+///
+/// Installs the interruption handlers ([`signals::install`]); makes this process a child
+/// subreaper; gives the terminal's foreground to the command while it runs.
+#[must_use]
+pub fn run(request: &Request) -> u8 {
+    match prepare(request) {
+        Ok(prepared) => execute(request, prepared),
+        Err(failure) => {
+            let _ = writeln!(std::io::stderr(), "satyrn-host confine: {failure}");
+            failure.code.exit_status()
+        }
+    }
+}
+
+struct Prepared {
+    contract: Contract,
+    root: PathBuf,
+    run_dir: scratch::RunDir,
+    ruleset: Option<(std::os::fd::OwnedFd, landlock::Enforced)>,
+}
+
+fn prepare(request: &Request) -> Result<Prepared, Failure> {
+    let contract = contract::load(&request.contract)?;
+    let opened = RepoRoot::open(&request.repo)?;
+    // Landlock rules name inodes; the walk compares absolute paths with them.
+    let root = std::fs::canonicalize(opened.path()).map_err(|e| {
+        Failure::new(
+            Code::RepoUnavailable,
+            format!("cannot resolve the worktree: {e}"),
+        )
+    })?;
+    check_scratch_paths(&root, &contract)?;
+    let probe = abi::probe();
+    let abi = match probe {
+        abi::Probe::Available(v) if v >= abi::MIN_ABI => Some(v),
+        _ if request.unconfined => None,
+        abi::Probe::Available(v) => {
+            return Err(Failure::new(
+                Code::ConfineUnavailable,
+                format!(
+                    "this kernel has Landlock ABI {v}; confine needs ABI {} (Linux 6.2) to refuse truncation; nothing was run (--unconfined runs without the kernel's boundary)",
+                    abi::MIN_ABI
+                ),
+            ));
+        }
+        other => {
+            return Err(Failure::new(
+                Code::ConfineUnavailable,
+                format!(
+                    "{other}; nothing was run (--unconfined runs without the kernel's boundary)"
+                ),
+            ));
+        }
+    };
+    let run_dir = scratch::RunDir::create().map_err(|e| {
+        Failure::new(
+            Code::ConfineUnavailable,
+            format!("cannot create the run's directory: {e}"),
+        )
+    })?;
+    let mut write = vec![run_dir.home(), run_dir.tmp()];
+    if let Some(home) = &request.home {
+        write.push(home.clone());
+    }
+    write.extend(contract.scratch_paths.iter().map(|p| root.join(p)));
+    let ruleset = match abi {
+        None => None,
+        Some(abi) => {
+            let mut deny: Vec<PathBuf> = request.deny_read.clone();
+            if let Some(home) = std::env::var_os("HOME").filter(|h| !h.is_empty()) {
+                let home = PathBuf::from(home);
+                deny.extend(rules::CREDENTIAL_STORES.iter().map(|s| home.join(s)));
+            }
+            deny.push(run_dir.parent().to_path_buf());
+            let devices: Vec<PathBuf> = DEVICES.iter().map(PathBuf::from).collect();
+            let inputs = rules::Inputs {
+                worktree: &root,
+                private_paths: &contract.private_paths,
+                deny: &deny,
+                write: &write,
+                devices: &devices,
+            };
+            let plan = rules::plan(&inputs).map_err(|e| {
+                Failure::new(
+                    Code::ConfineUnavailable,
+                    format!("cannot compute the rules: {e}"),
+                )
+            })?;
+            let built = landlock::build(abi, &plan, &request.allow_connect)
+                .map_err(|e| Failure::new(Code::ConfineUnavailable, e.to_string()))?;
+            let _ = writeln!(
+                std::io::stderr(),
+                "satyrn-host confine: {}",
+                describe(&built.1, &plan, &write)
+            );
+            Some(built)
+        }
+    };
+    if ruleset.is_none() {
+        let _ = writeln!(
+            std::io::stderr(),
+            "satyrn-host confine: --unconfined: NOTHING is enforced by the kernel; the command can write anywhere its user can"
+        );
+    }
+    Ok(Prepared {
+        contract,
+        root,
+        run_dir,
+        ruleset,
+    })
+}
+
+/// One line: the ABI, the rule count, the writable places, the network, the scopes.
+fn describe(enforced: &landlock::Enforced, plan: &rules::Plan, write: &[PathBuf]) -> String {
+    let writable: Vec<String> = write.iter().map(|p| p.display().to_string()).collect();
+    let network = match (&enforced.connect_ports, enforced.bind_refused) {
+        (Some(ports), _) => format!(
+            "TCP bind refused, TCP connect only to port{} {}",
+            if ports.len() == 1 { "" } else { "s" },
+            ports
+                .iter()
+                .map(u16::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        (None, true) => "TCP bind refused, TCP connect not restricted".to_owned(),
+        (None, false) => "network not restricted (ABI < 4)".to_owned(),
+    };
+    format!(
+        "Landlock ABI {} enforced: {} rules; writes only to {} and the terminal and null devices; {} private worktree path{} and {} credential store{} unreadable; {network}; {}",
+        enforced.abi,
+        enforced.rules,
+        writable.join(", "),
+        plan.private,
+        if plan.private == 1 { "" } else { "s" },
+        plan.outside.len().saturating_sub(1),
+        if plan.outside.len() == 2 { "" } else { "s" },
+        if enforced.scoped {
+            "signals and abstract sockets scoped to the run"
+        } else {
+            "signals not scoped (ABI < 6)"
+        }
+    )
+}
+
+/// Each `scratch_paths` entry: not private and with nothing private in it, ignored by git
+/// (`git check-ignore`), a directory reached without a symlink; created when absent.
+fn check_scratch_paths(root: &Path, contract: &Contract) -> Result<(), Failure> {
+    let refuse = |m: String| Failure::new(Code::ContractInvalid, m);
+    for rel in &contract.scratch_paths {
+        if satyrn_mutator_core::gates::is_private(rel, &contract.private_paths) {
+            return Err(refuse(format!(
+                "scratch path `{rel}` is private; a scratch path is readable by the command"
+            )));
+        }
+        let git = Git::at(root);
+        let ignored = git
+            .output(&["check-ignore", "-q", "--no-index", "--", &format!("{rel}/")])
+            .map_err(|e| {
+                refuse(format!(
+                    "cannot ask git whether scratch path `{rel}` is ignored: {e}"
+                ))
+            })?;
+        if !ignored.status.success() {
+            return Err(refuse(format!(
+                "scratch path `{rel}` is not ignored by git: add `/{rel}/` to .gitignore, or its contents would reach a candidate"
+            )));
+        }
+        let mut at = root.to_path_buf();
+        for segment in rel.split('/') {
+            at.push(segment);
+            match std::fs::symlink_metadata(&at) {
+                Ok(m) if m.is_dir() => {}
+                Ok(_) => {
+                    return Err(refuse(format!(
+                        "scratch path `{rel}`: {} is not a directory",
+                        at.display()
+                    )));
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    std::fs::create_dir(&at)
+                        .map_err(|e| refuse(format!("cannot create scratch path `{rel}`: {e}")))?;
+                }
+                Err(e) => return Err(refuse(format!("scratch path `{rel}`: {e}"))),
+            }
+        }
+        let private = rules::plan(&rules::Inputs {
+            worktree: &at,
+            private_paths: &contract
+                .private_paths
+                .iter()
+                .map(|p| p.strip_prefix(&format!("{rel}/")).unwrap_or(p).to_owned())
+                .collect::<Vec<_>>(),
+            deny: &[],
+            write: &[],
+            devices: &[],
+        });
+        if let Ok(plan) = private
+            && plan.private > 0
+        {
+            return Err(refuse(format!(
+                "scratch path `{rel}` holds private files; a scratch path is readable by the command"
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn execute(request: &Request, prepared: Prepared) -> u8 {
+    let Prepared {
+        contract,
+        root,
+        run_dir,
+        ruleset,
+    } = prepared;
+    if let Err(e) = signals::install() {
+        let _ = writeln!(
+            std::io::stderr(),
+            "satyrn-host confine: cannot install the signal handlers: {e}"
+        );
+        return Code::InternalError.exit_status();
+    }
+    process::become_subreaper();
+    let broker = match broker::Broker::start(&run_dir.socket(), &root, contract) {
+        Ok(b) => b,
+        Err(e) => {
+            let _ = writeln!(
+                std::io::stderr(),
+                "satyrn-host confine: cannot start the broker: {e}"
+            );
+            run_dir.remove(request.keep_scratch);
+            return Code::InternalError.exit_status();
+        }
+    };
+    let Some((program, args)) = request.argv.split_first() else {
+        broker.stop();
+        run_dir.remove(request.keep_scratch);
+        return crate::code::USAGE_EXIT;
+    };
+    let mut cmd = Command::new(program);
+    cmd.args(args)
+        .current_dir(&root)
+        .env(
+            "HOME",
+            request.home.clone().unwrap_or_else(|| run_dir.home()),
+        )
+        .env("TMPDIR", run_dir.tmp())
+        .env("GIT_OPTIONAL_LOCKS", "0")
+        .env(broker::SOCKET_VAR, broker.socket())
+        .env(broker::SECRET_VAR, broker.secret())
+        .process_group(0);
+    let terminal = foreground_terminal();
+    if let Some((fd, _)) = &ruleset {
+        let fd = landlock::raw(fd);
+        // SAFETY: only raw system calls (prctl, landlock_restrict_self) between fork and exec.
+        unsafe {
+            cmd.pre_exec(move || landlock::restrict_in_child(fd));
+        }
+    }
+    process::end_with_parent(&mut cmd, Signal::KILL);
+    let status = match cmd.spawn() {
+        Ok(mut child) => {
+            let pgid = process::pid_of(&child).ok();
+            if let (Some(pgid), Some(tty)) = (pgid, &terminal) {
+                let _ = rustix::termios::tcsetpgrp(tty, pgid);
+            }
+            let status = wait(&mut child, pgid);
+            if let Some(pgid) = pgid {
+                process::stop_group(pgid);
+            }
+            let _ = child.wait();
+            if let Some(tty) = &terminal {
+                signals::ignore(&[libc::SIGTTOU]);
+                let _ = rustix::termios::tcsetpgrp(tty, rustix::process::getpgrp());
+            }
+            status
+        }
+        Err(e) => {
+            let _ = writeln!(
+                std::io::stderr(),
+                "satyrn-host confine: cannot start {}: {e}",
+                Path::new(program).display()
+            );
+            127
+        }
+    };
+    process::stop_strays(None);
+    broker.stop();
+    run_dir.remove(request.keep_scratch);
+    status
+}
+
+/// stdin, when it is a terminal whose foreground group is ours.
+fn foreground_terminal() -> Option<std::os::fd::BorrowedFd<'static>> {
+    let stdin = rustix::stdio::stdin();
+    let ours = rustix::process::getpgrp();
+    (rustix::termios::isatty(stdin) && rustix::termios::tcgetpgrp(stdin).ok() == Some(ours))
+        .then_some(stdin)
+}
+
+/// Waits for `child`, passing each interruption to its group; returns its exit status or
+/// 128 + the signal that ended it.
+fn wait(child: &mut std::process::Child, pgid: Option<Pid>) -> u8 {
+    loop {
+        if let Some(s) = signals::take() {
+            signals::drain();
+            if let (Some(pgid), Some(signal)) = (pgid, Signal::from_named_raw(s)) {
+                let _ = rustix::process::kill_process_group(pgid, signal);
+            }
+        }
+        match child.try_wait() {
+            Ok(Some(status)) => {
+                return match (status.code(), status.signal()) {
+                    (Some(code), _) => u8::try_from(code).unwrap_or(1),
+                    (None, Some(signal)) => u8::try_from(128 + signal).unwrap_or(255),
+                    (None, None) => 1,
+                };
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+            Err(_) => return 1,
+        }
+    }
+}

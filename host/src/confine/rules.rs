@@ -1,0 +1,260 @@
+//! What a confined command may touch, as Landlock grants: computed once, before it starts.
+//!
+//! Landlock only grants: a rule on a directory covers everything beneath it, and nothing
+//! inside a grant can be taken away. So nothing private may lie beneath a read grant.
+//! [`plan`] starts at `/` and, at every directory with something unreadable beneath it,
+//! lists that directory (its names stay visible) and grants its entries one by one: an
+//! entry with nothing unreadable beneath it as a whole, the others split again, the
+//! unreadable ones not at all. Symbolic links get no grant of their own: opening one is
+//! decided on its target's path.
+//!
+//! Unreadable: every path of the worktree that the contract makes private (a private
+//! directory with all beneath it), every other name of a private file's inode inside the
+//! worktree (a hard link), the credential stores outside it ([`CREDENTIAL_STORES`] under
+//! the caller's home, and `--deny-read`), and the directory holding every run's scratch
+//! (another run's scratch is never readable; this run's is granted back).
+
+use std::collections::{BTreeSet, HashSet};
+use std::io;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use satyrn_mutator_core::fnmatch::PatternSet;
+use satyrn_mutator_core::gates;
+
+/// The credential stores under the caller's home that a confined command can never read
+/// (those that exist; each with all beneath it).
+pub const CREDENTIAL_STORES: &[&str] = &[
+    ".ssh",
+    ".aws",
+    ".gnupg",
+    ".netrc",
+    ".git-credentials",
+    ".config/git/credentials",
+    ".config/gcloud",
+    ".config/gh",
+    ".kube",
+    ".docker/config.json",
+    ".npmrc",
+    ".pypirc",
+    ".cargo/credentials.toml",
+    ".cargo/credentials",
+];
+
+/// How a path is granted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Grant {
+    /// Read and execute everything beneath (a directory) or the file itself.
+    Read,
+    /// List this directory and every directory beneath it; read no file by this grant.
+    List,
+    /// Every access, beneath: the scratch directory, the scratch paths, `--home`.
+    Write,
+    /// Read, write and truncate the device file (`/dev/null`, the terminal), no execute.
+    Device,
+}
+
+/// The grants of one run.
+#[derive(Debug, Default)]
+pub struct Plan {
+    /// Each path with its grant, in the order found.
+    pub grants: Vec<(PathBuf, Grant, Kind)>,
+    /// How many worktree paths were made unreadable (private, or another name of one).
+    pub private: usize,
+    /// The unreadable paths outside the worktree that exist (credential stores, the
+    /// scratch parent, `--deny-read`).
+    pub outside: Vec<PathBuf>,
+}
+
+/// A granted path's type: Landlock allows only file rights on a file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Kind {
+    /// A directory.
+    Dir,
+    /// Anything else that is not a symbolic link.
+    File,
+}
+
+/// What [`plan`] works from.
+#[derive(Debug)]
+pub struct Inputs<'a> {
+    /// The worktree root (absolute, as resolved by the caller).
+    pub worktree: &'a Path,
+    /// The contract's private patterns.
+    pub private_paths: &'a [String],
+    /// Absolute paths never readable (credential stores, the scratch parent, extras);
+    /// those that do not exist are skipped.
+    pub deny: &'a [PathBuf],
+    /// Absolute directories every access is granted on (the run's scratch, scratch paths,
+    /// `--home`).
+    pub write: &'a [PathBuf],
+    /// Device files and directories granted [`Grant::Device`] when they exist.
+    pub devices: &'a [PathBuf],
+}
+
+/// Computes the grants. Reads the file system (the worktree walked once; a second walk
+/// only when a private file has other names); no other effect.
+///
+/// # Errors
+///
+/// An I/O error reading a directory on the way (the worktree's, or one above an
+/// unreadable path).
+pub fn plan(inputs: &Inputs<'_>) -> io::Result<Plan> {
+    let mut unreadable: BTreeSet<PathBuf> = BTreeSet::new();
+    let private = private_in_worktree(inputs.worktree, inputs.private_paths)?;
+    let private_count = private.len();
+    unreadable.extend(private);
+    let mut outside = Vec::new();
+    for path in inputs.deny {
+        if std::fs::symlink_metadata(path).is_ok() {
+            unreadable.insert(path.clone());
+            outside.push(path.clone());
+        }
+    }
+    let mut plan = Plan {
+        private: private_count,
+        outside,
+        ..Plan::default()
+    };
+    // Write grants are added to, not carved out of, the reads: they may lie under an
+    // unreadable directory (the run's own scratch under the scratch parent).
+    let root = Path::new("/");
+    split(root, &unreadable, &mut plan.grants)?;
+    for dir in inputs.write {
+        plan.grants.push((dir.clone(), Grant::Write, Kind::Dir));
+    }
+    for device in inputs.devices {
+        if let Ok(meta) = std::fs::metadata(device) {
+            let kind = if meta.is_dir() { Kind::Dir } else { Kind::File };
+            plan.grants.push((device.clone(), Grant::Device, kind));
+        }
+    }
+    Ok(plan)
+}
+
+/// `dir` has something unreadable beneath it: list it, grant its entries one by one.
+fn split(
+    dir: &Path,
+    unreadable: &BTreeSet<PathBuf>,
+    out: &mut Vec<(PathBuf, Grant, Kind)>,
+) -> io::Result<()> {
+    out.push((dir.to_path_buf(), Grant::List, Kind::Dir));
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        let path = entry.path();
+        if unreadable.contains(&path) {
+            continue;
+        }
+        let file_type = entry.file_type()?;
+        if file_type.is_symlink() {
+            continue;
+        }
+        let kind = if file_type.is_dir() {
+            Kind::Dir
+        } else {
+            Kind::File
+        };
+        if kind == Kind::Dir && has_beneath(unreadable, &path) {
+            split(&path, unreadable, out)?;
+        } else {
+            out.push((path, Grant::Read, kind));
+        }
+    }
+    Ok(())
+}
+
+/// Whether some path of `set` lies strictly beneath `dir`. Paths order by components, so
+/// `dir`'s descendants follow it directly.
+fn has_beneath(set: &BTreeSet<PathBuf>, dir: &Path) -> bool {
+    set.range(dir.to_path_buf()..)
+        .find(|p| p.as_path() != dir)
+        .is_some_and(|p| p.starts_with(dir))
+}
+
+/// Every absolute path of the worktree that is private (a private directory is one entry,
+/// its contents not walked), and every other name inside the worktree of a private file's
+/// inode. `.git` directories and files are not repository paths and are not matched.
+fn private_in_worktree(worktree: &Path, private_paths: &[String]) -> io::Result<Vec<PathBuf>> {
+    let patterns = PatternSet::new(private_paths);
+    let mut found = Vec::new();
+    let mut linked = HashSet::new();
+    if patterns.is_empty() {
+        return Ok(found);
+    }
+    let mut stack = vec![(worktree.to_path_buf(), String::new())];
+    while let Some((dir, rel)) = stack.pop() {
+        for entry in std::fs::read_dir(&dir)? {
+            let entry = entry?;
+            let name = entry.file_name();
+            let Some(name) = name.to_str() else { continue };
+            if name.eq_ignore_ascii_case(".git") {
+                continue;
+            }
+            let rel_path = if rel.is_empty() {
+                name.to_owned()
+            } else {
+                format!("{rel}/{name}")
+            };
+            let file_type = entry.file_type()?;
+            if gates::is_private_in(&rel_path, &patterns) {
+                if file_type.is_file() {
+                    let meta = entry.metadata()?;
+                    if meta.nlink() > 1 {
+                        linked.insert((meta.dev(), meta.ino()));
+                    }
+                }
+                found.push(entry.path());
+            } else if file_type.is_dir() {
+                stack.push((entry.path(), rel_path));
+            }
+        }
+    }
+    if !linked.is_empty() {
+        other_names(worktree, &linked, &mut found)?;
+    }
+    Ok(found)
+}
+
+/// Adds every regular file of the worktree whose inode is in `inodes` and that is not
+/// already in `found`.
+fn other_names(
+    worktree: &Path,
+    inodes: &HashSet<(u64, u64)>,
+    found: &mut Vec<PathBuf>,
+) -> io::Result<()> {
+    let known: HashSet<PathBuf> = found.iter().cloned().collect();
+    let mut stack = vec![worktree.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir)? {
+            let entry = entry?;
+            let file_type = entry.file_type()?;
+            let path = entry.path();
+            if file_type.is_dir() {
+                if !known.contains(&path) {
+                    stack.push(path);
+                }
+            } else if file_type.is_file() {
+                let meta = entry.metadata()?;
+                if inodes.contains(&(meta.dev(), meta.ino())) && !known.contains(&path) {
+                    found.push(path);
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_strict_descendants_count_as_beneath() {
+        let set: BTreeSet<PathBuf> = ["/a/b/c", "/a/bc"].iter().map(PathBuf::from).collect();
+        assert!(has_beneath(&set, Path::new("/a")));
+        assert!(has_beneath(&set, Path::new("/a/b")));
+        assert!(!has_beneath(&set, Path::new("/a/b/c")));
+        assert!(!has_beneath(&set, Path::new("/a/bc")));
+        assert!(!has_beneath(&set, Path::new("/x")));
+    }
+}
