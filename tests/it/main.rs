@@ -7,6 +7,7 @@ mod candidates;
 mod candidates_remote;
 mod cli;
 mod component;
+mod confine;
 mod deliver;
 mod deliver_contract;
 mod deliver_faults;

@@ -1,0 +1,547 @@
+//! `satyrn-host confine`: the real kernel's Landlock holding a real shell to the contract,
+//! the broker as the only writer, every refusal beside its sibling success, the files
+//! proven unchanged (bytes, mode, inode).
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::deliver_support::{Caller, FixedRepo, commit_all, deliver_cmd, finish};
+use crate::support::{ContractFile, git_ok, host_bin, snapshot, tree_state, without_git_location};
+
+/// A worktree with a declared file, a private file at the root and one in `src/`, an
+/// ignored scratch path, and a caller's home with credential stores.
+struct Fixture {
+    repo: FixedRepo,
+    home: tempfile::TempDir,
+    contract: ContractFile,
+}
+
+impl Fixture {
+    fn new() -> Self {
+        let repo = FixedRepo::with_files(&[
+            ("src/main.rs", b"fn main() {}\n"),
+            ("src/lib.rs", b"pub fn f() {}\n"),
+            ("src/id_rsa", b"PRIVATE KEY\n"),
+            (".env", b"SECRET=1\n"),
+            ("README.md", b"# readme\n"),
+            (".gitignore", b"/target/\n"),
+        ]);
+        let home = tempfile::tempdir().expect("home");
+        for (rel, content) in [
+            (".ssh/id_rsa", "caller's key\n"),
+            (".aws/credentials", "caller's aws\n"),
+            (".profile", "export A=1\n"),
+        ] {
+            let p = home.path().join(rel);
+            std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
+            std::fs::write(p, content).expect("write");
+        }
+        let contract = ContractFile::raw(
+            "id: confined\ntask: t\nwritable_paths: ['src/*.rs']\nscratch_paths: [target]\n",
+        );
+        Self {
+            repo,
+            home,
+            contract,
+        }
+    }
+
+    fn root(&self) -> PathBuf {
+        self.repo.path()
+    }
+
+    fn confine(&self, opts: &[&str], script: &str) -> Output {
+        self.command(opts, &["sh", "-c", script])
+            .output()
+            .expect("run confine")
+    }
+
+    fn command(&self, opts: &[&str], argv: &[&str]) -> Command {
+        let mut cmd = Command::new(host_bin());
+        cmd.arg("confine")
+            .arg("--repo")
+            .arg(self.root())
+            .args(opts)
+            .arg(&self.contract.path)
+            .arg("--")
+            .args(argv)
+            .env("HOME", self.home.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        without_git_location(&mut cmd);
+        cmd
+    }
+}
+
+/// `NAME rc` lines of a script's stdout.
+fn results(out: &Output) -> Vec<(String, i32)> {
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| {
+            let (name, rc) = l.rsplit_once(' ')?;
+            Some((name.to_owned(), rc.parse().ok()?))
+        })
+        .collect()
+}
+
+/// One shell line per operation on `dir`: each prints its name and status.
+fn write_ops(tag: &str, dir: &str, file: &str) -> String {
+    [
+        ("create", format!("echo x > {dir}/new-{tag}")),
+        ("append", format!("echo x >> {file}")),
+        ("truncate", format!("truncate -s 0 {file}")),
+        ("hardlink", format!("ln {file} {dir}/hard-{tag}")),
+        ("symlink", format!("ln -s x {dir}/link-{tag}")),
+        ("mkdir", format!("mkdir {dir}/dir-{tag}")),
+        ("mkfifo", format!("mkfifo {dir}/fifo-{tag}")),
+        ("rename", format!("mv {file} {dir}/renamed-{tag}")),
+        // The renamed file where the rename succeeded, the original where it was refused.
+        ("unlink", format!("rm -f {file} {dir}/renamed-{tag}")),
+    ]
+    .iter()
+    .map(|(op, line)| format!("{line} 2>/dev/null; echo \"{tag}-{op} $?\"\n"))
+    .collect()
+}
+
+#[test]
+fn every_kind_of_write_is_refused_outside_the_scratch_and_allowed_in_it() {
+    let f = Fixture::new();
+    let root = f.root();
+    let home = f.home.path().display().to_string();
+    let before_tree = tree_state(&root);
+    let watched = [
+        root.join("src/main.rs"),
+        root.join(".git/config"),
+        root.join(".git/HEAD"),
+        f.home.path().join(".profile"),
+    ];
+    let before: Vec<_> = watched.iter().map(|p| snapshot(p)).collect();
+    let mut script = String::new();
+    script += &write_ops("worktree", ".", "src/main.rs");
+    script += &write_ops("git", ".git", ".git/config");
+    script += &write_ops("head", ".git", ".git/HEAD");
+    script += &write_ops("home", &home, &format!("{home}/.profile"));
+    script += "echo kept > \"$TMPDIR/t\"; echo kept > \"$HOME/h\"; echo kept > target/t\n";
+    script += &write_ops("tmp", "\"$TMPDIR\"", "\"$TMPDIR/t\"");
+    script += &write_ops("scratchhome", "\"$HOME\"", "\"$HOME/h\"");
+    script += &write_ops("scratchpath", "target", "target/t");
+    // The walk of the worktree below would open the FIFO.
+    script += "rm -f target/fifo-scratchpath\n";
+    let out = f.confine(&[], &script);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("Landlock ABI"), "{stderr}");
+    let results = results(&out);
+    assert_eq!(results.len(), 7 * 9, "{results:?}");
+    let mut refused = 0;
+    for (name, rc) in &results {
+        let inside = ["tmp-", "scratchhome-", "scratchpath-"]
+            .iter()
+            .any(|p| name.starts_with(p));
+        if inside {
+            assert_eq!(*rc, 0, "{name} must succeed in the scratch: {results:?}");
+        } else {
+            assert_ne!(*rc, 0, "{name} must be refused: {results:?}");
+            refused += 1;
+        }
+    }
+    eprintln!(
+        "{refused} writes outside the scratch refused, {} inside allowed",
+        results.len() - refused
+    );
+    let after: Vec<_> = watched.iter().map(|p| snapshot(p)).collect();
+    assert_eq!(before, after, "bytes, mode or inode changed");
+    let mut after_tree = tree_state(&root);
+    // The scratch path is the one place the command wrote (`target/`, ignored by git).
+    after_tree.retain(|k, _| !k.starts_with("target"));
+    assert_eq!(before_tree, after_tree);
+    assert_eq!(
+        std::fs::read_dir(f.home.path()).expect("home").count(),
+        3,
+        "nothing new in the caller's home"
+    );
+}
+
+#[test]
+fn private_files_and_credential_stores_are_unreadable_and_ordinary_files_readable() {
+    let f = Fixture::new();
+    let root = f.root();
+    // Another name of the private `.env`, untracked: unreadable too.
+    std::fs::hard_link(root.join(".env"), root.join("notes.txt")).expect("link");
+    let extra = tempfile::NamedTempFile::new().expect("extra");
+    std::fs::write(extra.path(), "denied by flag\n").expect("write");
+    let home = f.home.path().display().to_string();
+    let extra_path = extra.path().display().to_string();
+    let script = format!(
+        "for p in .env src/id_rsa notes.txt {home}/.ssh/id_rsa {home}/.aws/credentials {extra_path} \
+         src/main.rs README.md {home}/.profile .git/HEAD; do cat \"$p\" >/dev/null 2>&1; echo \"$p $?\"; done; \
+         git status --porcelain >/dev/null 2>&1; echo \"git-status $?\""
+    );
+    let out = f.confine(&["--deny-read", &extra_path], &script);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("3 private worktree paths"), "{stderr}");
+    let results = results(&out);
+    let rc = |p: &str| {
+        results
+            .iter()
+            .find(|(n, _)| n == p)
+            .unwrap_or_else(|| panic!("{p}: {results:?}"))
+            .1
+    };
+    for p in [".env", "src/id_rsa", "notes.txt"] {
+        assert_ne!(rc(p), 0, "{p} must be unreadable");
+    }
+    for p in [
+        format!("{home}/.ssh/id_rsa"),
+        format!("{home}/.aws/credentials"),
+        extra_path.clone(),
+    ] {
+        assert_ne!(rc(&p), 0, "{p} must be unreadable");
+    }
+    for p in ["src/main.rs", "README.md", ".git/HEAD", "git-status"] {
+        assert_eq!(rc(p), 0, "{p} must be readable");
+    }
+    assert_eq!(
+        rc(&format!("{home}/.profile")),
+        0,
+        "an ordinary file of the home is readable"
+    );
+}
+
+#[test]
+fn tcp_bind_is_refused_and_connect_reaches_only_the_allowed_port() {
+    let f = Fixture::new();
+    let allowed = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let other = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let (a, b) = (
+        allowed.local_addr().expect("addr").port(),
+        other.local_addr().expect("addr").port(),
+    );
+    let script = format!(
+        "bash -c 'exec 3<>/dev/tcp/127.0.0.1/{a}' 2>/dev/null; echo \"allowed $?\"; \
+         bash -c 'exec 3<>/dev/tcp/127.0.0.1/{b}' 2>/dev/null; echo \"other $?\"; \
+         python3 -c 'import socket; socket.socket().bind((\"127.0.0.1\", 0))' 2>/dev/null; echo \"bind $?\""
+    );
+    let out = f.confine(&["--allow-connect", &a.to_string()], &script);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        results(&out),
+        vec![
+            ("allowed".into(), 0),
+            ("other".into(), 1),
+            ("bind".into(), 1)
+        ],
+    );
+    // Sibling: without --allow-connect, connect is not restricted; bind still is.
+    let out = f.confine(&[], &script);
+    assert_eq!(
+        results(&out),
+        vec![
+            ("allowed".into(), 0),
+            ("other".into(), 0),
+            ("bind".into(), 1)
+        ],
+    );
+}
+
+#[test]
+fn a_kernel_without_landlock_is_a_named_refusal_and_nothing_runs() {
+    let f = Fixture::new();
+    let outside = tempfile::tempdir().expect("outside");
+    let marker = outside.path().join("ran");
+    let script = format!("touch {}", marker.display());
+    let mut cmd = f.command(&[], &["sh", "-c", &script]);
+    crate::faults::inject(
+        &mut cmd,
+        &[crate::faults::Fault::always(
+            libc::SYS_landlock_create_ruleset,
+            libc::ENOSYS,
+        )],
+    );
+    let out = cmd.output().expect("confine");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(15), "{stderr}");
+    assert!(
+        stderr.contains("ENOSYS") && stderr.contains("nothing was run"),
+        "{stderr}"
+    );
+    assert!(!marker.exists(), "the command ran");
+    // --unconfined is the explicit opt-out: it runs, and says nothing is enforced.
+    let mut cmd = f.command(&["--unconfined"], &["sh", "-c", &script]);
+    crate::faults::inject(
+        &mut cmd,
+        &[crate::faults::Fault::always(
+            libc::SYS_landlock_create_ruleset,
+            libc::ENOSYS,
+        )],
+    );
+    let out = cmd.output().expect("confine");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("NOTHING is enforced"), "{stderr}");
+    assert!(marker.exists());
+    // The real sibling: the same kernel without the filter confines (the write is refused).
+    std::fs::remove_file(&marker).expect("rm");
+    let out = f
+        .command(&[], &["sh", "-c", &script])
+        .output()
+        .expect("confine");
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!marker.exists());
+}
+
+#[test]
+fn the_exit_status_is_the_commands_and_a_signal_reaches_its_group() {
+    let f = Fixture::new();
+    let out = f.confine(&[], "exit 7");
+    assert_eq!(out.status.code(), Some(7));
+    let mut child = f
+        .command(&[], &["sh", "-c", "echo \"$TMPDIR\"; sleep 60 & wait"])
+        .spawn()
+        .expect("confine");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().expect("stdout"))
+        .read_line(&mut line)
+        .expect("read");
+    let tmp = PathBuf::from(line.trim());
+    assert!(tmp.is_dir(), "{line}");
+    let started = Instant::now();
+    rustix::process::kill_process(
+        rustix::process::Pid::from_child(&child),
+        rustix::process::Signal::TERM,
+    )
+    .expect("kill");
+    let status = child.wait().expect("wait");
+    assert_eq!(status.code(), Some(128 + 15));
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert!(!tmp.exists(), "the scratch is removed");
+    assert!(
+        !tmp.parent().expect("run dir").exists(),
+        "the run's directory is removed"
+    );
+}
+
+/// One MCP exchange through `satyrn-host mcp` (a relay inside a confined run): initialize,
+/// read `src/main.rs`, replace `old` by `new` in it; prints each answer's `isError`.
+const CLIENT: &str = r#"
+import json, subprocess, sys
+p = subprocess.Popen([sys.argv[1], "mcp", "--repo", ".", sys.argv[2]] + sys.argv[5:], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+def call(i, method, params):
+    p.stdin.write((json.dumps({"jsonrpc": "2.0", "id": i, "method": method, "params": params}) + "\n").encode()); p.stdin.flush()
+    line = p.stdout.readline()
+    return json.loads(line) if line else None
+r = call(1, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}})
+if r is None:
+    print("mcp refused"); sys.exit(0)
+p.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n'); p.stdin.flush()
+r = call(2, "tools/call", {"name": "read", "arguments": {"path": "src/main.rs"}})
+print("read", r["result"].get("isError", False))
+r = call(3, "tools/call", {"name": "edit", "arguments": {"path": "src/main.rs", "edits": [{"op": "replace", "old_text": sys.argv[3], "new_text": sys.argv[4]}]}})
+print("edit", r["result"].get("isError", False))
+p.stdin.close(); p.wait()
+"#;
+
+#[test]
+fn a_scripted_agent_under_deliver_bypasses_nothing_and_its_one_gated_edit_is_the_candidate() {
+    let repo = FixedRepo::with_files(&[
+        ("src/main.rs", b"fn main() {}\n"),
+        ("src/lib.rs", b"pub fn f() {}\n"),
+        (".env", b"SECRET=1\n"),
+        ("README.md", b"# readme\n"),
+    ]);
+    let root = repo.path();
+    std::fs::write(root.join("README.md"), "# readme, second\n").expect("write");
+    commit_all(&root, "second");
+    // The caller's work in progress, stashed.
+    std::fs::write(root.join("README.md"), "# caller's work\n").expect("write");
+    git_ok(&root, &["stash", "push", "-q", "-m", "caller wip"]);
+    let home = tempfile::tempdir().expect("home");
+    std::fs::create_dir_all(home.path().join(".ssh")).expect("mkdir");
+    std::fs::write(home.path().join(".ssh/id_rsa"), "caller's key\n").expect("key");
+    let client = tempfile::NamedTempFile::new().expect("client");
+    std::fs::write(client.path(), CLIENT).expect("write client");
+    let contract = ContractFile::raw("id: agent\ntask: t\nwritable_paths: ['src/*.rs']\n");
+    let config_before = std::fs::read(root.join(".git/config")).expect("config");
+    let stash_before = git_ok(&root, &["stash", "list"]);
+    let before = Caller::capture(&root);
+    let home_s = home.path().display().to_string();
+    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}"#;
+    let bypasses: Vec<(&str, String)> = vec![
+        ("sed -i", "sed -i s/main/evil/ src/main.rs".into()),
+        ("echo >>", "echo x >> src/main.rs".into()),
+        ("cp over", "cp README.md src/main.rs".into()),
+        ("mv", "mv src/main.rs src/moved.rs".into()),
+        ("rm", "rm src/lib.rs".into()),
+        ("truncate", "truncate -s 0 src/main.rs".into()),
+        ("rm -rf", "rm -rf src".into()),
+        ("ln -s", "ln -s /etc/passwd src/link.rs".into()),
+        ("ln", "ln src/main.rs src/hard.rs".into()),
+        ("mkfifo .gitignore", "mkfifo .gitignore".into()),
+        ("mkdir", "mkdir newdir".into()),
+        ("write the .git file", "printf x > .git".into()),
+        (
+            "git commit -am",
+            "git -c user.name=a -c user.email=a@b commit -qam x".into(),
+        ),
+        ("git stash", "git stash -q".into()),
+        ("git stash pop", "git stash pop -q".into()),
+        (
+            "git update-ref",
+            "git update-ref refs/heads/main HEAD~1".into(),
+        ),
+        ("git config", "git config user.name evil".into()),
+        ("git worktree add", "git worktree add -q ../wt".into()),
+        ("git branch", "git branch evil".into()),
+        ("git tag", "git tag evil".into()),
+        ("git pack-refs", "git pack-refs --all".into()),
+        ("cat .env", "cat .env".into()),
+        ("cat ~/.ssh/id_rsa", format!("cat {home_s}/.ssh/id_rsa")),
+        (
+            "write the caller's home",
+            format!("echo x > {home_s}/.bashrc"),
+        ),
+        ("write /tmp", "echo x > /tmp/satyrn-confine-bypass".into()),
+        ("kill the broker", "kill -0 $PPID".into()),
+        (
+            "the broker without the secret",
+            format!(
+                "test \"$(python3 -c 'import os,socket; s=socket.socket(socket.AF_UNIX); s.connect(os.environ[\"SATYRN_BROKER\"]); s.sendall(b\"0\"*64+b\"\\n\"+{init:?}.encode()+b\"\\n\"); print(len(s.recv(100)))')\" != 0"
+            ),
+        ),
+    ];
+    let mut script = String::new();
+    for (name, line) in &bypasses {
+        script += &format!("({line}) >/dev/null 2>&1; echo \"{name} $?\"\n");
+    }
+    script += &format!(
+        "python3 {} {} {} 'fn main() {{}}' 'fn main() {{ println!(\"gated\"); }}'\n",
+        client.path().display(),
+        host_bin().display(),
+        contract.path.display()
+    );
+    let host = host_bin();
+    let argv: Vec<&std::ffi::OsStr> = vec![
+        host.as_os_str(),
+        "confine".as_ref(),
+        "--repo".as_ref(),
+        ".".as_ref(),
+        contract.path.as_os_str(),
+        "--".as_ref(),
+        "sh".as_ref(),
+        "-c".as_ref(),
+        script.as_ref(),
+    ];
+    let started = Instant::now();
+    let out = deliver_cmd(&root, &contract.path, &[], &argv)
+        .env("HOME", home.path())
+        .output()
+        .expect("deliver");
+    let run = finish(out, started.elapsed());
+    assert_eq!(run.code(), "OK", "{}\n{}", run.stdout, run.stderr);
+    let lines: Vec<&str> = run.stderr.lines().collect();
+    let mut refused = 0;
+    for (name, _) in &bypasses {
+        let line = lines
+            .iter()
+            .find(|l| l.rsplit_once(' ').is_some_and(|(n, _)| n == *name))
+            .unwrap_or_else(|| panic!("no result for {name}: {}", run.stderr));
+        let rc: i32 = line.rsplit_once(' ').expect("rc").1.parse().expect("rc");
+        assert_ne!(rc, 0, "bypass `{name}` succeeded: {}", run.stderr);
+        refused += 1;
+    }
+    assert!(
+        run.stderr.contains("read False") && run.stderr.contains("edit False"),
+        "{}",
+        run.stderr
+    );
+    eprintln!(
+        "{refused} of {} bypasses refused; the gated edit landed",
+        bypasses.len()
+    );
+    assert!(refused >= 25);
+    assert_eq!(run.receipt["paths"], serde_json::json!(["src/main.rs"]));
+    let commit = run.receipt["candidate_commit"].as_str().expect("commit");
+    assert_eq!(
+        git_ok(&root, &["show", &format!("{commit}:src/main.rs")]),
+        "fn main() { println!(\"gated\"); }\n"
+    );
+    before.assert_unchanged(&root, Some("refs/satyrn/candidates/agent/head"));
+    assert_eq!(git_ok(&root, &["stash", "list"]), stash_before);
+    assert_eq!(
+        std::fs::read(root.join(".git/config")).expect("config"),
+        config_before
+    );
+    assert!(!Path::new("/tmp/satyrn-confine-bypass").exists());
+    assert!(!home.path().join(".bashrc").exists());
+}
+
+#[test]
+fn two_runs_at_once_reach_neither_the_others_broker_nor_its_scratch() {
+    let f = Fixture::new();
+    let client = tempfile::NamedTempFile::new().expect("client");
+    std::fs::write(client.path(), CLIENT).expect("write client");
+    // Run A: says where its broker and scratch are, leaves a file there, waits to be told.
+    let mut a = f
+        .command(
+            &[],
+            &[
+                "sh",
+                "-c",
+                "echo secret-a > \"$TMPDIR/a\"; echo \"$SATYRN_BROKER $TMPDIR\"; while [ ! -e \"$TMPDIR/stop\" ]; do sleep 0.05; done",
+            ],
+        )
+        .spawn()
+        .expect("run a");
+    let mut line = String::new();
+    BufReader::new(a.stdout.take().expect("stdout"))
+        .read_line(&mut line)
+        .expect("read");
+    let (socket_a, tmp_a) = line.trim().split_once(' ').expect("two fields");
+    let before = std::fs::read(f.root().join("src/main.rs")).expect("read");
+    // Run B: tries A's scratch, then A's broker with its own secret, then its own broker.
+    let b = f.confine(
+        &[],
+        &format!(
+            "cat {tmp_a}/a >/dev/null 2>&1; echo \"read-a $?\"; ls {tmp_a} >/dev/null 2>&1; echo \"list-a $?\"; \
+             python3 {client} {host} {contract} 'fn main() {{}}' 'fn main() {{ evil(); }}' --broker {socket_a}; \
+             python3 {client} {host} {contract} 'fn main() {{}}' 'fn main() {{ own(); }}'",
+            client = client.path().display(),
+            host = host_bin().display(),
+            contract = f.contract.path.display(),
+        ),
+    );
+    let stdout = String::from_utf8_lossy(&b.stdout);
+    assert!(b.status.success(), "{}", String::from_utf8_lossy(&b.stderr));
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert!(lines.contains(&"read-a 1"), "{stdout}");
+    assert!(
+        lines.contains(&"mcp refused"),
+        "A's broker answered B: {stdout}"
+    );
+    assert!(lines.contains(&"edit False"), "B's own broker: {stdout}");
+    assert_eq!(
+        std::fs::read_to_string(f.root().join("src/main.rs")).expect("read"),
+        "fn main() { own(); }\n"
+    );
+    assert_ne!(
+        before,
+        std::fs::read(f.root().join("src/main.rs")).expect("read")
+    );
+    std::fs::write(Path::new(tmp_a).join("stop"), "").expect("stop a");
+    let status = a.wait().expect("wait a");
+    assert!(status.success());
+    let _ = std::io::stderr().flush();
+}
