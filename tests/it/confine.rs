@@ -545,3 +545,93 @@ fn two_runs_at_once_reach_neither_the_others_broker_nor_its_scratch() {
     assert!(status.success());
     let _ = std::io::stderr().flush();
 }
+
+/// Delivers `script` run by `satyrn-host confine OPTS`, in a repository with a declared
+/// `src/main.rs`; returns the run.
+fn deliver_confined(opts: &[&str], script: &str) -> (FixedRepo, crate::deliver_support::Run) {
+    let repo = FixedRepo::with_files(&[
+        ("src/main.rs", b"fn main() {}\n"),
+        ("src/lib.rs", b"pub fn f() {}\n"),
+    ]);
+    let root = repo.path();
+    let contract = ContractFile::raw("id: provenance\ntask: t\nwritable_paths: ['src/*.rs']\n");
+    let client = root.parent().expect("parent").join("client.py");
+    std::fs::write(&client, CLIENT).expect("client");
+    let script = script
+        .replace("@CLIENT@", &client.display().to_string())
+        .replace("@HOST@", &host_bin().display().to_string())
+        .replace("@CONTRACT@", &contract.path.display().to_string());
+    let host = host_bin();
+    let mut argv: Vec<&std::ffi::OsStr> = vec![
+        host.as_os_str(),
+        "confine".as_ref(),
+        "--repo".as_ref(),
+        ".".as_ref(),
+    ];
+    argv.extend(opts.iter().map(std::ffi::OsStr::new));
+    argv.extend([
+        contract.path.as_os_str(),
+        "--".as_ref(),
+        "sh".as_ref(),
+        "-c".as_ref(),
+        script.as_ref(),
+    ]);
+    let started = Instant::now();
+    let out = deliver_cmd(&root, &contract.path, &[], &argv)
+        .output()
+        .expect("deliver");
+    let run = finish(out, started.elapsed());
+    (repo, run)
+}
+
+const GATED: &str = "python3 @CLIENT@ @HOST@ @CONTRACT@ 'fn main() {}' 'fn main() { gated(); }'";
+
+#[test]
+fn a_confined_candidate_holds_only_what_the_broker_published() {
+    // The sibling: the gated edit alone is the candidate.
+    let (_repo, run) = deliver_confined(&[], GATED);
+    assert_eq!(run.code(), "OK", "{}\n{}", run.stdout, run.stderr);
+    assert_eq!(run.receipt["paths"], serde_json::json!(["src/main.rs"]));
+    // Landlock does not cover chmod: a mode the broker did not set is refused.
+    let (repo, run) = deliver_confined(&[], &format!("{GATED} && chmod +x src/lib.rs"));
+    crate::deliver_support::assert_discarded(&run, "OUTSIDE_CONTRACT");
+    assert_eq!(
+        run.receipt["outside_contract"],
+        serde_json::json!([{
+            "path": "src/lib.rs", "change": "mode", "code": "NOT_BROKERED",
+            "detail": "`src/lib.rs` was changed around satyrn's broker: its mode changed from 100644 to 100755; the broker keeps modes"
+        }]),
+        "{}",
+        run.stdout
+    );
+    assert!(git_ok(&repo.path(), &["for-each-ref", "refs/satyrn"]).is_empty());
+    // Without the kernel's boundary (--unconfined) a direct write of a declared file lands
+    // in the worktree, and the provenance check still refuses it.
+    let (_repo, run) = deliver_confined(
+        &["--unconfined"],
+        &format!("{GATED} && echo direct >> src/lib.rs"),
+    );
+    crate::deliver_support::assert_discarded(&run, "OUTSIDE_CONTRACT");
+    let entries = run.receipt["outside_contract"].as_array().expect("entries");
+    assert_eq!(entries.len(), 1, "{}", run.stdout);
+    assert_eq!(entries[0]["path"], "src/lib.rs");
+    assert_eq!(entries[0]["code"], "NOT_BROKERED");
+    assert!(
+        entries[0]["detail"]
+            .as_str()
+            .expect("detail")
+            .ends_with("the broker never wrote it")
+    );
+    // A gated edit overwritten directly afterwards: not the broker's last publication.
+    let (_repo, run) = deliver_confined(
+        &["--unconfined"],
+        &format!("{GATED} && echo direct >> src/main.rs"),
+    );
+    crate::deliver_support::assert_discarded(&run, "OUTSIDE_CONTRACT");
+    assert!(
+        run.stdout
+            .contains("its content is not the broker's last publication"),
+        "{}",
+        run.stdout
+    );
+}

@@ -7,7 +7,8 @@
 //! frozen when `confine` started. A connection must first send the run's secret and a
 //! newline within [`HANDSHAKE_LIMIT`]; anything else closes it unanswered. Landlock does
 //! not stop a confined process from connecting to a named socket it can reach, so the
-//! secret is what keeps another run's command (or anyone else) out.
+//! secret is what keeps another run's command (or anyone else) out. Under `deliver`, every
+//! publication is recorded in the run's [`Ledger`] for the provenance check.
 
 use std::io::{self, Read};
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -17,6 +18,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use super::ledger::Ledger;
 use crate::contract::Contract;
 use crate::engine::Loaded;
 use crate::mcp::server::Session;
@@ -51,7 +53,12 @@ impl Broker {
     /// # Errors
     ///
     /// The operating-system error of `bind`, or of the random source.
-    pub fn start(socket: &Path, worktree: &Path, contract: Contract) -> io::Result<Self> {
+    pub fn start(
+        socket: &Path,
+        worktree: &Path,
+        contract: Contract,
+        ledger: Option<Arc<Ledger>>,
+    ) -> io::Result<Self> {
         let mut bytes = [0u8; 32];
         getrandom_fill(&mut bytes)?;
         let secret: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
@@ -60,13 +67,16 @@ impl Broker {
         let stop = Arc::new(AtomicBool::new(false));
         let open = Arc::new(Mutex::new(Vec::new()));
         let accepting = {
-            let (stop, open, secret) = (Arc::clone(&stop), Arc::clone(&open), secret.clone());
-            let worktree = worktree.to_path_buf();
+            let (stop, open) = (Arc::clone(&stop), Arc::clone(&open));
+            let served = Arc::new(Served {
+                secret: secret.clone(),
+                worktree: worktree.to_path_buf(),
+                contract,
+                ledger,
+            });
             std::thread::Builder::new()
                 .name("satyrn-broker".into())
-                .spawn(move || {
-                    accept_loop(&listener, &stop, &open, &secret, &worktree, &contract)
-                })?
+                .spawn(move || accept_loop(&listener, &stop, &open, &served))?
         };
         Ok(Self {
             socket: socket.to_path_buf(),
@@ -110,13 +120,20 @@ impl Broker {
     }
 }
 
+/// What every session of one broker shares.
+#[derive(Debug)]
+struct Served {
+    secret: String,
+    worktree: PathBuf,
+    contract: Contract,
+    ledger: Option<Arc<Ledger>>,
+}
+
 fn accept_loop(
     listener: &UnixListener,
     stop: &AtomicBool,
     open: &Mutex<Vec<UnixStream>>,
-    secret: &str,
-    worktree: &Path,
-    contract: &Contract,
+    served: &Arc<Served>,
 ) -> Vec<JoinHandle<()>> {
     let mut sessions = Vec::new();
     while !stop.load(Ordering::SeqCst) {
@@ -128,32 +145,32 @@ fn accept_loop(
                 if let Ok(mut open) = open.lock() {
                     open.push(held);
                 }
-                let (secret, worktree, contract) =
-                    (secret.to_owned(), worktree.to_path_buf(), contract.clone());
+                let served = Arc::clone(served);
                 if let Ok(handle) = std::thread::Builder::new()
                     .name("satyrn-broker-session".into())
-                    .spawn(move || serve_one(stream, &secret, &worktree, contract))
+                    .spawn(move || serve_one(stream, &served))
                 {
                     sessions.push(handle);
                 }
             }
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => std::thread::sleep(TICK),
             Err(_) => std::thread::sleep(TICK),
         }
     }
     sessions
 }
 
-fn serve_one(mut stream: UnixStream, secret: &str, worktree: &Path, contract: Contract) {
-    if stream.set_nonblocking(false).is_err() || !handshake(&mut stream, secret) {
+fn serve_one(mut stream: UnixStream, served: &Served) {
+    if stream.set_nonblocking(false).is_err() || !handshake(&mut stream, &served.secret) {
         let _ = stream.shutdown(std::net::Shutdown::Both);
         return;
     }
-    let session = RepoRoot::open(worktree)
+    let session = RepoRoot::open(&served.worktree)
         .map_err(|e| e.to_string())
         .and_then(|root| {
             let loaded = Loaded::new().map_err(|e| e.to_string())?;
-            Session::new(root, contract, loaded).map_err(|e| e.to_string())
+            Session::new(root, served.contract.clone(), loaded)
+                .map(|s| s.with_ledger(served.ledger.clone()))
+                .map_err(|e| e.to_string())
         });
     match session {
         Ok(session) => {

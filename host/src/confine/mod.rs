@@ -24,6 +24,7 @@
 pub mod abi;
 pub mod broker;
 pub mod landlock;
+pub mod ledger;
 pub mod rules;
 pub mod scratch;
 
@@ -110,8 +111,8 @@ fn prepare(request: &Request) -> Result<Prepared, Failure> {
     check_scratch_paths(&root, &contract)?;
     let probe = abi::probe();
     let abi = match probe {
-        abi::Probe::Available(v) if v >= abi::MIN_ABI => Some(v),
         _ if request.unconfined => None,
+        abi::Probe::Available(v) if v >= abi::MIN_ABI => Some(v),
         abi::Probe::Available(v) => {
             return Err(Failure::new(
                 Code::ConfineUnavailable,
@@ -299,7 +300,22 @@ fn execute(request: &Request, prepared: Prepared) -> u8 {
         return Code::InternalError.exit_status();
     }
     process::become_subreaper();
-    let broker = match broker::Broker::start(&run_dir.socket(), &root, contract) {
+    let ledger = match std::env::var_os(ledger::VAR) {
+        None => None,
+        Some(path) => match ledger::Ledger::open(Path::new(&path)) {
+            Ok(l) => Some(std::sync::Arc::new(l)),
+            Err(e) => {
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "satyrn-host confine: cannot open the ledger {}: {e}",
+                    Path::new(&path).display()
+                );
+                run_dir.remove(request.keep_scratch);
+                return Code::InternalError.exit_status();
+            }
+        },
+    };
+    let broker = match broker::Broker::start(&run_dir.socket(), &root, contract, ledger) {
         Ok(b) => b,
         Err(e) => {
             let _ = writeln!(
@@ -324,6 +340,7 @@ fn execute(request: &Request, prepared: Prepared) -> u8 {
         )
         .env("TMPDIR", run_dir.tmp())
         .env("GIT_OPTIONAL_LOCKS", "0")
+        .env_remove(ledger::VAR)
         .env(broker::SOCKET_VAR, broker.socket())
         .env(broker::SECRET_VAR, broker.secret())
         .process_group(0);

@@ -78,7 +78,7 @@ impl Finished {
 /// Runs `argv` in `cwd` with `timeout` (`None`: no deadline), forwarding its output to our
 /// stderr through bounded spools (see [`super::output`]).
 ///
-/// The environment is ours minus [`crate::git::scrub_env`]'s variables. The deadline holds
+/// The environment is ours minus [`crate::git::scrub_env`]'s variables, plus `env`. The deadline holds
 /// whatever our stderr's reader does: forwarding never blocks, and what is left after the
 /// command stopped is forwarded for at most [`FLUSH_LIMIT`].
 ///
@@ -100,6 +100,7 @@ pub fn run(
     argv: &[OsString],
     cwd: &Path,
     timeout: Option<Duration>,
+    env: &[(&str, &Path)],
 ) -> Result<Finished, CommandError> {
     let Some((program, args)) = argv.split_first() else {
         return Err(CommandError::Unavailable(io::Error::new(
@@ -117,6 +118,7 @@ pub fn run(
         .stdout(Stdio::from(ends.stdout))
         .stderr(Stdio::from(ends.stderr));
     crate::git::scrub_env(&mut cmd).map_err(CommandError::Environment)?;
+    cmd.envs(env.iter().copied());
     process::become_subreaper();
     // Best effort: without it only the parent-death signal stands in for deliver's death.
     let mut watchdog = match Watchdog::start() {

@@ -37,7 +37,9 @@ pub enum ChangeKind {
 }
 
 impl ChangeKind {
-    fn of(change: &RawChange) -> Self {
+    /// How `change` changes its path.
+    #[must_use]
+    pub fn of(change: &RawChange) -> Self {
         const GITLINK: &str = "160000";
         if change.old_mode == GITLINK || change.new_mode == GITLINK {
             return Self::Gitlink;
@@ -74,7 +76,8 @@ pub struct Breach {
     pub change: ChangeKind,
     /// The code satyrn's own tools would refuse the change with: `PATH_PRIVATE`,
     /// `PATH_UNDECLARED` (not declared writable, inside `.git`, or a path no tool can name),
-    /// or `INVALID_REQUEST` (a new name with a control, bidirectional or invisible character).
+    /// or `INVALID_REQUEST` (a new name with a control, bidirectional or invisible character);
+    /// under `confine`, `NOT_BROKERED` ([`super::provenance`]).
     pub code: &'static str,
     /// The gate's message.
     pub detail: String,
@@ -84,6 +87,8 @@ impl std::fmt::Display for Breach {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let why = if self.code == RefusalCode::PathPrivate.as_str() {
             "private"
+        } else if self.code == super::provenance::NOT_BROKERED {
+            "not made by satyrn's broker"
         } else if self.code == Code::InvalidRequest.as_str() {
             "a name nobody could read as it is"
         } else {

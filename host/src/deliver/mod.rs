@@ -24,6 +24,7 @@ pub mod conformance;
 pub mod error;
 pub mod guard;
 pub mod output;
+pub mod provenance;
 pub mod push;
 pub mod receipt;
 pub mod scan;
@@ -487,7 +488,32 @@ fn run_attempt(
 
     // 3. The command.
     progress.budget_end = Instant::now().checked_add(request.timeout);
-    let finished = match command::run(&request.argv, attempt.worktree(), Some(request.timeout)) {
+    let ledger = if provenance::is_confine(&request.argv) {
+        let path = attempt.parent().join(provenance::LEDGER_FILE);
+        let created = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path);
+        if let Err(e) = created {
+            return Pending::fail(
+                Code::GitFailed,
+                format!("cannot create the broker's ledger: {e}"),
+            );
+        }
+        Some(path)
+    } else {
+        None
+    };
+    let env: Vec<(&str, &Path)> = ledger
+        .iter()
+        .map(|p| (crate::confine::ledger::VAR, p.as_path()))
+        .collect();
+    let finished = match command::run(
+        &request.argv,
+        attempt.worktree(),
+        Some(request.timeout),
+        &env,
+    ) {
         Ok(f) => f,
         Err(e) => {
             let message = match &e {
@@ -607,7 +633,26 @@ fn run_attempt(
             }
             match candidate::changes(&wt, &commit) {
                 Ok(changes) => {
-                    let breaches = conformance::check(&changes, contract);
+                    let mut breaches = conformance::check(&changes, contract);
+                    if breaches.is_empty()
+                        && let Some(path) = &ledger
+                    {
+                        let published = match crate::confine::ledger::read(path) {
+                            Ok(p) => p,
+                            Err(e) => {
+                                return Pending::fail(
+                                    Code::GitFailed,
+                                    format!("cannot read the broker's ledger: {e}"),
+                                );
+                            }
+                        };
+                        match provenance::check(&wt, &changes, &published) {
+                            Ok(found) => breaches = found,
+                            Err(e) => {
+                                return git_failure(&e, "cannot check the candidate's provenance");
+                            }
+                        }
+                    }
                     if !breaches.is_empty() {
                         let pending = outside_contract(&breaches);
                         progress.receipt.outside_contract = breaches;

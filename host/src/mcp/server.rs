@@ -52,6 +52,8 @@ pub struct Session {
     slots: Arc<tokio::sync::Semaphore>,
     /// The threads that run the calls.
     workers: Workers,
+    /// The ledger a confined run's broker records each publication in (provenance).
+    ledger: Option<Arc<crate::confine::ledger::Ledger>>,
 }
 
 impl Session {
@@ -70,7 +72,22 @@ impl Session {
             views: Mutex::new(Views::default()),
             slots: Arc::new(tokio::sync::Semaphore::new(MAX_CONCURRENT_CALLS)),
             workers: Workers::default(),
+            ledger: None,
         })
+    }
+
+    /// This session, recording every publication in `ledger` (a confined run's broker).
+    #[must_use]
+    pub fn with_ledger(mut self, ledger: Option<Arc<crate::confine::ledger::Ledger>>) -> Self {
+        self.ledger = ledger;
+        self
+    }
+
+    /// Records a publication (`None`: a deletion) in the ledger, when there is one.
+    fn published(&self, path: &str, sha256: Option<&str>) {
+        if let Some(ledger) = &self.ledger {
+            ledger.record(path, sha256);
+        }
     }
 
     /// How many calls are running (each holds one of the [`MAX_CONCURRENT_CALLS`] slots
@@ -283,6 +300,7 @@ impl Server {
         }
         let outcome = off_thread(&self.session, context.ct, move |session, ct| {
             operation::edit(session.scope(), &args).inspect(|edited| {
+                session.published(&edited.path, Some(&edited.sha256));
                 if !ct.is_cancelled() {
                     let base = args.expected_sha256.as_deref();
                     session.views().edited(&edited.path, base, &edited.sha256);
@@ -398,6 +416,7 @@ impl Server {
         }
         let outcome = off_thread(&self.session, context.ct, move |session, ct| {
             operation::write(session.scope(), &args).inspect(|written| {
+                session.published(&written.path, Some(&written.sha256));
                 if !ct.is_cancelled() {
                     session.views().wrote(&written.path, &written.sha256);
                 }
@@ -437,8 +456,10 @@ impl Server {
         }
         let outcome = off_thread(&self.session, context.ct, move |session, _| {
             // Gone whether or not the client still listens.
-            operation::delete(session.scope(), &args)
-                .inspect(|deleted| session.views().forget(&deleted.path))
+            operation::delete(session.scope(), &args).inspect(|deleted| {
+                session.published(&deleted.path, None);
+                session.views().forget(&deleted.path);
+            })
         })
         .await?;
         match outcome {

@@ -1,0 +1,97 @@
+//! The provenance check of a confined run's candidate: every change is the broker's.
+//!
+//! When `deliver`'s command is `satyrn-host confine …` ([`is_confine`]), `deliver` gives it
+//! an empty ledger in the attempt's private directory ([`crate::confine::ledger`]); the
+//! broker records each publication there, out of the command's reach. After the
+//! contract check ([`super::conformance`]), each changed path must then be the broker's
+//! last publication of it: an added or modified file's content (its blob's SHA-256) is the
+//! one the broker last published there, with the base's mode (a new file: `100644`, as the
+//! broker creates it); a deleted file is one the broker last deleted. A mode-only change, a
+//! type change (a symlink) and a gitlink are never the broker's. Landlock does not cover
+//! `chmod`, so this is what refuses a mode the confined command set.
+
+use std::collections::HashMap;
+use std::ffi::OsString;
+use std::path::Path;
+
+use super::candidate::RawChange;
+use super::conformance::{Breach, ChangeKind};
+use crate::git::{Git, GitError};
+
+/// The code of a change the broker did not make, in the receipt's `outside_contract`.
+pub const NOT_BROKERED: &str = "NOT_BROKERED";
+
+/// The ledger's file name in the attempt's private directory.
+pub const LEDGER_FILE: &str = "provenance.jsonl";
+
+/// Whether `argv` runs `satyrn-host confine` (this very binary, by file name): then the
+/// candidate gets the provenance check.
+#[must_use]
+pub fn is_confine(argv: &[OsString]) -> bool {
+    let ours = std::env::current_exe().ok();
+    let ours = ours.as_deref().and_then(Path::file_name);
+    matches!(argv, [program, sub, ..]
+        if sub == "confine" && Path::new(program).file_name().is_some() && Path::new(program).file_name() == ours)
+}
+
+/// The changes among `changes` that the broker's `ledger` does not account for.
+///
+/// # Errors
+///
+/// [`GitError`] when a blob cannot be read.
+pub fn check(
+    wt: &Git,
+    changes: &[RawChange],
+    ledger: &HashMap<String, Option<String>>,
+) -> Result<Vec<Breach>, GitError> {
+    let mut breaches = Vec::new();
+    for change in changes {
+        let path = String::from_utf8_lossy(&change.path).into_owned();
+        let kind = ChangeKind::of(change);
+        let published = ledger.get(&path);
+        let why = match kind {
+            ChangeKind::Mode => Some(format!(
+                "its mode changed from {} to {}; the broker keeps modes",
+                change.old_mode, change.new_mode
+            )),
+            ChangeKind::Type | ChangeKind::Gitlink => {
+                Some("the broker writes regular files only".to_owned())
+            }
+            ChangeKind::Deleted => match published {
+                Some(None) => None,
+                _ => Some("the broker did not delete it".to_owned()),
+            },
+            ChangeKind::Added | ChangeKind::Modified => {
+                let mode_ok = if kind == ChangeKind::Added {
+                    change.new_mode == "100644"
+                } else {
+                    change.new_mode == change.old_mode
+                };
+                match published {
+                    Some(Some(sha)) if mode_ok => {
+                        let blob = wt.run(&["cat-file", "blob", &change.new_sha])?;
+                        let content = satyrn_mutator_core::revision::Revision::of(&blob).to_hex();
+                        (content != *sha).then(|| {
+                            format!("its content is not the broker's last publication ({sha})")
+                        })
+                    }
+                    Some(Some(_)) => Some(format!(
+                        "its mode is {}, which the broker did not set",
+                        change.new_mode
+                    )),
+                    Some(None) => Some("the broker deleted it last".to_owned()),
+                    None => Some("the broker never wrote it".to_owned()),
+                }
+            }
+        };
+        if let Some(why) = why {
+            breaches.push(Breach {
+                detail: format!("`{path}` was changed around satyrn's broker: {why}"),
+                path,
+                change: kind,
+                code: NOT_BROKERED,
+            });
+        }
+    }
+    Ok(breaches)
+}
