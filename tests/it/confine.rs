@@ -3,6 +3,7 @@
 //! proven unchanged (bytes, mode, inode).
 
 use std::io::{BufRead, BufReader, Write};
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -361,8 +362,11 @@ fn a_scripted_agent_under_deliver_bypasses_nothing_and_its_one_gated_edit_is_the
         ("src/lib.rs", b"pub fn f() {}\n"),
         (".env", b"SECRET=1\n"),
         ("README.md", b"# readme\n"),
+        (".gitignore", b"/local.key\n"),
     ]);
     let root = repo.path();
+    // The caller's own secret, never committed: ignored, in their checkout only.
+    std::fs::write(root.join("local.key"), "caller's local key\n").expect("write");
     std::fs::write(root.join("README.md"), "# readme, second\n").expect("write");
     commit_all(&root, "second");
     // The caller's work in progress, stashed.
@@ -409,6 +413,10 @@ fn a_scripted_agent_under_deliver_bypasses_nothing_and_its_one_gated_edit_is_the
         ("git pack-refs", "git pack-refs --all".into()),
         ("cat .env", "cat .env".into()),
         ("cat ~/.ssh/id_rsa", format!("cat {home_s}/.ssh/id_rsa")),
+        (
+            "cat the caller's untracked key",
+            format!("cat {}/local.key", root.display()),
+        ),
         (
             "write the caller's home",
             format!("echo x > {home_s}/.bashrc"),
@@ -633,5 +641,146 @@ fn a_confined_candidate_holds_only_what_the_broker_published() {
             .contains("its content is not the broker's last publication"),
         "{}",
         run.stdout
+    );
+}
+
+#[test]
+fn root_keeps_no_capability_and_names_that_are_not_utf8_stay_private() {
+    let f = Fixture::new();
+    let root = f.root();
+    let odd = std::ffi::OsStr::from_bytes(b"k\xff.key");
+    std::fs::write(root.join(odd), "odd key\n").expect("write");
+    std::fs::create_dir(root.join(".GIT")).expect("mkdir");
+    std::fs::write(root.join(".GIT/id_rsa"), "hidden key\n").expect("write");
+    let out = f.confine(
+        &[],
+        "grep -q '^CapEff:.0000000000000000$' /proc/self/status; echo \"caps $?\"; \
+         chattr +i src/main.rs 2>/dev/null; echo \"chattr $?\"; \
+         cat k*.key >/dev/null 2>&1; echo \"odd $?\"; cat .GIT/id_rsa >/dev/null 2>&1; echo \"dotgit $?\"; \
+         cat src/lib.rs >/dev/null; echo \"lib $?\"",
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let results = results(&out);
+    let rc = |n: &str| results.iter().find(|(k, _)| k == n).map(|(_, v)| *v);
+    assert_eq!(rc("caps"), Some(0), "{results:?}");
+    assert_eq!(rc("lib"), Some(0), "{results:?}");
+    for n in ["chattr", "odd", "dotgit"] {
+        assert_ne!(rc(n), Some(0), "{n}: {results:?}");
+    }
+    let attrs = Command::new("lsattr")
+        .arg(root.join("src/main.rs"))
+        .output()
+        .expect("lsattr");
+    assert!(
+        !String::from_utf8_lossy(&attrs.stdout)
+            .split_whitespace()
+            .next()
+            .unwrap_or("")
+            .contains('i')
+    );
+}
+
+#[test]
+fn a_scratch_path_with_tracked_files_or_a_private_files_other_name_is_refused_before_anything_runs()
+{
+    // Tracked files in a scratch path: refused, nothing run.
+    let repo = FixedRepo::with_files(&[
+        ("docs/README", b"tracked\n"),
+        (".gitignore", b"/docs/\n/target/\n"),
+        (".env", b"S=1\n"),
+    ]);
+    let root = repo.path();
+    // Ignored, yet tracked: added with --force.
+    git_ok(&root, &["add", "--force", "docs/README"]);
+    commit_all(&root, "track an ignored file");
+    let outside = tempfile::tempdir().expect("outside");
+    let marker = outside.path().join("ran");
+    let contract = ContractFile::raw("id: s\ntask: t\nscratch_paths: [docs]\n");
+    let run = |contract: &ContractFile| {
+        let mut cmd = Command::new(host_bin());
+        cmd.arg("confine")
+            .arg("--repo")
+            .arg(&root)
+            .arg(&contract.path)
+            .arg("--")
+            .args(["sh", "-c", &format!("touch {}", marker.display())])
+            .stdin(Stdio::null());
+        cmd.output().expect("confine")
+    };
+    let out = run(&contract);
+    assert_eq!(
+        out.status.code(),
+        Some(4),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("holds tracked files"));
+    // Another name of the private `.env` inside a scratch path: its grant would expose it.
+    std::fs::create_dir(root.join("target")).expect("mkdir");
+    std::fs::hard_link(root.join(".env"), root.join("target/envlink")).expect("link");
+    let contract = ContractFile::raw("id: s\ntask: t\nscratch_paths: [target]\n");
+    let out = run(&contract);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(15), "{stderr}");
+    assert!(
+        stderr.contains("envlink is unreadable but lies in the writable"),
+        "{stderr}"
+    );
+    assert!(!marker.exists(), "the command ran");
+    // The sibling: without the link, the same run starts.
+    std::fs::remove_file(root.join("target/envlink")).expect("rm");
+    let out = run(&contract);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "touch outside is refused, so it ran: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Unmounts on drop, so a failing test leaves no mount behind.
+struct BindMount(PathBuf);
+
+impl Drop for BindMount {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+    }
+}
+
+#[test]
+fn a_bind_mount_of_the_worktree_exposes_no_private_file() {
+    let f = Fixture::new();
+    let alt = tempfile::tempdir().expect("alt");
+    let status = Command::new("mount")
+        .arg("--bind")
+        .arg(f.root())
+        .arg(alt.path())
+        .status()
+        .expect("mount");
+    assert!(
+        status.success(),
+        "mount --bind needs root (the test machine runs as root)"
+    );
+    let _mounted = BindMount(alt.path().to_path_buf());
+    let alt_s = alt.path().display().to_string();
+    let out = f.confine(
+        &[],
+        &format!(
+            "cat {alt_s}/.env >/dev/null 2>&1; echo \"env $?\"; cat {alt_s}/src/id_rsa >/dev/null 2>&1; echo \"key $?\"; \
+             cat {alt_s}/src/main.rs >/dev/null 2>&1; echo \"main $?\""
+        ),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        results(&out),
+        vec![("env".into(), 1), ("key".into(), 1), ("main".into(), 0)]
     );
 }

@@ -141,8 +141,8 @@ fn open_path(path: &Path) -> Result<OwnedFd, RulesetError> {
     })
 }
 
-/// Restricts the calling process to the ruleset `fd`: `no_new_privs`, then
-/// `landlock_restrict_self`. Only raw system calls, so it is safe between `fork` and
+/// Restricts the calling process to the ruleset `fd`: every capability dropped
+/// ([`drop_capabilities`]), `no_new_privs`, then `landlock_restrict_self`. Only raw system calls, so it is safe between `fork` and
 /// `exec` of a multi-threaded process.
 ///
 /// # Errors
@@ -153,9 +153,70 @@ fn open_path(path: &Path) -> Result<OwnedFd, RulesetError> {
 ///
 /// The calling thread (and every process it starts) is confined for good.
 pub fn restrict_in_child(fd: i32) -> std::io::Result<()> {
+    drop_capabilities()?;
     rustix::thread::set_no_new_privs(true)?;
     // SAFETY: a ruleset descriptor and no flags; the kernel reads no memory of ours.
     let r = unsafe { libc::syscall(libc::SYS_landlock_restrict_self, fd, 0u32) };
+    if r != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Drops every capability for good: the bounding set (so an `exec` as root regains
+/// none), the ambient set, and the effective, permitted and inheritable sets. A command
+/// run as root keeps its uid but can no longer `chattr +i` (`CAP_LINUX_IMMUTABLE`), change
+/// the network (`CAP_NET_ADMIN`), the host name or mounts (`CAP_SYS_ADMIN`), or read past
+/// file modes (`CAP_DAC_OVERRIDE`). Only raw system calls: safe between `fork` and `exec`.
+///
+/// # Errors
+///
+/// The error of `capset`. (Dropping the bounding set stops at the first refusal: `EINVAL`
+/// past the kernel's last capability, or `EPERM` without `CAP_SETPCAP`, when there is
+/// nothing in it this process could regain.)
+fn drop_capabilities() -> std::io::Result<()> {
+    #[repr(C)]
+    struct Header {
+        version: u32,
+        pid: i32,
+    }
+    #[repr(C)]
+    #[derive(Clone, Copy)]
+    struct Data {
+        effective: u32,
+        permitted: u32,
+        inheritable: u32,
+    }
+    const LINUX_CAPABILITY_VERSION_3: u32 = 0x2008_0522;
+    for cap in 0..64 {
+        // SAFETY: prctl(2) with integer arguments only.
+        let r = unsafe { libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0) };
+        if r != 0 {
+            // EINVAL: past the last capability this kernel knows; EPERM: no CAP_SETPCAP.
+            break;
+        }
+    }
+    // SAFETY: prctl(2) with integer arguments only.
+    unsafe {
+        libc::prctl(
+            libc::PR_CAP_AMBIENT,
+            libc::PR_CAP_AMBIENT_CLEAR_ALL,
+            0,
+            0,
+            0,
+        );
+    }
+    let mut header = Header {
+        version: LINUX_CAPABILITY_VERSION_3,
+        pid: 0,
+    };
+    let data = [Data {
+        effective: 0,
+        permitted: 0,
+        inheritable: 0,
+    }; 2];
+    // SAFETY: capset(2) reads the header and two data records, all on this stack frame.
+    let r = unsafe { libc::syscall(libc::SYS_capset, &raw mut header, data.as_ptr()) };
     if r != 0 {
         return Err(std::io::Error::last_os_error());
     }

@@ -25,6 +25,7 @@ pub mod abi;
 pub mod broker;
 pub mod landlock;
 pub mod ledger;
+pub mod mounts;
 pub mod rules;
 pub mod scratch;
 
@@ -151,6 +152,8 @@ fn prepare(request: &Request) -> Result<Prepared, Failure> {
                 deny.extend(rules::CREDENTIAL_STORES.iter().map(|s| home.join(s)));
             }
             deny.push(run_dir.parent().to_path_buf());
+            let (others, read_back) = other_worktrees(&root)?;
+            deny.extend(others);
             let devices: Vec<PathBuf> = DEVICES.iter().map(PathBuf::from).collect();
             let inputs = rules::Inputs {
                 worktree: &root,
@@ -158,6 +161,7 @@ fn prepare(request: &Request) -> Result<Prepared, Failure> {
                 deny: &deny,
                 write: &write,
                 devices: &devices,
+                read_back: &read_back,
             };
             let plan = rules::plan(&inputs).map_err(|e| {
                 Failure::new(
@@ -189,6 +193,36 @@ fn prepare(request: &Request) -> Result<Prepared, Failure> {
     })
 }
 
+/// The repository's other worktrees (the caller's own checkout under `deliver`), whose
+/// untracked and ignored files (a `.env` never committed) the command must not read: each
+/// unreadable whole. And the common git directory, granted back when it lies inside one of
+/// them (a main checkout's `.git`), so git still works in this worktree.
+fn other_worktrees(root: &Path) -> Result<(Vec<PathBuf>, Vec<PathBuf>), Failure> {
+    let git = Git::at(root);
+    let failed = |e: crate::git::GitError| {
+        Failure::new(
+            Code::ConfineUnavailable,
+            format!("cannot list the repository's worktrees: {e}"),
+        )
+    };
+    let others: Vec<PathBuf> = crate::git::worktree_paths(&git)
+        .map_err(failed)?
+        .into_iter()
+        .filter_map(|p| std::fs::canonicalize(p).ok())
+        .filter(|p| p != root)
+        .collect();
+    let common = git
+        .line(&["rev-parse", "--path-format=absolute", "--git-common-dir"])
+        .map_err(failed)?;
+    let common = std::fs::canonicalize(&common).unwrap_or_else(|_| PathBuf::from(common));
+    let read_back = if others.iter().any(|o| common.starts_with(o)) {
+        vec![common]
+    } else {
+        Vec::new()
+    };
+    Ok((others, read_back))
+}
+
 /// One line: the ABI, the rule count, the writable places, the network, the scopes.
 fn describe(enforced: &landlock::Enforced, plan: &rules::Plan, write: &[PathBuf]) -> String {
     let writable: Vec<String> = write.iter().map(|p| p.display().to_string()).collect();
@@ -206,14 +240,14 @@ fn describe(enforced: &landlock::Enforced, plan: &rules::Plan, write: &[PathBuf]
         (None, false) => "network not restricted (ABI < 4)".to_owned(),
     };
     format!(
-        "Landlock ABI {} enforced: {} rules; writes only to {} and the terminal and null devices; {} private worktree path{} and {} credential store{} unreadable; {network}; {}",
+        "Landlock ABI {} enforced: {} rules; writes only to {} and the terminal and null devices; {} private worktree path{} and {} other path{} unreadable (credential stores, other worktrees, other runs); {network}; {}",
         enforced.abi,
         enforced.rules,
         writable.join(", "),
         plan.private,
         if plan.private == 1 { "" } else { "s" },
-        plan.outside.len().saturating_sub(1),
-        if plan.outside.len() == 2 { "" } else { "s" },
+        plan.outside.len(),
+        if plan.outside.len() == 1 { "" } else { "s" },
         if enforced.scoped {
             "signals and abstract sockets scoped to the run"
         } else {
@@ -222,8 +256,9 @@ fn describe(enforced: &landlock::Enforced, plan: &rules::Plan, write: &[PathBuf]
     )
 }
 
-/// Each `scratch_paths` entry: not private and with nothing private in it, ignored by git
-/// (`git check-ignore`), a directory reached without a symlink; created when absent.
+/// Each `scratch_paths` entry: not private, ignored by git (`git check-ignore`) and holding
+/// no tracked file, a directory reached without a symlink; created when absent. (That
+/// nothing unreadable lies inside one is checked with the rules: [`rules::plan`].)
 fn check_scratch_paths(root: &Path, contract: &Contract) -> Result<(), Failure> {
     let refuse = |m: String| Failure::new(Code::ContractInvalid, m);
     for rel in &contract.scratch_paths {
@@ -245,6 +280,18 @@ fn check_scratch_paths(root: &Path, contract: &Contract) -> Result<(), Failure> 
                 "scratch path `{rel}` is not ignored by git: add `/{rel}/` to .gitignore, or its contents would reach a candidate"
             )));
         }
+        let tracked = git
+            .run(&["ls-files", "-z", "--", rel.as_str()])
+            .map_err(|e| {
+                refuse(format!(
+                    "cannot list the tracked files of scratch path `{rel}`: {e}"
+                ))
+            })?;
+        if !tracked.is_empty() {
+            return Err(refuse(format!(
+                "scratch path `{rel}` holds tracked files, which the command could then change directly; a scratch path must hold only what git ignores"
+            )));
+        }
         let mut at = root.to_path_buf();
         for segment in rel.split('/') {
             at.push(segment);
@@ -262,24 +309,6 @@ fn check_scratch_paths(root: &Path, contract: &Contract) -> Result<(), Failure> 
                 }
                 Err(e) => return Err(refuse(format!("scratch path `{rel}`: {e}"))),
             }
-        }
-        let private = rules::plan(&rules::Inputs {
-            worktree: &at,
-            private_paths: &contract
-                .private_paths
-                .iter()
-                .map(|p| p.strip_prefix(&format!("{rel}/")).unwrap_or(p).to_owned())
-                .collect::<Vec<_>>(),
-            deny: &[],
-            write: &[],
-            devices: &[],
-        });
-        if let Ok(plan) = private
-            && plan.private > 0
-        {
-            return Err(refuse(format!(
-                "scratch path `{rel}` holds private files; a scratch path is readable by the command"
-            )));
         }
     }
     Ok(())

@@ -90,6 +90,9 @@ pub struct Inputs<'a> {
     pub write: &'a [PathBuf],
     /// Device files and directories granted [`Grant::Device`] when they exist.
     pub devices: &'a [PathBuf],
+    /// Absolute directories granted [`Grant::Read`] whole even when they lie under an
+    /// unreadable path (the common git directory inside the caller's own checkout).
+    pub read_back: &'a [PathBuf],
 }
 
 /// Computes the grants. Reads the file system (the worktree walked once; a second walk
@@ -111,6 +114,26 @@ pub fn plan(inputs: &Inputs<'_>) -> io::Result<Plan> {
             outside.push(path.clone());
         }
     }
+    // The same files under another mount (a bind mount, a second mount of the file
+    // system) are unreadable there too: Landlock decides on the path used.
+    let mounts = super::mounts::read();
+    let aliases: Vec<PathBuf> = unreadable
+        .iter()
+        .flat_map(|p| super::mounts::aliases(&mounts, p))
+        .collect();
+    unreadable.extend(aliases);
+    for dir in inputs.write {
+        if let Some(hidden) = unreadable.iter().find(|p| p.starts_with(dir)) {
+            return Err(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                format!(
+                    "{} is unreadable but lies in the writable {}, whose grant would make it readable",
+                    hidden.display(),
+                    dir.display()
+                ),
+            ));
+        }
+    }
     let mut plan = Plan {
         private: private_count,
         outside,
@@ -120,6 +143,9 @@ pub fn plan(inputs: &Inputs<'_>) -> io::Result<Plan> {
     // unreadable directory (the run's own scratch under the scratch parent).
     let root = Path::new("/");
     split(root, &unreadable, &mut plan.grants)?;
+    for dir in inputs.read_back {
+        plan.grants.push((dir.clone(), Grant::Read, Kind::Dir));
+    }
     for dir in inputs.write {
         plan.grants.push((dir.clone(), Grant::Write, Kind::Dir));
     }
@@ -173,7 +199,7 @@ fn has_beneath(set: &BTreeSet<PathBuf>, dir: &Path) -> bool {
 
 /// Every absolute path of the worktree that is private (a private directory is one entry,
 /// its contents not walked), and every other name inside the worktree of a private file's
-/// inode. `.git` directories and files are not repository paths and are not matched.
+/// inode. Everything is walked, `.git` directories included.
 fn private_in_worktree(worktree: &Path, private_paths: &[String]) -> io::Result<Vec<PathBuf>> {
     let patterns = PatternSet::new(private_paths);
     let mut found = Vec::new();
@@ -185,13 +211,12 @@ fn private_in_worktree(worktree: &Path, private_paths: &[String]) -> io::Result<
     while let Some((dir, rel)) = stack.pop() {
         for entry in std::fs::read_dir(&dir)? {
             let entry = entry?;
+            // A name that is not UTF-8 is matched in its lossy spelling: a pattern such as
+            // `*.key` still matches `k\xff.key`.
             let name = entry.file_name();
-            let Some(name) = name.to_str() else { continue };
-            if name.eq_ignore_ascii_case(".git") {
-                continue;
-            }
+            let name = name.to_string_lossy();
             let rel_path = if rel.is_empty() {
-                name.to_owned()
+                name.into_owned()
             } else {
                 format!("{rel}/{name}")
             };
