@@ -77,13 +77,17 @@ fn confine(host: &Path, repo: &Path, contract: &Path) -> Command {
 
 fn time(mut cmd: Command) -> Duration {
     let started = Instant::now();
-    let status = cmd
+    let out = cmd
         .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
+        .stderr(Stdio::piped())
+        .output()
         .expect("spawn");
     let elapsed = started.elapsed();
-    assert!(status.success(), "{cmd:?} failed");
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     elapsed
 }
