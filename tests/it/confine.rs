@@ -784,3 +784,49 @@ fn a_bind_mount_of_the_worktree_exposes_no_private_file() {
         vec![("env".into(), 1), ("key".into(), 1), ("main".into(), 0)]
     );
 }
+
+/// Files that come and go while the rules are computed (other processes' temporaries in a
+/// directory the plan lists) are no reason to fail: a race looped, and counted.
+#[test]
+fn entries_vanishing_while_the_rules_are_built_never_fail_a_start() {
+    let f = Fixture::new();
+    let churn_dir = f.root().join("churn");
+    std::fs::create_dir(&churn_dir).expect("mkdir");
+    // A private file beside the churn, so the directory is split entry by entry.
+    std::fs::write(churn_dir.join(".env"), "S=1\n").expect("env");
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let churn = {
+        let (stop, dir) = (std::sync::Arc::clone(&stop), churn_dir.clone());
+        std::thread::spawn(move || {
+            let mut n = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                for i in 0..50 {
+                    let p = dir.join(format!("t{i}"));
+                    let _ = std::fs::create_dir(&p);
+                    let _ = std::fs::write(p.join("x"), "x");
+                }
+                for i in 0..50 {
+                    let _ = std::fs::remove_dir_all(dir.join(format!("t{i}")));
+                }
+                n += 1;
+            }
+            n
+        })
+    };
+    let rounds = 40;
+    let mut failed = Vec::new();
+    for _ in 0..rounds {
+        let out = f.confine(&[], "true");
+        if !out.status.success() {
+            failed.push(String::from_utf8_lossy(&out.stderr).into_owned());
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let cycles = churn.join().expect("churn");
+    eprintln!(
+        "{} of {rounds} starts failed during {cycles} churn cycles",
+        failed.len()
+    );
+    assert!(cycles > 0);
+    assert!(failed.is_empty(), "{failed:?}");
+}

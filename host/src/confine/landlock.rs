@@ -105,7 +105,17 @@ pub fn build(
         if matches!(grant, Grant::Device) && *kind == Kind::Dir {
             access |= AccessFs::ReadDir;
         }
-        let fd = open_path(path)?;
+        let fd = match open_path(path) {
+            Ok(fd) => fd,
+            // Gone since the plan was made (another process's temporary file): nothing to
+            // grant. A write grant is the run's own, and must be there.
+            Err(RulesetError::Open { source, .. })
+                if source.kind() == std::io::ErrorKind::NotFound && *grant != Grant::Write =>
+            {
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
         created = created.add_rule(PathBeneath::new(fd, access))?;
     }
     let mut ports: Vec<u16> = connect_ports.to_vec();

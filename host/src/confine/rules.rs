@@ -165,13 +165,20 @@ fn split(
     out: &mut Vec<(PathBuf, Grant, Kind)>,
 ) -> io::Result<()> {
     out.push((dir.to_path_buf(), Grant::List, Kind::Dir));
-    for entry in std::fs::read_dir(dir)? {
-        let entry = entry?;
+    let Some(entries) = gone_is_empty(std::fs::read_dir(dir), dir)? else {
+        return Ok(());
+    };
+    for entry in entries {
+        let Some(entry) = gone_is_empty(entry, dir)? else {
+            continue;
+        };
         let path = entry.path();
         if unreadable.contains(&path) {
             continue;
         }
-        let file_type = entry.file_type()?;
+        let Some(file_type) = gone_is_empty(entry.file_type(), &path)? else {
+            continue;
+        };
         if file_type.is_symlink() {
             continue;
         }
@@ -209,8 +216,13 @@ fn private_in_worktree(worktree: &Path, private_paths: &[String]) -> io::Result<
     }
     let mut stack = vec![(worktree.to_path_buf(), String::new())];
     while let Some((dir, rel)) = stack.pop() {
-        for entry in std::fs::read_dir(&dir)? {
-            let entry = entry?;
+        let Some(entries) = gone_is_empty(std::fs::read_dir(&dir), &dir)? else {
+            continue;
+        };
+        for entry in entries {
+            let Some(entry) = gone_is_empty(entry, &dir)? else {
+                continue;
+            };
             // A name that is not UTF-8 is matched in its lossy spelling: a pattern such as
             // `*.key` still matches `k\xff.key`.
             let name = entry.file_name();
@@ -220,10 +232,14 @@ fn private_in_worktree(worktree: &Path, private_paths: &[String]) -> io::Result<
             } else {
                 format!("{rel}/{name}")
             };
-            let file_type = entry.file_type()?;
+            let Some(file_type) = gone_is_empty(entry.file_type(), &entry.path())? else {
+                continue;
+            };
             if gates::is_private_in(&rel_path, &patterns) {
                 if file_type.is_file() {
-                    let meta = entry.metadata()?;
+                    let Some(meta) = gone_is_empty(entry.metadata(), &entry.path())? else {
+                        continue;
+                    };
                     if meta.nlink() > 1 {
                         linked.insert((meta.dev(), meta.ino()));
                     }
@@ -250,16 +266,25 @@ fn other_names(
     let known: HashSet<PathBuf> = found.iter().cloned().collect();
     let mut stack = vec![worktree.to_path_buf()];
     while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir)? {
-            let entry = entry?;
-            let file_type = entry.file_type()?;
+        let Some(entries) = gone_is_empty(std::fs::read_dir(&dir), &dir)? else {
+            continue;
+        };
+        for entry in entries {
+            let Some(entry) = gone_is_empty(entry, &dir)? else {
+                continue;
+            };
             let path = entry.path();
+            let Some(file_type) = gone_is_empty(entry.file_type(), &path)? else {
+                continue;
+            };
             if file_type.is_dir() {
                 if !known.contains(&path) {
                     stack.push(path);
                 }
             } else if file_type.is_file() {
-                let meta = entry.metadata()?;
+                let Some(meta) = gone_is_empty(entry.metadata(), &path)? else {
+                    continue;
+                };
                 if inodes.contains(&(meta.dev(), meta.ino())) && !known.contains(&path) {
                     found.push(path);
                 }
@@ -267,6 +292,16 @@ fn other_names(
         }
     }
     Ok(())
+}
+
+/// `Ok(None)` for what vanished while it was looked at (another process's temporary file in
+/// `/tmp`): nothing there to grant or to hide. Any other error names `path`.
+fn gone_is_empty<T>(result: io::Result<T>, path: &Path) -> io::Result<Option<T>> {
+    match result {
+        Ok(v) => Ok(Some(v)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(io::Error::new(e.kind(), format!("{}: {e}", path.display()))),
+    }
 }
 
 #[cfg(test)]
