@@ -600,6 +600,14 @@ fn a_confined_candidate_holds_only_what_the_broker_published() {
     let (_repo, run) = deliver_confined(&[], GATED);
     assert_eq!(run.code(), "OK", "{}\n{}", run.stdout, run.stderr);
     assert_eq!(run.receipt["paths"], serde_json::json!(["src/main.rs"]));
+    // Through `satyrn-host protocol` (as Pi's tools call it), recorded in the ledger too.
+    let sha = crate::support::sha256_hex(b"fn main() {}\n");
+    let request = format!(
+        r#"{{"version":1,"operation":"replace","repo":"'"$PWD"'","contract":"@CONTRACT@","path":"src/main.rs","expected_sha256":"{sha}","old_text":"fn main() {{}}","new_text":"fn main() {{ relayed(); }}"}}"#
+    );
+    let (_repo, run) = deliver_confined(&[], &format!("printf '%s' '{request}' | @HOST@ protocol"));
+    assert_eq!(run.code(), "OK", "{}\n{}", run.stdout, run.stderr);
+    assert_eq!(run.receipt["paths"], serde_json::json!(["src/main.rs"]));
     // Landlock does not cover chmod: a mode the broker did not set is refused.
     let (repo, run) = deliver_confined(&[], &format!("{GATED} && chmod +x src/lib.rs"));
     crate::deliver_support::assert_discarded(&run, "OUTSIDE_CONTRACT");
@@ -829,4 +837,87 @@ fn entries_vanishing_while_the_rules_are_built_never_fail_a_start() {
     );
     assert!(cycles > 0);
     assert!(failed.is_empty(), "{failed:?}");
+}
+
+#[test]
+fn protocol_inside_a_confined_run_goes_to_the_broker_under_the_frozen_contract() {
+    let f = Fixture::new();
+    let root = f.root();
+    let sha = crate::support::sha256_file(&root.join("src/main.rs"));
+    let readme = snapshot(&root.join("README.md"));
+    let request = |repo: &str, contract: &str, path: &str, old: &str, new: &str, sha: &str| {
+        serde_json::json!({
+            "version": 1, "operation": "replace", "repo": repo, "contract": contract,
+            "path": path, "expected_sha256": sha, "old_text": old, "new_text": new,
+        })
+        .to_string()
+    };
+    let root_s = root.display().to_string();
+    let readme_sha = crate::support::sha256_file(&root.join("README.md"));
+    let requests = [
+        // A permissive contract the command wrote in its scratch is never opened.
+        request(
+            &root_s,
+            "$TMPDIR/any.yaml",
+            "README.md",
+            "# readme",
+            "# taken",
+            &readme_sha,
+        ),
+        // Another repository.
+        request("/tmp", "/x.yaml", "src/main.rs", "fn main() {}", "x", &sha),
+        // The gated replace, under the frozen contract.
+        request(
+            &root_s,
+            "/nonexistent.yaml",
+            "src/main.rs",
+            "fn main() {}",
+            "fn main() { relayed(); }",
+            &sha,
+        ),
+    ];
+    let mut script = String::from(
+        "printf 'id: x\\ntask: x\\nwritable_paths: [\"*\"]\\n' > \"$TMPDIR/any.yaml\"\n",
+    );
+    for r in &requests {
+        script += &format!(
+            "printf '%s' \"$(cat <<'JSON'\n{r}\nJSON\n)\" | sed \"s|\\$TMPDIR|$TMPDIR|\" | {} protocol; echo \"rc $?\"\n",
+            host_bin().display()
+        );
+    }
+    script += &format!(
+        "printf '{{}}' | SATYRN_BROKER_SECRET=wrong {} protocol; echo \"rc $?\"\n",
+        host_bin().display()
+    );
+    let out = f.confine(&[], &script);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 8, "{stdout}");
+    let answer = |i: usize| serde_json::from_str::<serde_json::Value>(lines[2 * i]).expect("json");
+    assert_eq!(answer(0)["code"], "PATH_UNDECLARED", "{stdout}");
+    assert_eq!(lines[1], "rc 9");
+    assert_eq!(answer(1)["code"], "REPO_UNAVAILABLE", "{stdout}");
+    assert_eq!(answer(2)["code"], "OK", "{stdout}");
+    assert_eq!(lines[5], "rc 0");
+    assert_eq!(answer(3)["code"], "INTERNAL_ERROR", "{stdout}");
+    assert!(
+        answer(3)["message"]
+            .as_str()
+            .expect("message")
+            .contains("without an answer")
+    );
+    assert_eq!(
+        snapshot(&root.join("README.md")),
+        readme,
+        "README.md unchanged"
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join("src/main.rs")).expect("read"),
+        "fn main() { relayed(); }\n"
+    );
 }

@@ -25,6 +25,9 @@ pub fn run(_: &Args) -> u8 {
         .lock()
         .take(MAX_REQUEST_BYTES as u64 + 1)
         .read_to_end(&mut input);
+    if let (Ok(_), Some(socket)) = (&read, std::env::var_os(crate::confine::broker::SOCKET_VAR)) {
+        return relay(std::path::Path::new(&socket), &input);
+    }
     let response = match read {
         Ok(_) => {
             super::panic::catch(|| protocol::handle(&input)).unwrap_or_else(|message| Response {
@@ -43,6 +46,53 @@ pub fn run(_: &Args) -> u8 {
     };
     super::print_json_line(&response.to_json());
     response.exit_status()
+}
+
+/// Inside a confined run (`SATYRN_BROKER` set): the request goes to the run's broker,
+/// which answers it in its worktree under its frozen contract; its response line and exit
+/// status are ours. A broker that cannot be reached is `INTERNAL_ERROR`, one JSON line.
+fn relay(socket: &std::path::Path, input: &[u8]) -> u8 {
+    use std::io::{BufRead, Write};
+    let failed = |message: String| {
+        let response = Response {
+            shape: shape_of(input),
+            code: Code::InternalError,
+            message,
+            result: None,
+        };
+        super::print_json_line(&response.to_json());
+        response.exit_status()
+    };
+    let secret = std::env::var(crate::confine::broker::SECRET_VAR).unwrap_or_default();
+    let mut stream = match std::os::unix::net::UnixStream::connect(socket) {
+        Ok(s) => s,
+        Err(e) => {
+            return failed(format!(
+                "cannot reach the confined run's broker at {}: {e}",
+                socket.display()
+            ));
+        }
+    };
+    let sent = write!(stream, "{secret} protocol {}\n", input.len())
+        .and_then(|()| stream.write_all(input));
+    if let Err(e) = sent {
+        return failed(format!("cannot send the request to the broker: {e}"));
+    }
+    let mut reader = std::io::BufReader::new(stream);
+    let (mut status, mut line) = (String::new(), String::new());
+    let read = reader
+        .read_line(&mut status)
+        .and_then(|_| reader.read_line(&mut line));
+    match (read, status.trim().parse::<u8>()) {
+        (Ok(_), Ok(status)) if line.ends_with('\n') => {
+            super::print_json_line(line.trim_end_matches('\n'));
+            status
+        }
+        _ => failed(
+            "the broker closed the connection without an answer (a wrong SATYRN_BROKER_SECRET?)"
+                .to_owned(),
+        ),
+    }
 }
 
 /// The response shape for `input` when its handling panicked: `check`'s four fields for a

@@ -160,9 +160,18 @@ fn accept_loop(
 }
 
 fn serve_one(mut stream: UnixStream, served: &Served) {
-    if stream.set_nonblocking(false).is_err() || !handshake(&mut stream, &served.secret) {
-        let _ = stream.shutdown(std::net::Shutdown::Both);
-        return;
+    let mode = if stream.set_nonblocking(false).is_ok() {
+        handshake(&mut stream, &served.secret)
+    } else {
+        None
+    };
+    match mode {
+        Some(Mode::Mcp) => {}
+        Some(Mode::Protocol(len)) => return answer_one(stream, served, len),
+        None => {
+            let _ = stream.shutdown(std::net::Shutdown::Both);
+            return;
+        }
     }
     let session = RepoRoot::open(&served.worktree)
         .map_err(|e| e.to_string())
@@ -186,12 +195,85 @@ fn serve_one(mut stream: UnixStream, served: &Served) {
     }
 }
 
+/// What a connection asked for in its first line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// `SECRET`: an MCP session.
+    Mcp,
+    /// `SECRET protocol LEN`: one `satyrn-host protocol` request of `LEN` bytes follows;
+    /// the answer is the exit status on a line, then the response line.
+    Protocol(usize),
+}
+
+/// One protocol request, answered in this worktree under the frozen contract
+/// ([`crate::protocol::Place::Pinned`]); a publication it makes is recorded in the ledger.
+fn answer_one(mut stream: UnixStream, served: &Served, len: usize) {
+    use crate::protocol::{self, MAX_REQUEST_BYTES, Place};
+    use std::io::Write;
+    let response = if len > MAX_REQUEST_BYTES {
+        protocol::Response::failure(
+            protocol::Shape::WithResult,
+            crate::code::Failure::new(
+                crate::code::Code::InvalidRequest,
+                format!("the request is larger than {MAX_REQUEST_BYTES} bytes"),
+            ),
+        )
+    } else {
+        let mut input = vec![0u8; len];
+        if stream.set_read_timeout(Some(HANDSHAKE_LIMIT)).is_err()
+            || stream.read_exact(&mut input).is_err()
+        {
+            return;
+        }
+        let response = protocol::handle_in(
+            &input,
+            Place::Pinned {
+                root: &served.worktree,
+                contract: &served.contract,
+            },
+        );
+        record(served, &input, &response.to_json());
+        response
+    };
+    let _ = write!(
+        stream,
+        "{}\n{}\n",
+        response.exit_status(),
+        response.to_json()
+    );
+}
+
+/// Records the publication of a successful `replace`, `edit`, `write` or `delete`.
+fn record(served: &Served, request: &[u8], response: &str) {
+    let Some(ledger) = &served.ledger else { return };
+    let (Ok(request), Ok(response)) = (
+        serde_json::from_slice::<serde_json::Value>(request),
+        serde_json::from_str::<serde_json::Value>(response),
+    ) else {
+        return;
+    };
+    if response["ok"] != serde_json::Value::Bool(true) {
+        return;
+    }
+    let Some(path) = response["result"]["path"].as_str() else {
+        return;
+    };
+    match request["operation"].as_str() {
+        Some("replace" | "edit" | "write") => {
+            if let Some(sha) = response["result"]["sha256"].as_str() {
+                ledger.record(path, Some(sha));
+            }
+        }
+        Some("delete") => ledger.record(path, None),
+        _ => {}
+    }
+}
+
 /// Reads one line of at most 128 bytes within [`HANDSHAKE_LIMIT`], byte by byte (nothing
-/// of the MCP traffic after it is consumed), and compares it with `secret` in constant
-/// time.
-fn handshake(stream: &mut UnixStream, secret: &str) -> bool {
+/// of what follows is consumed), and compares its secret with `secret` in constant time.
+fn handshake(stream: &mut UnixStream, secret: &str) -> Option<Mode> {
     if stream.set_read_timeout(Some(HANDSHAKE_LIMIT)).is_err() {
-        return false;
+        return None;
     }
     let mut line = Vec::with_capacity(secret.len() + 1);
     let mut byte = [0u8; 1];
@@ -199,19 +281,30 @@ fn handshake(stream: &mut UnixStream, secret: &str) -> bool {
         match stream.read(&mut byte) {
             Ok(1) if byte[0] == b'\n' => break,
             Ok(1) if line.len() < 128 => line.push(byte[0]),
-            _ => return false,
+            _ => return None,
         }
     }
     if stream.set_read_timeout(None).is_err() {
-        return false;
+        return None;
     }
     let expected = secret.as_bytes();
-    line.len() == expected.len()
-        && line
+    let (given, rest) = line.split_at(line.len().min(expected.len()));
+    let matches = given.len() == expected.len()
+        && given
             .iter()
             .zip(expected)
             .fold(0u8, |acc, (a, b)| acc | (a ^ b))
-            == 0
+            == 0;
+    if !matches {
+        return None;
+    }
+    match rest {
+        [] => Some(Mode::Mcp),
+        _ => {
+            let rest = std::str::from_utf8(rest).ok()?.strip_prefix(" protocol ")?;
+            rest.parse().ok().map(Mode::Protocol)
+        }
+    }
 }
 
 fn getrandom_fill(buf: &mut [u8]) -> io::Result<()> {

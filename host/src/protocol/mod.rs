@@ -50,9 +50,32 @@ pub const VERSION: u64 = 1;
 /// The largest request accepted on stdin: 64 MiB.
 pub const MAX_REQUEST_BYTES: usize = 64 * 1024 * 1024;
 
+/// Where a request is answered.
+#[derive(Debug, Clone, Copy)]
+pub enum Place<'a> {
+    /// In the repository and under the contract the request names (`satyrn-host
+    /// protocol`).
+    Named,
+    /// In one worktree under one frozen contract, whatever the request names: a confined
+    /// run's broker. The request's `repo` must be that worktree (the same directory, by
+    /// identity) or it is `REPO_UNAVAILABLE`; its `contract` is never opened.
+    Pinned {
+        /// The worktree root.
+        root: &'a Path,
+        /// The frozen contract.
+        contract: &'a Contract,
+    },
+}
+
 /// Answers one raw request.
 #[must_use]
 pub fn handle(input: &[u8]) -> Response {
+    handle_in(input, Place::Named)
+}
+
+/// Answers one raw request in `place`.
+#[must_use]
+pub fn handle_in(input: &[u8], place: Place<'_>) -> Response {
     let request = match parse(input) {
         Ok(r) => r,
         Err((shape, message)) => {
@@ -60,7 +83,7 @@ pub fn handle(input: &[u8]) -> Response {
         }
     };
     match request {
-        Request::Check { repo, contract } => match check(&repo, &contract) {
+        Request::Check { repo, contract } => match check_in(&repo, &contract, place) {
             Ok(_) => Response {
                 shape: Shape::Check,
                 code: Code::Ok,
@@ -71,8 +94,7 @@ pub fn handle(input: &[u8]) -> Response {
         },
         Request::Operation(o) => {
             let done = scoped(
-                &o.repo,
-                &o.contract,
+                (&o.repo, &o.contract, place),
                 |f| (f, None),
                 |scope| run(scope, &o.args),
             );
@@ -129,16 +151,45 @@ pub fn check(repo: &Path, contract_path: &Path) -> Result<(Contract, RepoRoot), 
     Ok((contract, root))
 }
 
-/// Runs `op` within the scope of the contract and repository a request names (loaded
-/// afresh: a one-shot request has no earlier state). `lift` turns a failure of the scope
-/// itself into the operation's error type.
-fn scoped<T, E>(
+/// [`check`] in `place`: a pinned place checks that `repo` is its worktree and answers
+/// with its frozen contract.
+fn check_in(
     repo: &Path,
-    contract: &Path,
+    contract_path: &Path,
+    place: Place<'_>,
+) -> Result<(Contract, RepoRoot), Failure> {
+    let Place::Pinned { root, contract } = place else {
+        return check(repo, contract_path);
+    };
+    let named = RepoRoot::open(repo)?;
+    let pinned = RepoRoot::open(root)?;
+    let same = |r: &RepoRoot| {
+        rustix::fs::fstat(r.dir())
+            .map(|st| (st.st_dev, st.st_ino))
+            .ok()
+    };
+    if same(&named).is_none() || same(&named) != same(&pinned) {
+        return Err(Failure::new(
+            Code::RepoUnavailable,
+            format!(
+                "this confined run's broker serves {} only, not {}",
+                root.display(),
+                repo.display()
+            ),
+        ));
+    }
+    Ok((contract.clone(), pinned))
+}
+
+/// Runs `op` within the scope of the contract and repository a request names, in `place`
+/// (loaded afresh: a one-shot request has no earlier state). `lift` turns a failure of
+/// the scope itself into the operation's error type.
+fn scoped<T, E>(
+    (repo, contract, place): (&Path, &Path, Place<'_>),
     lift: impl Fn(Failure) -> E,
     op: impl FnOnce(Scope<'_>) -> Result<T, E>,
 ) -> Result<T, E> {
-    let (contract, root) = check(repo, contract).map_err(&lift)?;
+    let (contract, root) = check_in(repo, contract, place).map_err(&lift)?;
     let engine_failure =
         |e: crate::engine::EngineError| lift(Failure::new(Code::InternalError, e.to_string()));
     let loaded = Loaded::new().map_err(|e| lift(e.into()))?;

@@ -53,7 +53,9 @@ pub enum Shape {
 }
 
 impl Response {
-    pub(super) fn failure(shape: Shape, failure: Failure) -> Self {
+    /// The response of `failure`, in `shape`, with no result.
+    #[must_use]
+    pub fn failure(shape: Shape, failure: Failure) -> Self {
         Self {
             shape,
             code: failure.code,
