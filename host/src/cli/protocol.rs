@@ -73,7 +73,7 @@ fn relay(socket: &std::path::Path, input: &[u8]) -> u8 {
             ));
         }
     };
-    let sent = write!(stream, "{secret} protocol {}\n", input.len())
+    let sent = writeln!(stream, "{secret} protocol {}", input.len())
         .and_then(|()| stream.write_all(input));
     if let Err(e) = sent {
         return failed(format!("cannot send the request to the broker: {e}"));
