@@ -20,7 +20,6 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use satyrn_mutator_core::fnmatch::PatternSet;
-use satyrn_mutator_core::gates;
 
 /// The credential stores under the caller's home that a confined command can never read
 /// (those that exist; each with all beneath it).
@@ -235,7 +234,8 @@ fn private_in_worktree(worktree: &Path, private_paths: &[String]) -> io::Result<
             let Some(file_type) = gone_is_empty(entry.file_type(), &entry.path())? else {
                 continue;
             };
-            if gates::is_private_in(&rel_path, &patterns) {
+            // Its parents were matched on the way down (a private directory is not entered).
+            if patterns.matches(&rel_path) {
                 if file_type.is_file() {
                     let Some(meta) = gone_is_empty(entry.metadata(), &entry.path())? else {
                         continue;
