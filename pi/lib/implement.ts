@@ -42,6 +42,11 @@ export interface ImplementOptions {
   spawn?: Spawner;
   /** Probes a process group with signal 0; default `process.kill(-pgid, 0)`. */
   probeGroup?: (pgid: number) => boolean;
+  /**
+   * Run the attempt's Pi WITHOUT `satyrn-host confine` (`attempt --unconfined`): an explicit
+   * opt-out of the kernel's boundary. Default false: Pi runs confined.
+   */
+  unconfined?: boolean;
 }
 
 /** Runs one /implement. Resolves with a receipt or a refusal; never rejects. */
@@ -64,7 +69,8 @@ export async function implement(contractArg: string, options: ImplementOptions):
     const contract = relativeInBase ? found : resolve(options.cwd, arg);
     // `./` keeps a name that starts with `-` from being read as an option by deliver.
     const spelled = contract.startsWith("-") ? `./${contract}` : contract;
-    const args = ["deliver", "--repo", root, spelled, "--", host, "attempt", "--model", model, "--", spelled];
+    const attempt = options.unconfined === true ? ["attempt", "--unconfined"] : ["attempt"];
+    const args = ["deliver", "--repo", root, spelled, "--", host, ...attempt, "--model", model, "--", spelled];
     // From the root: a repository-relative contract resolves there, whatever Pi's directory.
     return await runDelivery(host, args, root, options);
   } catch (error) {

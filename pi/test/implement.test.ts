@@ -333,6 +333,9 @@ test("real deliver: a deadline with a TERM-ignoring descendant reports only afte
     cwd: root,
     env: { ...process.env, SATYRN_MODEL: "p/m", SATYRN_HOST_BIN: hostBin(), SATYRN_PI_BIN: pi },
     deadlineMs: 1_500,
+    // The writer writes outside the worktree, which a confined Pi could not: this is
+    // deliver's deadline under test, not the confinement.
+    unconfined: true,
   });
   assert.equal(outcome.kind, "refused");
   if (outcome.kind === "refused") assert.match(outcome.reason, /did not finish within 1500 ms/);

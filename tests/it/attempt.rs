@@ -89,8 +89,10 @@ impl Fixture {
         }
     }
 
-    /// `satyrn-host attempt ARGS` in the repository, with the fake Pi and a clean
-    /// environment (no model, no artifact destinations) plus `env`.
+    /// `satyrn-host attempt --unconfined ARGS` in the repository, with the fake Pi and a
+    /// clean environment (no model, no artifact destinations) plus `env`. Unconfined: the
+    /// fake Pi logs what it got to the test's directory, which a confined Pi could not
+    /// write; the real Pi runs confined in `pi/test/e2e.test.ts`.
     fn attempt_command<A: AsRef<std::ffi::OsStr>>(
         &self,
         args: &[A],
@@ -99,6 +101,7 @@ impl Fixture {
         let mut cmd = Command::new(host_bin());
         cmd.current_dir(self.repo.path())
             .arg("attempt")
+            .arg("--unconfined")
             .args(args)
             .env("SATYRN_PI_BIN", &self.fake_pi)
             .env("FAKE_PI_LOG", &self.log)

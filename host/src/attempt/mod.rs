@@ -55,6 +55,8 @@ pub struct Options {
     pub model: String,
     /// The contract, relative to the current directory or absolute.
     pub contract: PathBuf,
+    /// Run Pi without `satyrn-host confine`.
+    pub unconfined: bool,
 }
 
 /// Runs one attempt in the current directory and returns the exit status.
@@ -137,18 +139,42 @@ fn attempt(options: &Options, cleanup: &mut Cleanup) -> Result<(), AttemptError>
     let spool = private_file(&spool_path)
         .map_err(AttemptError::io("cannot create the transcript spool"))?;
     let program = pi::executable().map_err(AttemptError::Pi)?;
-    let mut cmd = Command::new(&program);
+    let home = pi::prepare_home(&private, &cwd).map_err(AttemptError::Pi)?;
+    let pi_args = pi::args(&options.model, &engine, &mutator);
+    let mut cmd = if options.unconfined {
+        let _ = writeln!(
+            std::io::stderr(),
+            "satyrn-host attempt: --unconfined: Pi runs without the kernel's boundary"
+        );
+        let mut cmd = Command::new(&program);
+        cmd.args(&pi_args);
+        cmd
+    } else {
+        // Pi, confined: its satyrn tools reach the broker (`satyrn-host protocol` relays),
+        // its agent directory is its writable home, it runs in its own empty directory.
+        let mut cmd = Command::new(&host);
+        cmd.arg("confine")
+            .arg("--repo")
+            .arg(&cwd)
+            .arg("--home")
+            .arg(&home.agent_dir)
+            .arg("--cwd")
+            .arg(&home.cwd)
+            .arg(&frozen)
+            .arg("--")
+            .arg(&program)
+            .args(&pi_args);
+        cmd
+    };
     let prompt_input =
         File::open(&prompt_path).map_err(AttemptError::io("cannot open the prompt"))?;
-    cmd.args(pi::args(&options.model, &engine, &mutator))
-        .stdin(prompt_input)
+    cmd.stdin(prompt_input)
         .stdout(
             spool
                 .try_clone()
                 .map_err(AttemptError::io("cannot share the spool"))?,
         )
         .stderr(Stdio::inherit());
-    let home = pi::prepare_home(&private, &cwd).map_err(AttemptError::Pi)?;
     pi::environment(&mut cmd, &context_path, &host, &home)
         .map_err(AttemptError::git("cannot prepare pi's environment"))?;
     if let Some(signal) = signals::received() {

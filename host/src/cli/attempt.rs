@@ -31,6 +31,10 @@ pub struct Args {
     /// the I-th (from SATYRN_ATTEMPT_INDEX); the list must have SATYRN_ATTEMPTS entries.
     #[arg(long, value_name = "MODEL", action = clap::ArgAction::Append)]
     pub model: Vec<String>,
+    /// Run Pi WITHOUT `satyrn-host confine` (the kernel's boundary): an explicit opt-out,
+    /// said on stderr. By default Pi runs confined, its satyrn tools served by the broker.
+    #[arg(long)]
+    pub unconfined: bool,
     /// The task contract (YAML). After `--` it may start with `-`.
     #[arg(value_name = "CONTRACT", value_parser = super::path())]
     pub contract: PathBuf,
@@ -120,6 +124,7 @@ pub fn run(args: Args) -> u8 {
     attempt::run(&attempt::Options {
         model,
         contract: args.contract,
+        unconfined: args.unconfined,
     })
 }
 

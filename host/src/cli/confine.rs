@@ -37,6 +37,10 @@ pub struct Args {
     /// private paths and the credential stores of your home.
     #[arg(long = "deny-read", value_name = "PATH", value_parser = super::path())]
     pub deny_read: Vec<PathBuf>,
+    /// The command's working directory (default: the worktree root). `attempt` runs Pi in
+    /// an empty directory of its own.
+    #[arg(long, value_name = "DIR", value_parser = super::path())]
+    pub cwd: Option<PathBuf>,
     /// Keep the run's scratch directory (its path is printed on stderr).
     #[arg(long = "keep-scratch")]
     pub keep_scratch: bool,
@@ -58,6 +62,7 @@ pub fn run(args: Args) -> u8 {
         repo: args.repo,
         contract: args.contract,
         home: args.home,
+        cwd: args.cwd,
         allow_connect: args.allow_connect,
         deny_read: args.deny_read,
         keep_scratch: args.keep_scratch,

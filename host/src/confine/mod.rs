@@ -53,6 +53,8 @@ pub struct Request {
     pub contract: PathBuf,
     /// `--home DIR`: the command's `HOME` (writable) instead of the scratch home.
     pub home: Option<PathBuf>,
+    /// `--cwd DIR`: the command's working directory instead of the worktree root.
+    pub cwd: Option<PathBuf>,
     /// `--allow-connect PORT`: TCP ports the command may connect to (then only these).
     pub allow_connect: Vec<u16>,
     /// `--deny-read PATH`: more paths the command may never read.
@@ -344,7 +346,10 @@ fn execute(request: &Request, prepared: Prepared) -> u8 {
             }
         },
     };
-    let broker = match broker::Broker::start(&run_dir.socket(), &root, contract, ledger) {
+    let broker = match run_dir
+        .socket()
+        .and_then(|socket| broker::Broker::start(&socket, &root, contract, ledger))
+    {
         Ok(b) => b,
         Err(e) => {
             let _ = writeln!(
@@ -362,7 +367,7 @@ fn execute(request: &Request, prepared: Prepared) -> u8 {
     };
     let mut cmd = Command::new(program);
     cmd.args(args)
-        .current_dir(&root)
+        .current_dir(request.cwd.as_deref().unwrap_or(&root))
         .env(
             "HOME",
             request.home.clone().unwrap_or_else(|| run_dir.home()),

@@ -32,21 +32,7 @@ impl RunDir {
     pub fn create() -> io::Result<Self> {
         let uid = rustix::process::getuid().as_raw();
         let parent = std::env::temp_dir().join(format!("satyrn-confine.{uid}"));
-        match std::fs::DirBuilder::new().mode(0o700).create(&parent) {
-            Ok(()) => std::fs::set_permissions(&parent, std::fs::Permissions::from_mode(0o700))?,
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-            Err(e) => return Err(e),
-        }
-        let meta = std::fs::symlink_metadata(&parent)?;
-        if !meta.is_dir() || meta.uid() != uid || meta.mode() & 0o777 != 0o700 {
-            return Err(io::Error::new(
-                io::ErrorKind::PermissionDenied,
-                format!(
-                    "{} is not a directory of this user with mode 0700; remove it",
-                    parent.display()
-                ),
-            ));
-        }
+        private_parent(&parent, uid)?;
         for note in owned_dir::sweep(&parent, owned_dir::CONFINE) {
             use std::io::Write;
             let _ = writeln!(io::stderr(), "satyrn-host confine: {note}");
@@ -78,10 +64,29 @@ impl RunDir {
         self.dir.join("tmp")
     }
 
-    /// The broker's socket.
-    #[must_use]
-    pub fn socket(&self) -> PathBuf {
-        self.dir.join("broker.sock")
+    /// The broker's socket: `broker.sock` in the run's directory, or, when that path is too
+    /// long for a Unix socket address (108 bytes with its NUL: a deep `TMPDIR`), a short
+    /// one in `/tmp/satyrn-broker.<uid>` (created 0700, refused when not safely ours),
+    /// named after this run's directory.
+    ///
+    /// # Errors
+    ///
+    /// The operating-system error of creating the short directory, or `PermissionDenied`.
+    pub fn socket(&self) -> io::Result<PathBuf> {
+        const SUN_PATH_MAX: usize = 107;
+        use std::os::unix::ffi::OsStrExt;
+        let long = self.dir.join("broker.sock");
+        if long.as_os_str().as_bytes().len() <= SUN_PATH_MAX {
+            return Ok(long);
+        }
+        let uid = rustix::process::getuid().as_raw();
+        let short_dir = PathBuf::from(format!("/tmp/satyrn-broker.{uid}"));
+        private_parent(&short_dir, uid)?;
+        let name = self.dir.file_name().map_or_else(
+            || format!("{}.sock", std::process::id()),
+            |n| format!("{}.sock", n.to_string_lossy()),
+        );
+        Ok(short_dir.join(name))
     }
 
     /// Removes the run's directory and all it holds, or with `keep` says where it is.
@@ -108,6 +113,27 @@ impl RunDir {
             }
         }
     }
+}
+
+/// Creates `dir` (mode 0700) when absent; refuses one that is a symlink, not a directory,
+/// not `uid`'s or not exactly 0700.
+fn private_parent(dir: &Path, uid: u32) -> io::Result<()> {
+    match std::fs::DirBuilder::new().mode(0o700).create(dir) {
+        Ok(()) => std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?,
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(e),
+    }
+    let meta = std::fs::symlink_metadata(dir)?;
+    if !meta.is_dir() || meta.uid() != uid || meta.mode() & 0o777 != 0o700 {
+        return Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!(
+                "{} is not a directory of this user with mode 0700; remove it",
+                dir.display()
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// Gives every directory beneath `dir` (no symlink followed) mode 0700, so it can be
