@@ -600,6 +600,12 @@ fn a_confined_candidate_holds_only_what_the_broker_published() {
     let (_repo, run) = deliver_confined(&[], GATED);
     assert_eq!(run.code(), "OK", "{}\n{}", run.stdout, run.stderr);
     assert_eq!(run.receipt["paths"], serde_json::json!(["src/main.rs"]));
+    let confinement = run.receipt["confinement"].as_str().expect("confinement");
+    assert!(confinement.starts_with("Landlock ABI "), "{confinement}");
+    assert!(
+        run.stderr.contains(confinement),
+        "the receipt says what was printed at start"
+    );
     // Through `satyrn-host protocol` (as Pi's tools call it), recorded in the ledger too.
     let sha = crate::support::sha256_hex(b"fn main() {}\n");
     let request = format!(
@@ -628,6 +634,10 @@ fn a_confined_candidate_holds_only_what_the_broker_published() {
         &format!("{GATED} && echo direct >> src/lib.rs"),
     );
     crate::deliver_support::assert_discarded(&run, "OUTSIDE_CONTRACT");
+    assert_eq!(
+        run.receipt["confinement"],
+        "--unconfined: nothing was enforced by the kernel"
+    );
     let entries = run.receipt["outside_contract"].as_array().expect("entries");
     assert_eq!(entries.len(), 1, "{}", run.stdout);
     assert_eq!(entries[0]["path"], "src/lib.rs");

@@ -38,6 +38,18 @@ impl Ledger {
         })
     }
 
+    /// Records what the confinement enforces (the line `confine` prints at start; `None`:
+    /// `--unconfined`), for the receipt's `confinement`.
+    pub fn enforced(&self, summary: Option<&str>) {
+        let line =
+            serde_json::json!({ "enforced": summary, "unconfined": summary.is_none() }).to_string();
+        let mut file = self
+            .file
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let _ = writeln!(file, "{line}");
+    }
+
     /// Records that the broker published `sha256` at `path` (`None`: deleted it). An
     /// error is said on stderr: the check then refuses that path, which is safe.
     pub fn record(&self, path: &str, sha256: Option<&str>) {
@@ -55,23 +67,39 @@ impl Ledger {
     }
 }
 
-/// The final state of each path the ledger at `path` names: `Some(sha256)` published,
-/// `None` deleted. Lines that do not parse are skipped (the check then refuses their path).
+/// What a ledger holds.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Record {
+    /// The final state of each path: `Some(sha256)` published, `None` deleted.
+    pub published: HashMap<String, Option<String>>,
+    /// What the confinement enforced: `Some(Some(line))` confined, `Some(None)`
+    /// `--unconfined`, `None` when `confine` never said (it did not get that far).
+    pub enforced: Option<Option<String>>,
+}
+
+/// Reads the ledger at `path`. Lines that do not parse are skipped (the check then refuses
+/// their path).
 ///
 /// # Errors
 ///
 /// The operating-system error of reading the file.
-pub fn read(path: &Path) -> io::Result<HashMap<String, Option<String>>> {
+pub fn read(path: &Path) -> io::Result<Record> {
     let text = std::fs::read_to_string(path)?;
-    let mut last = HashMap::new();
+    let mut record = Record::default();
     for line in text.lines() {
         let Ok(value) = serde_json::from_str::<serde_json::Value>(line) else {
             continue;
         };
+        if value.get("unconfined").is_some() {
+            record.enforced = Some(value["enforced"].as_str().map(str::to_owned));
+            continue;
+        }
         let Some(p) = value["path"].as_str() else {
             continue;
         };
-        last.insert(p.to_owned(), value["sha256"].as_str().map(str::to_owned));
+        record
+            .published
+            .insert(p.to_owned(), value["sha256"].as_str().map(str::to_owned));
     }
-    Ok(last)
+    Ok(record)
 }

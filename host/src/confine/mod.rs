@@ -99,6 +99,8 @@ struct Prepared {
     root: PathBuf,
     run_dir: scratch::RunDir,
     ruleset: Option<(std::os::fd::OwnedFd, landlock::Enforced)>,
+    /// The line printed at start (`None`: `--unconfined`).
+    summary: Option<String>,
 }
 
 fn prepare(request: &Request) -> Result<Prepared, Failure> {
@@ -173,25 +175,29 @@ fn prepare(request: &Request) -> Result<Prepared, Failure> {
             })?;
             let built = landlock::build(abi, &plan, &request.allow_connect)
                 .map_err(|e| Failure::new(Code::ConfineUnavailable, e.to_string()))?;
-            let _ = writeln!(
-                std::io::stderr(),
-                "satyrn-host confine: {}",
-                describe(&built.1, &plan, &write)
-            );
-            Some(built)
+            Some((built, describe_plan(&plan, &write)))
         }
     };
-    if ruleset.is_none() {
-        let _ = writeln!(
-            std::io::stderr(),
-            "satyrn-host confine: --unconfined: NOTHING is enforced by the kernel; the command can write anywhere its user can"
-        );
-    }
+    let (ruleset, summary) = match ruleset {
+        Some((built, plan)) => {
+            let summary = describe(&built.1, &plan);
+            let _ = writeln!(std::io::stderr(), "satyrn-host confine: {summary}");
+            (Some(built), Some(summary))
+        }
+        None => {
+            let _ = writeln!(
+                std::io::stderr(),
+                "satyrn-host confine: --unconfined: NOTHING is enforced by the kernel; the command can write anywhere its user can"
+            );
+            (None, None)
+        }
+    };
     Ok(Prepared {
         contract,
         root,
         run_dir,
         ruleset,
+        summary,
     })
 }
 
@@ -225,9 +231,24 @@ fn other_worktrees(root: &Path) -> Result<(Vec<PathBuf>, Vec<PathBuf>), Failure>
     Ok((others, read_back))
 }
 
+/// What [`describe`] needs of the plan.
+struct PlanFacts {
+    writable: Vec<String>,
+    private: usize,
+    outside: usize,
+}
+
+fn describe_plan(plan: &rules::Plan, write: &[PathBuf]) -> PlanFacts {
+    PlanFacts {
+        writable: write.iter().map(|p| p.display().to_string()).collect(),
+        private: plan.private,
+        outside: plan.outside.len(),
+    }
+}
+
 /// One line: the ABI, the rule count, the writable places, the network, the scopes.
-fn describe(enforced: &landlock::Enforced, plan: &rules::Plan, write: &[PathBuf]) -> String {
-    let writable: Vec<String> = write.iter().map(|p| p.display().to_string()).collect();
+fn describe(enforced: &landlock::Enforced, plan: &PlanFacts) -> String {
+    let writable = &plan.writable;
     let network = match (&enforced.connect_ports, enforced.bind_refused) {
         (Some(ports), _) => format!(
             "TCP bind refused, TCP connect only to port{} {}",
@@ -248,8 +269,8 @@ fn describe(enforced: &landlock::Enforced, plan: &rules::Plan, write: &[PathBuf]
         writable.join(", "),
         plan.private,
         if plan.private == 1 { "" } else { "s" },
-        plan.outside.len(),
-        if plan.outside.len() == 1 { "" } else { "s" },
+        plan.outside,
+        if plan.outside == 1 { "" } else { "s" },
         if enforced.scoped {
             "signals and abstract sockets scoped to the run"
         } else {
@@ -322,6 +343,7 @@ fn execute(request: &Request, prepared: Prepared) -> u8 {
         root,
         run_dir,
         ruleset,
+        summary,
     } = prepared;
     if let Err(e) = signals::install() {
         let _ = writeln!(
@@ -334,7 +356,10 @@ fn execute(request: &Request, prepared: Prepared) -> u8 {
     let ledger = match std::env::var_os(ledger::VAR) {
         None => None,
         Some(path) => match ledger::Ledger::open(Path::new(&path)) {
-            Ok(l) => Some(std::sync::Arc::new(l)),
+            Ok(l) => {
+                l.enforced(summary.as_deref());
+                Some(std::sync::Arc::new(l))
+            }
             Err(e) => {
                 let _ = writeln!(
                     std::io::stderr(),

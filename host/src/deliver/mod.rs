@@ -530,6 +530,19 @@ fn run_attempt(
             return Pending::fail(e.code(), message);
         }
     };
+    if let Some(path) = &ledger {
+        progress.receipt.confinement = Some(match crate::confine::ledger::read(path) {
+            Ok(crate::confine::ledger::Record {
+                enforced: Some(Some(line)),
+                ..
+            }) => line,
+            Ok(crate::confine::ledger::Record {
+                enforced: Some(None),
+                ..
+            }) => "--unconfined: nothing was enforced by the kernel".to_owned(),
+            _ => "confine did not start its broker: nothing was enforced".to_owned(),
+        });
+    }
     progress.receipt.exit_code = finished.exit_code;
     progress.receipt.signal = finished.signal;
     // Everything after the command, git included, ends by this deadline.
@@ -637,7 +650,7 @@ fn run_attempt(
                     if breaches.is_empty()
                         && let Some(path) = &ledger
                     {
-                        let published = match crate::confine::ledger::read(path) {
+                        let record = match crate::confine::ledger::read(path) {
                             Ok(p) => p,
                             Err(e) => {
                                 return Pending::fail(
@@ -646,7 +659,7 @@ fn run_attempt(
                                 );
                             }
                         };
-                        match provenance::check(&wt, &changes, &published) {
+                        match provenance::check(&wt, &changes, &record.published) {
                             Ok(found) => breaches = found,
                             Err(e) => {
                                 return git_failure(&e, "cannot check the candidate's provenance");

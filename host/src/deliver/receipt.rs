@@ -18,6 +18,7 @@
 //! | `exit_code` | int or null | the command's exit status, when it exited |
 //! | `signal` | int or null | the signal that ended the command, when one did |
 //! | `published` | object | only with `--push`: `{remote, pushed, message}` |
+//! | `confinement` | string | only when the command was `satyrn-host confine`: what the kernel enforced (its start line), or that nothing was |
 //! | `outside_contract` | array of objects | only on `OUTSIDE_CONTRACT`: `{path, change, code, detail}` per path the contract does not allow |
 //! | `warnings` | array of objects | only when there is one: `{kind, path, detail}` for a reviewer |
 
@@ -79,6 +80,10 @@ pub struct Receipt {
     /// succeeded; omitted from the JSON otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub published: Option<Publication>,
+    /// Only when the command was `satyrn-host confine`: what it enforced (the line it
+    /// printed at start), or why nothing was; omitted from the JSON otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub confinement: Option<String>,
     /// Only on `OUTSIDE_CONTRACT`: every changed path the contract does not allow (see
     /// [`super::conformance`]); omitted from the JSON otherwise.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -112,6 +117,7 @@ impl Receipt {
             exit_code: None,
             signal: None,
             published: None,
+            confinement: None,
             outside_contract: Vec::new(),
             warnings: Vec::new(),
         }
