@@ -488,7 +488,14 @@ fn run_attempt(
 
     // 3. The command.
     progress.budget_end = Instant::now().checked_add(request.timeout);
-    let ledger = if provenance::is_confine(&request.argv) {
+    let run = provenance::run_of(&request.argv);
+    if run == provenance::Run::Unconfined {
+        progress.receipt.confinement = Some(
+            "--unconfined: nothing was enforced by the kernel, and no provenance check was made"
+                .to_owned(),
+        );
+    }
+    let ledger = if run == provenance::Run::Confined {
         let path = attempt.parent().join(provenance::LEDGER_FILE);
         let created = std::fs::OpenOptions::new()
             .write(true)
@@ -536,10 +543,7 @@ fn run_attempt(
                 enforced: Some(Some(line)),
                 ..
             }) => line,
-            Ok(crate::confine::ledger::Record {
-                enforced: Some(None),
-                ..
-            }) => "--unconfined: nothing was enforced by the kernel".to_owned(),
+
             _ => "confine did not start its broker: nothing was enforced".to_owned(),
         });
     }

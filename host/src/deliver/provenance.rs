@@ -1,6 +1,7 @@
 //! The provenance check of a confined run's candidate: every change is the broker's.
 //!
-//! When `deliver`'s command is `satyrn-host confine …` ([`is_confine`]), `deliver` gives it
+//! When `deliver`'s command is `satyrn-host confine …` without `--unconfined`
+//! ([`run_of`]), `deliver` gives it
 //! an empty ledger in the attempt's private directory ([`crate::confine::ledger`]); the
 //! broker records each publication there, out of the command's reach. After the
 //! contract check ([`super::conformance`]), each changed path must then be the broker's
@@ -24,14 +25,41 @@ pub const NOT_BROKERED: &str = "NOT_BROKERED";
 /// The ledger's file name in the attempt's private directory.
 pub const LEDGER_FILE: &str = "provenance.jsonl";
 
-/// Whether `argv` runs `satyrn-host confine` (this very binary, by file name): then the
-/// candidate gets the provenance check.
+/// How `deliver`'s command runs, as far as the provenance check is concerned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Run {
+    /// Not `satyrn-host confine`: no provenance check.
+    Plain,
+    /// `satyrn-host confine --unconfined`: the command could write anything, the ledger
+    /// included, so a ledger would prove nothing and none is given.
+    Unconfined,
+    /// `satyrn-host confine` with the kernel's boundary: the ledger lies outside every
+    /// grant, so what it says is the broker's.
+    Confined,
+}
+
+/// How `argv` runs: `satyrn-host confine` is this very binary (by file name) with
+/// `confine` as its first argument; `--unconfined` among its options (before `--`) makes
+/// it [`Run::Unconfined`].
 #[must_use]
-pub fn is_confine(argv: &[OsString]) -> bool {
+pub fn run_of(argv: &[OsString]) -> Run {
     let ours = std::env::current_exe().ok();
     let ours = ours.as_deref().and_then(Path::file_name);
-    matches!(argv, [program, sub, ..]
-        if sub == "confine" && Path::new(program).file_name().is_some() && Path::new(program).file_name() == ours)
+    let [program, sub, options @ ..] = argv else {
+        return Run::Plain;
+    };
+    if sub != "confine"
+        || Path::new(program).file_name().is_none()
+        || Path::new(program).file_name() != ours
+    {
+        return Run::Plain;
+    }
+    let options = options.iter().take_while(|a| *a != "--");
+    if options.clone().any(|a| a == "--unconfined") {
+        Run::Unconfined
+    } else {
+        Run::Confined
+    }
 }
 
 /// The changes among `changes` that the broker's `ledger` does not account for.
