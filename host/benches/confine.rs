@@ -15,12 +15,7 @@ use std::time::{Duration, Instant};
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let runs = args
-        .iter()
-        .position(|a| a == "--runs")
-        .and_then(|i| args.get(i + 1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(30usize);
+    let runs = common::runs_arg(&args, 30);
     let host = PathBuf::from(env!("CARGO_BIN_EXE_satyrn-host"));
     let dir = tempfile::tempdir().expect("tempdir");
     let plain = dir.path().join("plain");

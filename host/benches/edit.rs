@@ -33,12 +33,7 @@ fn main() {
         native_edit(Path::new(&args[2]), round);
         return;
     }
-    let runs = args
-        .iter()
-        .position(|a| a == "--runs")
-        .and_then(|i| args.get(i + 1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(30usize);
+    let runs = common::runs_arg(&args, 30);
     let host = PathBuf::from(env!("CARGO_BIN_EXE_satyrn-host"));
     println!("satyrn-host: {}", host.display());
     println!("{EDITS} edits on a {SIZE}-byte file, {runs} runs per figure");

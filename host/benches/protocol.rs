@@ -40,12 +40,7 @@ fn main() {
         native_replace(Path::new(&args[2]), &args[3], &args[4]);
         return;
     }
-    let runs = args
-        .iter()
-        .position(|a| a == "--runs")
-        .and_then(|i| args.get(i + 1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(30usize);
+    let runs = common::runs_arg(&args, 30);
     let host = PathBuf::from(env!("CARGO_BIN_EXE_satyrn-host"));
     println!("satyrn-host: {}", host.display());
     println!("runs per figure: {runs} (64 MiB: {BIG_RUNS})");

@@ -209,22 +209,30 @@ pub fn parse(bytes: &[u8]) -> Result<Contract, ContractError> {
     })
 }
 
-/// A field that, when present, is a list of worktree-relative directory paths: each a
-/// path satyrn's tools could name ([`satyrn_mutator_core::path::segments`]), not inside
-/// `.git`, no pattern characters (`*?[`), no duplicates. Empty when absent.
-fn directory_list(name: &str, value: Option<Value>) -> Result<Vec<String>, ContractError> {
+/// A field that, when present, is a list of non-empty strings (`None` when absent).
+fn string_list(name: &str, value: Option<Value>) -> Result<Option<Vec<String>>, ContractError> {
     let wrong =
         || ContractError::MissingField(format!("`{name}` must be a list of non-empty strings"));
-    let paths: Vec<String> = match value {
-        None => return Ok(Vec::new()),
+    match value {
+        None => Ok(None),
         Some(Value::List(items)) => items
             .into_iter()
             .map(|item| match item {
                 Scalar::Str(s) if !s.is_empty() => Ok(s),
                 _ => Err(wrong()),
             })
-            .collect::<Result<_, _>>()?,
-        Some(_) => return Err(wrong()),
+            .collect::<Result<_, _>>()
+            .map(Some),
+        Some(_) => Err(wrong()),
+    }
+}
+
+/// A field that, when present, is a list of worktree-relative directory paths: each a
+/// path satyrn's tools could name ([`satyrn_mutator_core::path::segments`]), not inside
+/// `.git`, no pattern characters (`*?[`), no duplicates. Empty when absent.
+fn directory_list(name: &str, value: Option<Value>) -> Result<Vec<String>, ContractError> {
+    let Some(paths) = string_list(name, value)? else {
+        return Ok(Vec::new());
     };
     for (i, path) in paths.iter().enumerate() {
         let shown = satyrn_mutator_core::path::shown(path);
@@ -256,18 +264,8 @@ fn directory_list(name: &str, value: Option<Value>) -> Result<Vec<String>, Contr
 /// match some worktree-relative path ([`fnmatch::unmatchable`]: `secrets/`, `/s/*` or
 /// `./s/*` would protect or allow nothing while looking as if they did).
 fn pattern_list(name: &str, value: Option<Value>) -> Result<Option<Vec<String>>, ContractError> {
-    let wrong =
-        || ContractError::MissingField(format!("`{name}` must be a list of non-empty strings"));
-    let patterns: Vec<String> = match value {
-        None => return Ok(None),
-        Some(Value::List(items)) => items
-            .into_iter()
-            .map(|item| match item {
-                Scalar::Str(s) if !s.is_empty() => Ok(s),
-                _ => Err(wrong()),
-            })
-            .collect::<Result<_, _>>()?,
-        Some(_) => return Err(wrong()),
+    let Some(patterns) = string_list(name, value)? else {
+        return Ok(None);
     };
     for pattern in &patterns {
         if let Some(why) = fnmatch::unmatchable(pattern) {

@@ -440,18 +440,8 @@ fn a_scripted_agent_under_deliver_bypasses_nothing_and_its_one_gated_edit_is_the
         host_bin().display(),
         contract.path.display()
     );
-    let host = host_bin();
-    let argv: Vec<&std::ffi::OsStr> = vec![
-        host.as_os_str(),
-        "confine".as_ref(),
-        "--repo".as_ref(),
-        ".".as_ref(),
-        contract.path.as_os_str(),
-        "--".as_ref(),
-        "sh".as_ref(),
-        "-c".as_ref(),
-        script.as_ref(),
-    ];
+    let argv = confine_argv(&[], &contract.path, &script);
+    let argv: Vec<&std::ffi::OsStr> = argv.iter().map(std::ffi::OsString::as_os_str).collect();
     let started = Instant::now();
     let out = deliver_cmd(&root, &contract.path, &[], &argv)
         .env("HOME", home.path())
@@ -554,6 +544,25 @@ fn two_runs_at_once_reach_neither_the_others_broker_nor_its_scratch() {
     let _ = std::io::stderr().flush();
 }
 
+/// `satyrn-host confine --repo . OPTS CONTRACT -- sh -c SCRIPT`, as deliver's argv.
+fn confine_argv(opts: &[&str], contract: &Path, script: &str) -> Vec<std::ffi::OsString> {
+    let mut argv: Vec<std::ffi::OsString> = vec![
+        host_bin().into(),
+        "confine".into(),
+        "--repo".into(),
+        ".".into(),
+    ];
+    argv.extend(opts.iter().map(Into::into));
+    argv.extend([
+        contract.into(),
+        "--".into(),
+        "sh".into(),
+        "-c".into(),
+        script.into(),
+    ]);
+    argv
+}
+
 /// Delivers `script` run by `satyrn-host confine OPTS`, in a repository with a declared
 /// `src/main.rs`; returns the run.
 fn deliver_confined(opts: &[&str], script: &str) -> (FixedRepo, crate::deliver_support::Run) {
@@ -569,21 +578,8 @@ fn deliver_confined(opts: &[&str], script: &str) -> (FixedRepo, crate::deliver_s
         .replace("@CLIENT@", &client.display().to_string())
         .replace("@HOST@", &host_bin().display().to_string())
         .replace("@CONTRACT@", &contract.path.display().to_string());
-    let host = host_bin();
-    let mut argv: Vec<&std::ffi::OsStr> = vec![
-        host.as_os_str(),
-        "confine".as_ref(),
-        "--repo".as_ref(),
-        ".".as_ref(),
-    ];
-    argv.extend(opts.iter().map(std::ffi::OsStr::new));
-    argv.extend([
-        contract.path.as_os_str(),
-        "--".as_ref(),
-        "sh".as_ref(),
-        "-c".as_ref(),
-        script.as_ref(),
-    ]);
+    let argv = confine_argv(opts, &contract.path, &script);
+    let argv: Vec<&std::ffi::OsStr> = argv.iter().map(std::ffi::OsString::as_os_str).collect();
     let started = Instant::now();
     let out = deliver_cmd(&root, &contract.path, &[], &argv)
         .output()
@@ -661,18 +657,8 @@ fn a_change_made_beside_a_confined_run_is_not_the_brokers() {
             .replace("@HOST@", &host_bin().display().to_string())
             .replace("@CONTRACT@", &contract.path.display().to_string())
     );
-    let host = host_bin();
-    let argv: Vec<&std::ffi::OsStr> = vec![
-        host.as_os_str(),
-        "confine".as_ref(),
-        "--repo".as_ref(),
-        ".".as_ref(),
-        contract.path.as_os_str(),
-        "--".as_ref(),
-        "sh".as_ref(),
-        "-c".as_ref(),
-        script.as_ref(),
-    ];
+    let argv = confine_argv(&[], &contract.path, &script);
+    let argv: Vec<&std::ffi::OsStr> = argv.iter().map(std::ffi::OsString::as_os_str).collect();
     let started = Instant::now();
     let mut child = deliver_cmd(&root, &contract.path, &[], &argv)
         .spawn()

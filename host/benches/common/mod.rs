@@ -19,6 +19,15 @@ pub fn percentiles(samples: &[Duration]) -> (Duration, Duration) {
     (percentile(samples, 0.50), percentile(samples, 0.95))
 }
 
+/// The value of `--runs N` among `args`, or `default`.
+pub fn runs_arg(args: &[String], default: usize) -> usize {
+    args.iter()
+        .position(|a| a == "--runs")
+        .and_then(|i| args.get(i + 1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
 /// `12.34 ms`.
 pub fn ms(d: Duration) -> String {
     format!("{:.2} ms", d.as_secs_f64() * 1000.0)
