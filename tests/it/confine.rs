@@ -259,15 +259,19 @@ fn a_kernel_without_landlock_is_a_named_refusal_and_nothing_runs() {
     let outside = tempfile::tempdir().expect("outside");
     let marker = outside.path().join("ran");
     let script = format!("touch {}", marker.display());
-    let mut cmd = f.command(&[], &["sh", "-c", &script]);
-    crate::faults::inject(
-        &mut cmd,
-        &[crate::faults::Fault::always(
-            libc::SYS_landlock_create_ruleset,
-            libc::ENOSYS,
-        )],
-    );
-    let out = cmd.output().expect("confine");
+    // Without Landlock: the kernel's own ENOSYS, through a seccomp filter.
+    let without_landlock = |opts: &[&str]| {
+        let mut cmd = f.command(opts, &["sh", "-c", &script]);
+        crate::faults::inject(
+            &mut cmd,
+            &[crate::faults::Fault::always(
+                libc::SYS_landlock_create_ruleset,
+                libc::ENOSYS,
+            )],
+        );
+        cmd.output().expect("confine")
+    };
+    let out = without_landlock(&[]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(15), "{stderr}");
     assert!(
@@ -276,15 +280,7 @@ fn a_kernel_without_landlock_is_a_named_refusal_and_nothing_runs() {
     );
     assert!(!marker.exists(), "the command ran");
     // --unconfined is the explicit opt-out: it runs, and says nothing is enforced.
-    let mut cmd = f.command(&["--unconfined"], &["sh", "-c", &script]);
-    crate::faults::inject(
-        &mut cmd,
-        &[crate::faults::Fault::always(
-            libc::SYS_landlock_create_ruleset,
-            libc::ENOSYS,
-        )],
-    );
-    let out = cmd.output().expect("confine");
+    let out = without_landlock(&["--unconfined"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     assert!(stderr.contains("NOTHING is enforced"), "{stderr}");
