@@ -64,20 +64,18 @@ fn relay(socket: &std::path::Path, input: &[u8]) -> u8 {
         response.exit_status()
     };
     let secret = std::env::var(crate::confine::broker::SECRET_VAR).unwrap_or_default();
-    let mut stream = match std::os::unix::net::UnixStream::connect(socket) {
-        Ok(s) => s,
+    let mode = format!(" protocol {}", input.len());
+    let sent = crate::confine::broker::connect(socket, &secret, &mode)
+        .and_then(|mut stream| stream.write_all(input).map(|()| stream));
+    let stream = match sent {
+        Ok(stream) => stream,
         Err(e) => {
             return failed(format!(
-                "cannot reach the confined run's broker at {}: {e}",
+                "cannot send the request to the confined run's broker at {}: {e}",
                 socket.display()
             ));
         }
     };
-    let sent = writeln!(stream, "{secret} protocol {}", input.len())
-        .and_then(|()| stream.write_all(input));
-    if let Err(e) = sent {
-        return failed(format!("cannot send the request to the broker: {e}"));
-    }
     let mut reader = std::io::BufReader::new(stream);
     let (mut status, mut line) = (String::new(), String::new());
     let read = reader

@@ -33,15 +33,14 @@ pub const SECRET_VAR: &str = "SATYRN_BROKER_SECRET";
 /// How long a new connection may take to present the secret: 10 s.
 pub const HANDSHAKE_LIMIT: Duration = Duration::from_secs(10);
 
-/// How often the accepting thread looks at the stop flag: every 50 ms.
-const TICK: Duration = Duration::from_millis(50);
-
 /// A running broker.
 #[derive(Debug)]
 pub struct Broker {
     socket: PathBuf,
     secret: String,
     stop: Arc<AtomicBool>,
+    /// The listening socket, shared with the accepting thread: shut down to wake it.
+    listening: UnixListener,
     open: Arc<Mutex<Vec<UnixStream>>>,
     accepting: Option<JoinHandle<Vec<JoinHandle<()>>>>,
 }
@@ -63,7 +62,7 @@ impl Broker {
         getrandom_fill(&mut bytes)?;
         let secret: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
         let listener = UnixListener::bind(socket)?;
-        listener.set_nonblocking(true)?;
+        let listening = listener.try_clone()?;
         let stop = Arc::new(AtomicBool::new(false));
         let open = Arc::new(Mutex::new(Vec::new()));
         let accepting = {
@@ -82,6 +81,7 @@ impl Broker {
             socket: socket.to_path_buf(),
             secret,
             stop,
+            listening,
             open,
             accepting: Some(accepting),
         })
@@ -103,6 +103,8 @@ impl Broker {
     /// finishes first, as a session on EOF does), waits for them, removes the socket.
     pub fn stop(mut self) {
         self.stop.store(true, Ordering::SeqCst);
+        // A blocked accept(2) returns (EINVAL) once its socket is shut down.
+        let _ = rustix::net::shutdown(&self.listening, rustix::net::Shutdown::Both);
         let sessions = self
             .accepting
             .take()
@@ -136,24 +138,25 @@ fn accept_loop(
     served: &Arc<Served>,
 ) -> Vec<JoinHandle<()>> {
     let mut sessions = Vec::new();
-    while !stop.load(Ordering::SeqCst) {
-        match listener.accept() {
-            Ok((stream, _)) => {
-                let Ok(held) = stream.try_clone() else {
-                    continue;
-                };
-                if let Ok(mut open) = open.lock() {
-                    open.push(held);
-                }
-                let served = Arc::clone(served);
-                if let Ok(handle) = std::thread::Builder::new()
-                    .name("satyrn-broker-session".into())
-                    .spawn(move || serve_one(stream, &served))
-                {
-                    sessions.push(handle);
-                }
-            }
-            Err(_) => std::thread::sleep(TICK),
+    for stream in listener.incoming() {
+        if stop.load(Ordering::SeqCst) {
+            break;
+        }
+        // A connection that failed before it was accepted (ECONNABORTED) is no reason
+        // to stop serving.
+        let Ok(stream) = stream else { continue };
+        let Ok(held) = stream.try_clone() else {
+            continue;
+        };
+        if let Ok(mut open) = open.lock() {
+            open.push(held);
+        }
+        let served = Arc::clone(served);
+        if let Ok(handle) = std::thread::Builder::new()
+            .name("satyrn-broker-session".into())
+            .spawn(move || serve_one(stream, &served))
+        {
+            sessions.push(handle);
         }
     }
     sessions
@@ -232,7 +235,9 @@ fn answer_one(mut stream: UnixStream, served: &Served, len: usize) {
                 contract: &served.contract,
             },
         );
-        record(served, &input, &response.to_json());
+        if let (Some(ledger), Some(payload)) = (&served.ledger, &response.result) {
+            record(ledger, payload);
+        }
         response
     };
     let _ = write!(
@@ -243,30 +248,30 @@ fn answer_one(mut stream: UnixStream, served: &Served, len: usize) {
     );
 }
 
-/// Records the publication of a successful `replace`, `edit`, `write` or `delete`.
-fn record(served: &Served, request: &[u8], response: &str) {
-    let Some(ledger) = &served.ledger else { return };
-    let (Ok(request), Ok(response)) = (
-        serde_json::from_slice::<serde_json::Value>(request),
-        serde_json::from_str::<serde_json::Value>(response),
-    ) else {
-        return;
-    };
-    if response["ok"] != serde_json::Value::Bool(true) {
-        return;
+/// Records the publication a successful `replace`, `edit`, `write` or `delete` made.
+fn record(ledger: &Ledger, payload: &crate::protocol::Payload) {
+    use crate::protocol::Payload;
+    match payload {
+        Payload::Replace(r) => ledger.record(&r.path, Some(&r.sha256)),
+        Payload::Edit(r) => ledger.record(&r.path, Some(&r.sha256)),
+        Payload::Write(r) => ledger.record(&r.path, Some(&r.sha256)),
+        Payload::Delete(r) => ledger.record(&r.path, None),
+        Payload::Read(_) | Payload::EditRefused(_) | Payload::List(_) | Payload::Search(_) => {}
     }
-    let Some(path) = response["result"]["path"].as_str() else {
-        return;
-    };
-    match request["operation"].as_str() {
-        Some("replace" | "edit" | "write") => {
-            if let Some(sha) = response["result"]["sha256"].as_str() {
-                ledger.record(path, Some(sha));
-            }
-        }
-        Some("delete") => ledger.record(path, None),
-        _ => {}
-    }
+}
+
+/// Connects to the broker at `socket` and sends the first line: `secret`, then `mode`
+/// (empty for an MCP session, ` protocol LEN` for one request). The client side of
+/// [`handshake`], for `satyrn-host mcp` and `satyrn-host protocol` inside a confined run.
+///
+/// # Errors
+///
+/// The operating-system error of `connect` or `write`.
+pub fn connect(socket: &Path, secret: &str, mode: &str) -> io::Result<UnixStream> {
+    use std::io::Write;
+    let mut stream = UnixStream::connect(socket)?;
+    writeln!(stream, "{secret}{mode}")?;
+    Ok(stream)
 }
 
 /// Reads one line of at most 128 bytes within [`HANDSHAKE_LIMIT`], byte by byte (nothing

@@ -6,7 +6,6 @@
 //! frozen contract serve it; the `--repo` and contract given to `mcp` are not consulted.
 
 use std::io::{self, Read, Write};
-use std::os::unix::net::UnixStream;
 use std::path::Path;
 
 use crate::code::{Code, Failure};
@@ -27,15 +26,12 @@ pub fn relay(socket: &Path, secret: Option<&str>) -> Result<u8, Failure> {
             ),
         )
     })?;
-    let mut stream = UnixStream::connect(socket).map_err(|e| {
+    let mut stream = crate::confine::broker::connect(socket, secret, "").map_err(|e| {
         Failure::new(
             Code::InternalError,
             format!("cannot reach the broker at {}: {e}", socket.display()),
         )
     })?;
-    stream
-        .write_all(format!("{secret}\n").as_bytes())
-        .map_err(|e| Failure::new(Code::InternalError, format!("cannot reach the broker: {e}")))?;
     let mut upstream = stream
         .try_clone()
         .map_err(|e| Failure::new(Code::InternalError, format!("cannot relay: {e}")))?;
