@@ -38,11 +38,10 @@ impl Ledger {
         })
     }
 
-    /// Records what the confinement enforces (the line `confine` prints at start; `None`:
-    /// `--unconfined`), for the receipt's `confinement`.
-    pub fn enforced(&self, summary: Option<&str>) {
-        let line =
-            serde_json::json!({ "enforced": summary, "unconfined": summary.is_none() }).to_string();
+    /// Records what the confinement enforces (the line `confine` prints at start), for the
+    /// receipt's `confinement`.
+    pub fn enforced(&self, summary: &str) {
+        let line = serde_json::json!({ "enforced": summary }).to_string();
         let mut file = self
             .file
             .lock()
@@ -72,9 +71,9 @@ impl Ledger {
 pub struct Record {
     /// The final state of each path: `Some(sha256)` published, `None` deleted.
     pub published: HashMap<String, Option<String>>,
-    /// What the confinement enforced: `Some(Some(line))` confined, `Some(None)`
-    /// `--unconfined`, `None` when `confine` never said (it did not get that far).
-    pub enforced: Option<Option<String>>,
+    /// What the confinement enforced; `None` when `confine` never said (it did not get
+    /// that far).
+    pub enforced: Option<String>,
 }
 
 /// Reads the ledger at `path`. Lines that do not parse are skipped (the check then refuses
@@ -90,8 +89,8 @@ pub fn read(path: &Path) -> io::Result<Record> {
         let Ok(value) = serde_json::from_str::<serde_json::Value>(line) else {
             continue;
         };
-        if value.get("unconfined").is_some() {
-            record.enforced = Some(value["enforced"].as_str().map(str::to_owned));
+        if let Some(line) = value["enforced"].as_str() {
+            record.enforced = Some(line.to_owned());
             continue;
         }
         let Some(p) = value["path"].as_str() else {

@@ -357,7 +357,9 @@ fn execute(request: &Request, prepared: Prepared) -> u8 {
         None => None,
         Some(path) => match ledger::Ledger::open(Path::new(&path)) {
             Ok(l) => {
-                l.enforced(summary.as_deref());
+                if let Some(summary) = &summary {
+                    l.enforced(summary);
+                }
                 Some(std::sync::Arc::new(l))
             }
             Err(e) => {

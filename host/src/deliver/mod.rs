@@ -489,27 +489,17 @@ fn run_attempt(
     // 3. The command.
     progress.budget_end = Instant::now().checked_add(request.timeout);
     let run = provenance::run_of(&request.argv);
-    if run == provenance::Run::Unconfined {
-        progress.receipt.confinement = Some(
-            "--unconfined: nothing was enforced by the kernel, and no provenance check was made"
-                .to_owned(),
-        );
-    }
-    let ledger = if run == provenance::Run::Confined {
-        let path = attempt.parent().join(provenance::LEDGER_FILE);
-        let created = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&path);
-        if let Err(e) = created {
-            return Pending::fail(
-                Code::GitFailed,
-                format!("cannot create the broker's ledger: {e}"),
-            );
-        }
-        Some(path)
-    } else {
-        None
+    let ledger = match run {
+        provenance::Run::Confined => match provenance::create_ledger(attempt.parent()) {
+            Ok(path) => Some(path),
+            Err(e) => {
+                return Pending::fail(
+                    Code::GitFailed,
+                    format!("cannot create the broker's ledger: {e}"),
+                );
+            }
+        },
+        provenance::Run::Plain | provenance::Run::Unconfined => None,
     };
     let env: Vec<(&str, &Path)> = ledger
         .iter()
@@ -537,16 +527,21 @@ fn run_attempt(
             return Pending::fail(e.code(), message);
         }
     };
-    if let Some(path) = &ledger {
-        progress.receipt.confinement = Some(match crate::confine::ledger::read(path) {
-            Ok(crate::confine::ledger::Record {
-                enforced: Some(Some(line)),
-                ..
-            }) => line,
-
-            _ => "confine did not start its broker: nothing was enforced".to_owned(),
-        });
-    }
+    // Complete now: the broker stopped with the command.
+    let record = match ledger
+        .as_deref()
+        .map(crate::confine::ledger::read)
+        .transpose()
+    {
+        Ok(record) => record,
+        Err(e) => {
+            return Pending::fail(
+                Code::GitFailed,
+                format!("cannot read the broker's ledger: {e}"),
+            );
+        }
+    };
+    progress.receipt.confinement = provenance::confinement(run, record.as_ref());
     progress.receipt.exit_code = finished.exit_code;
     progress.receipt.signal = finished.signal;
     // Everything after the command, git included, ends by this deadline.
@@ -648,35 +643,14 @@ fn run_attempt(
                 Ok(held) => return repository_changed(&held),
                 Err(e) => return git_failure(&e, "cannot compare the candidate with the stash"),
             }
-            match candidate::changes(&wt, &commit) {
-                Ok(changes) => {
-                    let mut breaches = conformance::check(&changes, contract);
-                    if breaches.is_empty()
-                        && let Some(path) = &ledger
-                    {
-                        let record = match crate::confine::ledger::read(path) {
-                            Ok(p) => p,
-                            Err(e) => {
-                                return Pending::fail(
-                                    Code::GitFailed,
-                                    format!("cannot read the broker's ledger: {e}"),
-                                );
-                            }
-                        };
-                        match provenance::check(&wt, &changes, &record.published) {
-                            Ok(found) => breaches = found,
-                            Err(e) => {
-                                return git_failure(&e, "cannot check the candidate's provenance");
-                            }
-                        }
-                    }
-                    if !breaches.is_empty() {
-                        let pending = outside_contract(&breaches);
-                        progress.receipt.outside_contract = breaches;
-                        return pending;
-                    }
+            match outside(&wt, &commit, contract, record.as_ref()) {
+                Ok(breaches) if breaches.is_empty() => {}
+                Ok(breaches) => {
+                    let pending = outside_contract(&breaches);
+                    progress.receipt.outside_contract = breaches;
+                    return pending;
                 }
-                Err(e) => return git_failure(&e, "cannot list the candidate's changes"),
+                Err(e) => return git_failure(&e, "cannot check the candidate's changes"),
             }
             match warnings::in_candidate(&wt, attempt.worktree(), &commit) {
                 Ok(warnings) => Pending {
@@ -741,6 +715,23 @@ fn repository_changed(changes: &[guard::Change]) -> Pending {
             listed(changes)
         ),
     )
+}
+
+/// Every change of the candidate `commit` outside the `contract` ([`conformance`]); when
+/// there is none and the command ran confined, every change the broker did not make
+/// ([`provenance`], with its ledger `record`).
+fn outside(
+    wt: &Git,
+    commit: &str,
+    contract: &contract::Contract,
+    record: Option<&crate::confine::ledger::Record>,
+) -> Result<Vec<conformance::Breach>, GitError> {
+    let changes = candidate::changes(wt, commit)?;
+    let breaches = conformance::check(&changes, contract);
+    match record {
+        Some(record) if breaches.is_empty() => provenance::check(wt, &changes, &record.published),
+        _ => Ok(breaches),
+    }
 }
 
 fn outside_contract(breaches: &[conformance::Breach]) -> Pending {

@@ -17,6 +17,7 @@ use std::path::Path;
 
 use super::candidate::RawChange;
 use super::conformance::{Breach, ChangeKind};
+use crate::confine::ledger::Record;
 use crate::git::{Git, GitError};
 
 /// The code of a change the broker did not make, in the receipt's `outside_contract`.
@@ -59,6 +60,37 @@ pub fn run_of(argv: &[OsString]) -> Run {
         Run::Unconfined
     } else {
         Run::Confined
+    }
+}
+
+/// Creates the empty ledger of a confined run in `dir` (the attempt's private directory),
+/// before its command starts.
+///
+/// # Errors
+///
+/// The operating-system error of creating it.
+pub fn create_ledger(dir: &Path) -> std::io::Result<std::path::PathBuf> {
+    let path = dir.join(LEDGER_FILE);
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&path)?;
+    Ok(path)
+}
+
+/// The receipt's `confinement` for a command that ran as `run`, with the ledger `record`
+/// of a confined run read after it: `None` for a command that is not `confine`.
+#[must_use]
+pub fn confinement(run: Run, record: Option<&Record>) -> Option<String> {
+    match run {
+        Run::Plain => None,
+        Run::Unconfined => Some(
+            "--unconfined: nothing was enforced by the kernel, and no provenance check was made"
+                .to_owned(),
+        ),
+        Run::Confined => Some(record.and_then(|r| r.enforced.clone()).unwrap_or_else(|| {
+            "confine did not start its broker: nothing was enforced".to_owned()
+        })),
     }
 }
 
