@@ -971,3 +971,32 @@ fn protocol_inside_a_confined_run_goes_to_the_broker_under_the_frozen_contract()
         "fn main() { relayed(); }\n"
     );
 }
+
+/// A request refused at the broker's first line while the rest of it is still being sent
+/// (a wrong secret, a large request): the relay's answer is the refusal, never a send
+/// error. The race of the close against the write, looped and counted.
+#[test]
+fn a_refused_large_request_is_always_answered_as_refused() {
+    let f = Fixture::new();
+    let rounds = 20;
+    let out = f.confine(
+        &[],
+        &format!(
+            "head -c 1048576 /dev/zero | tr '\\0' x > \"$TMPDIR/big\"; \
+             for i in $(seq {rounds}); do SATYRN_BROKER_SECRET=wrong {} protocol < \"$TMPDIR/big\"; done; true",
+            host_bin().display()
+        ),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let refused = stdout
+        .lines()
+        .filter(|l| l.contains("\"INTERNAL_ERROR\"") && l.contains("without an answer"))
+        .count();
+    eprintln!("{refused} of {rounds} refused requests answered as refused");
+    assert_eq!(refused, rounds, "{stdout}");
+}

@@ -65,17 +65,18 @@ fn relay(socket: &std::path::Path, input: &[u8]) -> u8 {
     };
     let secret = std::env::var(crate::confine::broker::SECRET_VAR).unwrap_or_default();
     let mode = format!(" protocol {}", input.len());
-    let sent = crate::confine::broker::connect(socket, &secret, &mode)
-        .and_then(|mut stream| stream.write_all(input).map(|()| stream));
-    let stream = match sent {
+    let mut stream = match crate::confine::broker::connect(socket, &secret, &mode) {
         Ok(stream) => stream,
         Err(e) => {
             return failed(format!(
-                "cannot send the request to the confined run's broker at {}: {e}",
+                "cannot reach the confined run's broker at {}: {e}",
                 socket.display()
             ));
         }
     };
+    // A broker that refused the first line closes the connection, and the rest of the
+    // request may then fail to send (EPIPE): what it answered, if anything, is the truth.
+    let _ = stream.write_all(input);
     let mut reader = std::io::BufReader::new(stream);
     let (mut status, mut line) = (String::new(), String::new());
     let read = reader
