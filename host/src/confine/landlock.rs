@@ -10,7 +10,7 @@
 //! cannot signal a process outside its domain nor connect to an abstract Unix socket made
 //! outside it.
 
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::path::Path;
 
 use landlock::{
@@ -231,10 +231,4 @@ fn drop_capabilities() -> std::io::Result<()> {
         return Err(std::io::Error::last_os_error());
     }
     Ok(())
-}
-
-/// The raw descriptor of `fd`, for [`restrict_in_child`].
-#[must_use]
-pub fn raw(fd: &OwnedFd) -> i32 {
-    fd.as_raw_fd()
 }

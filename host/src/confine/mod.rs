@@ -113,7 +113,6 @@ fn prepare(request: &Request) -> Result<Prepared, Failure> {
             format!("cannot resolve the worktree: {e}"),
         )
     })?;
-    check_scratch_paths(&root, &contract)?;
     let probe = abi::probe();
     let abi = match probe {
         _ if request.unconfined => None,
@@ -136,6 +135,8 @@ fn prepare(request: &Request) -> Result<Prepared, Failure> {
             ));
         }
     };
+    // After the kernel said yes: checking the scratch paths may create them.
+    check_scratch_paths(&root, &contract)?;
     let run_dir = scratch::RunDir::create().map_err(|e| {
         Failure::new(
             Code::ConfineUnavailable,
@@ -175,12 +176,12 @@ fn prepare(request: &Request) -> Result<Prepared, Failure> {
             })?;
             let built = landlock::build(abi, &plan, &request.allow_connect)
                 .map_err(|e| Failure::new(Code::ConfineUnavailable, e.to_string()))?;
-            Some((built, describe_plan(&plan, &write)))
+            let summary = describe(&built.1, &plan, &write);
+            Some((built, summary))
         }
     };
     let (ruleset, summary) = match ruleset {
-        Some((built, plan)) => {
-            let summary = describe(&built.1, &plan);
+        Some((built, summary)) => {
             let _ = writeln!(std::io::stderr(), "satyrn-host confine: {summary}");
             (Some(built), Some(summary))
         }
@@ -231,24 +232,9 @@ fn other_worktrees(root: &Path) -> Result<(Vec<PathBuf>, Vec<PathBuf>), Failure>
     Ok((others, read_back))
 }
 
-/// What [`describe`] needs of the plan.
-struct PlanFacts {
-    writable: Vec<String>,
-    private: usize,
-    outside: usize,
-}
-
-fn describe_plan(plan: &rules::Plan, write: &[PathBuf]) -> PlanFacts {
-    PlanFacts {
-        writable: write.iter().map(|p| p.display().to_string()).collect(),
-        private: plan.private,
-        outside: plan.outside.len(),
-    }
-}
-
 /// One line: the ABI, the rule count, the writable places, the network, the scopes.
-fn describe(enforced: &landlock::Enforced, plan: &PlanFacts) -> String {
-    let writable = &plan.writable;
+fn describe(enforced: &landlock::Enforced, plan: &rules::Plan, write: &[PathBuf]) -> String {
+    let writable: Vec<String> = write.iter().map(|p| p.display().to_string()).collect();
     let network = match (&enforced.connect_ports, enforced.bind_refused) {
         (Some(ports), _) => format!(
             "TCP bind refused, TCP connect only to port{} {}",
@@ -269,8 +255,8 @@ fn describe(enforced: &landlock::Enforced, plan: &PlanFacts) -> String {
         writable.join(", "),
         plan.private,
         if plan.private == 1 { "" } else { "s" },
-        plan.outside,
-        if plan.outside == 1 { "" } else { "s" },
+        plan.outside.len(),
+        if plan.outside.len() == 1 { "" } else { "s" },
         if enforced.scoped {
             "signals and abstract sockets scoped to the run"
         } else {
@@ -407,7 +393,7 @@ fn execute(request: &Request, prepared: Prepared) -> u8 {
         .process_group(0);
     let terminal = foreground_terminal();
     if let Some((fd, _)) = &ruleset {
-        let fd = landlock::raw(fd);
+        let fd = std::os::fd::AsRawFd::as_raw_fd(fd);
         // SAFETY: only raw system calls (prctl, landlock_restrict_self) between fork and exec.
         unsafe {
             cmd.pre_exec(move || landlock::restrict_in_child(fd));
