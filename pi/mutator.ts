@@ -1,6 +1,7 @@
 /**
  * satyrn's tools for Pi: `read`, `edit`, `ls`, `find`, `grep`, `write` and `delete`
- * (lib/context.ts's `SATYRN_TOOLS`), each one `satyrn-host protocol` request. Active only when the attempt's mutation context is
+ * (lib/context.ts's `SATYRN_TOOLS`), each one protocol request (lib/channel.ts: over the confined run's broker
+ * connection, else one `satyrn-host protocol` process). Active only when the attempt's mutation context is
  * present (`SATYRN_MUTATION_CONTEXT_FILE` and `SATYRN_HOST_BIN`, see lib/context.ts); without
  * it this extension registers nothing and Pi keeps its built-in tools. Once every tool is
  * registered it sets the process-wide marker (lib/context.ts) without which engine.ts

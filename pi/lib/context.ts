@@ -8,6 +8,12 @@
  * 128 KiB limit of one environment string. Anything else — absent, unreadable, not a
  * regular file, over 64 MiB, malformed, another version — is "no context": the package then
  * registers nothing and an ordinary Pi session keeps its built-in tools.
+ *
+ * Inside a confined run (`satyrn-host confine`, as `attempt` runs Pi by default)
+ * `SATYRN_BROKER` names the run's broker and `SATYRN_BROKER_SECRET` holds its secret: the
+ * tools then send their requests over one broker connection (lib/channel.ts). A broker
+ * without a well-formed secret is "no context" too, so the guard (lib/guard.ts) blocks
+ * every tool call rather than let one reach Pi's built-ins.
  */
 
 import { closeSync, constants, fstatSync, openSync, readFileSync } from "node:fs";
@@ -19,6 +25,10 @@ export const CONTEXT_VAR = "SATYRN_MUTATION_CONTEXT_FILE";
 export const LEGACY_CONTEXT_VAR = "SATYRN_MUTATION_CONTEXT";
 /** The host binary variable's name. */
 export const HOST_VAR = "SATYRN_HOST_BIN";
+/** The confined run's broker socket variable (host/src/confine/broker.rs). */
+export const BROKER_VAR = "SATYRN_BROKER";
+/** The confined run's broker secret variable: 64 hexadecimal digits. */
+export const BROKER_SECRET_VAR = "SATYRN_BROKER_SECRET";
 /** The largest context file read: 64 MiB, as `satyrn-host attempt` writes at most. */
 export const MAX_CONTEXT_BYTES = 64 * 1024 * 1024;
 
@@ -51,6 +61,8 @@ export interface MutationContext {
   readonly revisions: ReadonlyMap<string, string>;
   /** Absolute path of `satyrn-host`. */
   readonly host: string;
+  /** The confined run's broker, when there is one. */
+  readonly broker?: { readonly socket: string; readonly secret: string };
 }
 
 export type ContextResult =
@@ -105,9 +117,18 @@ export function parseContext(env: NodeJS.ProcessEnv): ContextResult {
   if (host === undefined || !isAbsolute(host)) {
     return { ok: false, reason: `${HOST_VAR} must be the absolute path of satyrn-host` };
   }
+  const socket = env[BROKER_VAR];
+  if (socket === undefined || socket === "") {
+    return { ok: true, context: { version: 1, repo: v.repo, contract: v.contract, revisions, host } };
+  }
+  const secret = env[BROKER_SECRET_VAR];
+  if (!isAbsolute(socket)) return { ok: false, reason: `${BROKER_VAR} must be an absolute path` };
+  if (secret === undefined || !/^[0-9a-f]{64}$/.test(secret)) {
+    return { ok: false, reason: `${BROKER_VAR} is set but ${BROKER_SECRET_VAR} is not 64 hexadecimal digits` };
+  }
   return {
     ok: true,
-    context: { version: 1, repo: v.repo, contract: v.contract, revisions, host },
+    context: { version: 1, repo: v.repo, contract: v.contract, revisions, host, broker: { socket, secret } },
   };
 }
 

@@ -1,6 +1,7 @@
 /**
- * satyrn's `edit` and `read` for Pi: Pi's argument shapes in, one `satyrn-host protocol`
- * `edit` (a batch, all-or-nothing) or `read` out.
+ * satyrn's `edit` and `read` for Pi: Pi's argument shapes in, one protocol `edit` (a batch,
+ * all-or-nothing) or `read` out, over the session's channel (lib/channel.ts: the confined
+ * run's broker connection, else one `satyrn-host protocol` process per request).
  *
  * - The host, not this code, decides which paths are declared: every request carries the
  *   revision this attempt knows for the path, or `null`.
@@ -13,14 +14,15 @@
  * - A refusal (a well-formed response with `ok:false`) becomes a Pi tool error naming the
  *   code and message; the session goes on.
  * - A timeout, crash, malformed response or any transport failure **poisons** the editor:
- *   the edit may have been published, so every later edit is refused without spawning.
+ *   the edit may have been published, so every later edit is refused without sending anything.
  * - No exception escapes other than the tool error itself.
  */
 
 import { isAbsolute, relative } from "node:path";
 
 import type { MutationContext } from "./context.ts";
-import { describe, exchange, type ExchangeOptions } from "./exchange.ts";
+import { openChannel, type Channel } from "./channel.ts";
+import { describe } from "./exchange.ts";
 
 /** One edit of a batch, as the protocol's `edit` operation takes it. */
 export type ProtocolEdit =
@@ -97,7 +99,8 @@ export class Editor {
 
   constructor(
     private readonly context: MutationContext,
-    private readonly options: ExchangeOptions = {},
+    /** Where this session's requests go; the toolbox (lib/toolbox.ts) shares it. */
+    readonly channel: Channel = openChannel(context),
   ) {
     // The attempt's starting map: known revisions, none of them seen.
     for (const [path, sha] of context.revisions) this.views.set(path, { sha, lines: [], whole: false });
@@ -207,7 +210,7 @@ export class Editor {
   async read(params: unknown): Promise<string> {
     try {
       const request = this.readRequest(params);
-      const outcome = await exchange(this.context.host, request, this.options);
+      const outcome = await this.channel.send(request);
       if (outcome.kind === "transport") throw new EditRefused("READ_UNAVAILABLE", outcome.reason);
       const { response } = outcome;
       if (!response.ok) throw new EditRefused(response.code, response.message);
@@ -235,7 +238,7 @@ export class Editor {
         );
       }
       const request = this.request(params);
-      const outcome = await exchange(this.context.host, request, this.options);
+      const outcome = await this.channel.send(request);
       if (outcome.kind === "transport") {
         this.poisonedBy = outcome.reason;
         throw new EditRefused(

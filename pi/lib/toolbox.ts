@@ -1,7 +1,7 @@
 /**
  * satyrn's `ls`, `find`, `grep`, `write` and `delete` for Pi: Pi's argument shapes in (where
- * Pi has the tool), one `satyrn-host protocol` request out (`list`, `search`, `write`,
- * `delete`), concise text back for the model, as the MCP server renders the same results
+ * Pi has the tool), one protocol request out (`list`, `search`, `write`, `delete`) over the
+ * editor's channel (lib/channel.ts), concise text back for the model, as the MCP server renders the same results
  * (host/src/mcp/render.rs).
  *
  * - Arguments are validated strictly: an unknown field, a wrong type or a bad number is an
@@ -22,7 +22,7 @@ import { isAbsolute, join, relative } from "node:path";
 
 import { EditRefused, type Editor } from "./editor.ts";
 import type { MutationContext } from "./context.ts";
-import { describe, exchange, type ExchangeOptions } from "./exchange.ts";
+import { describe } from "./exchange.ts";
 
 type Args = Record<string, unknown>;
 
@@ -101,7 +101,6 @@ export class Toolbox {
   constructor(
     private readonly context: MutationContext,
     private readonly editor: Editor,
-    private readonly options: ExchangeOptions = {},
   ) {}
 
   private base(operation: string): Args {
@@ -228,7 +227,7 @@ export class Toolbox {
   /** A read-only operation: a transport failure is `<kind>_UNAVAILABLE` and poisons nothing. */
   private async query(kind: string, build: () => Args, render: (result: Args) => string): Promise<string> {
     try {
-      const outcome = await exchange(this.context.host, build(), this.options);
+      const outcome = await this.editor.channel.send(build());
       if (outcome.kind === "transport") throw new EditRefused(`${kind}_UNAVAILABLE`, outcome.reason);
       const { response } = outcome;
       if (!response.ok) throw new EditRefused(response.code, response.message);
@@ -253,7 +252,7 @@ export class Toolbox {
         );
       }
       const request = build();
-      const outcome = await exchange(this.context.host, request, this.options);
+      const outcome = await this.editor.channel.send(request);
       if (outcome.kind === "transport") {
         this.editor.poison(outcome.reason);
         throw new EditRefused(

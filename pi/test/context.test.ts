@@ -80,3 +80,23 @@ test("an attempt is recognised by either context variable, even to a bad file", 
   assert.equal(inAttempt({ SATYRN_MUTATION_CONTEXT_FILE: "" }), true);
   assert.equal(inAttempt({ SATYRN_MUTATION_CONTEXT: "{}" }), true);
 });
+
+test("a confined run's broker is part of the context; a broker without a well-formed secret is no context", () => {
+  const secret = "0123456789abcdef".repeat(4);
+  const r = parseContext({ ...env(good), SATYRN_BROKER: "/run/b.sock", SATYRN_BROKER_SECRET: secret });
+  assert.equal(r.ok, true);
+  if (r.ok) assert.deepEqual(r.context.broker, { socket: "/run/b.sock", secret });
+  const outside = parseContext(env(good));
+  assert.equal(outside.ok && outside.context.broker, undefined, "no broker outside a confined run");
+  for (const bad of [
+    { SATYRN_BROKER: "/run/b.sock" },
+    { SATYRN_BROKER: "/run/b.sock", SATYRN_BROKER_SECRET: "" },
+    { SATYRN_BROKER: "/run/b.sock", SATYRN_BROKER_SECRET: secret.toUpperCase() },
+    { SATYRN_BROKER: "/run/b.sock", SATYRN_BROKER_SECRET: `${secret}0` },
+    { SATYRN_BROKER: "b.sock", SATYRN_BROKER_SECRET: secret },
+  ]) {
+    const parsed = parseContext({ ...env(good), ...bad });
+    assert.equal(parsed.ok, false, JSON.stringify(bad));
+    if (!parsed.ok) assert.match(parsed.reason, /SATYRN_BROKER/);
+  }
+});

@@ -124,6 +124,9 @@ test("satyrn-host attempt runs the real Pi: refused edit reaches the model, the 
     const events = result.stdout.toString("utf8").trim().split("\n").map((l) => JSON.parse(l) as Record<string, unknown>);
     const edits = events.filter((e) => e.type === "tool_execution_end" && e.toolName === "edit");
     assert.deepEqual(edits.map((e) => e.isError), [true, false]);
+    // Confined by default: every tool call of the session went over one broker connection.
+    const calls = events.filter((e) => e.type === "tool_execution_end").length;
+    assert.match(result.stderr, new RegExp(`the broker served 0 MCP sessions, and ${calls} protocol requests over 1 connection\n`));
     const patchText = readFileSync(patch, "utf8");
     assert.match(patchText, /^diff --git a\/src\/greeting\.ts b\/src\/greeting\.ts/m);
     assert.match(patchText, /\+  return "hello satyrn";/);

@@ -6,6 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
 
+import { processChannel } from "../lib/channel.ts";
 import type { MutationContext } from "../lib/context.ts";
 import { EditRefused, Editor } from "../lib/editor.ts";
 import { FakeChild, hostBin } from "./helpers.ts";
@@ -95,7 +96,7 @@ test("caller slips are normalized: edits as a JSON string, a missing op", () => 
 test("ambiguous or malformed shapes fail closed, without spawning", async () => {
   const w = worktree();
   let spawned = 0;
-  const editor = new Editor(w.context(), { spawn: () => ((spawned += 1), new FakeChild().asChild()) });
+  const editor = new Editor(w.context(), processChannel("/bin/false", { spawn: () => ((spawned += 1), new FakeChild().asChild()) }));
   for (const bad of [
     null,
     "x",
@@ -224,20 +225,23 @@ test("a real host that crashes or answers garbage poisons the editor; later edit
 test("a deadline poisons the editor (injected child that never answers)", async () => {
   const w = worktree();
   const children: FakeChild[] = [];
-  const editor = new Editor(w.context(), {
-    deadlineMs: 10,
-    graceMs: 10,
-    spawn: () => {
-      const c = new FakeChild();
-      c.kill = (signal: string) => {
-        c.signals.push(signal);
-        if (signal === "SIGKILL") c.answer("", 137);
-        return true;
-      };
-      children.push(c);
-      return c.asChild();
-    },
-  });
+  const editor = new Editor(
+    w.context(),
+    processChannel("/bin/false", {
+      deadlineMs: 10,
+      graceMs: 10,
+      spawn: () => {
+        const c = new FakeChild();
+        c.kill = (signal: string) => {
+          c.signals.push(signal);
+          if (signal === "SIGKILL") c.answer("", 137);
+          return true;
+        };
+        children.push(c);
+        return c.asChild();
+      },
+    }),
+  );
   const e = await refusal(editor.edit(edit("src/a.ts", "hello", "bye")));
   assert.equal(e.code, "EDIT_UNAVAILABLE");
   assert.deepEqual(children[0].signals, ["SIGTERM", "SIGKILL"]);

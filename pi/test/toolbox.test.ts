@@ -6,6 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
 
+import { processChannel } from "../lib/channel.ts";
 import type { MutationContext } from "../lib/context.ts";
 import { EditRefused, Editor } from "../lib/editor.ts";
 import { fnmatchPattern, renderList, shown, Toolbox } from "../lib/toolbox.ts";
@@ -109,13 +110,17 @@ test("argument mapping: write and delete carry the revision last seen, or null",
 test("every malformed shape fails closed with INVALID_REQUEST, before anything is spawned", async () => {
   const w = worktree();
   let spawned = 0;
-  const editor = new Editor({ version: 1, repo: w.repo, contract: w.contract, revisions: new Map(), host: "/bin/false" });
-  const toolbox = new Toolbox({ version: 1, repo: w.repo, contract: w.contract, revisions: new Map(), host: "/bin/false" }, editor, {
-    spawn: () => {
-      spawned += 1;
-      throw new Error("must not spawn");
-    },
-  });
+  const context: MutationContext = { version: 1, repo: w.repo, contract: w.contract, revisions: new Map(), host: "/bin/false" };
+  const editor = new Editor(
+    context,
+    processChannel(context.host, {
+      spawn: () => {
+        spawned += 1;
+        throw new Error("must not spawn");
+      },
+    }),
+  );
+  const toolbox = new Toolbox(context, editor);
   const bad: Array<[keyof Toolbox & ("ls" | "find" | "grep" | "write" | "delete"), unknown, RegExp]> = [
     ["ls", null, /must be an object/],
     ["ls", ["src"], /must be an object/],
@@ -284,14 +289,14 @@ test("a transport failure of write or delete poisons the editor; one of ls, find
   const w = worktree();
   const children: FakeChild[] = [];
   const context: MutationContext = { version: 1, repo: w.repo, contract: w.contract, revisions: new Map(), host: "/satyrn-host" };
-  const editor = new Editor(context);
   const spawn = () => {
     const child = new FakeChild();
     children.push(child);
     setImmediate(() => child.answer("not json\n"));
     return child.asChild();
   };
-  const toolbox = new Toolbox(context, editor, { spawn });
+  const editor = new Editor(context, processChannel(context.host, { spawn }));
+  const toolbox = new Toolbox(context, editor);
   for (const call of [() => toolbox.ls({}), () => toolbox.find({ pattern: "*" }), () => toolbox.grep({ pattern: "x" })]) {
     assert.match((await refusal(call())).code, /^(LIST|SEARCH)_UNAVAILABLE$/);
   }
@@ -311,13 +316,13 @@ test("a transport failure of write or delete poisons the editor; one of ls, find
 test("a malformed write success (wrong path) poisons the editor", async () => {
   const w = worktree();
   const context: MutationContext = { version: 1, repo: w.repo, contract: w.contract, revisions: new Map(), host: "/satyrn-host" };
-  const editor = new Editor(context);
   const spawn = () => {
     const child = new FakeChild();
     setImmediate(() => child.answer(`${JSON.stringify({ version: 1, ok: true, code: "OK", message: "", result: { path: "src/other.ts", sha256: "a".repeat(64), created: true } })}\n`));
     return child.asChild();
   };
-  const toolbox = new Toolbox(context, editor, { spawn });
+  const editor = new Editor(context, processChannel(context.host, { spawn }));
+  const toolbox = new Toolbox(context, editor);
   assert.equal((await refusal(toolbox.write({ path: "src/n.ts", content: "x" }))).code, "WRITE_UNAVAILABLE");
   assert.ok(editor.poisoned !== undefined);
   assert.equal(editor.revision("src/other.ts"), undefined);

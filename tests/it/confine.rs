@@ -1000,3 +1000,87 @@ fn a_refused_large_request_is_always_answered_as_refused() {
     eprintln!("{refused} of {rounds} refused requests answered as refused");
     assert_eq!(refused, rounds, "{stdout}");
 }
+
+/// One connection, many protocol requests (the framing Pi's tools use): each frame is
+/// answered in turn under the frozen contract, a refusal does not end the session, and a
+/// frame that cannot be one (no length) is answered `INVALID_REQUEST` and ends it; the
+/// broker counts one connection and every request.
+#[test]
+fn a_protocol_session_answers_every_frame_on_one_connection() {
+    let f = Fixture::new();
+    let root = f.root();
+    let sha = crate::support::sha256_file(&root.join("src/main.rs"));
+    let env = snapshot(&root.join(".env"));
+    let client = r#"
+import json, os, socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.connect(os.environ["SATYRN_BROKER"])
+s.sendall((os.environ["SATYRN_BROKER_SECRET"] + " protocol\n").encode())
+answers = s.makefile("rb")
+def ask(name, frame):
+    try:
+        s.sendall(frame)
+        status, line = answers.readline(), answers.readline()
+    except OSError:
+        line = b""
+    if not line:
+        print(name, "EOF")
+        return
+    r = json.loads(line)
+    print(name, int(status), r["code"], json.dumps(r["result"]))
+def request(**fields):
+    body = json.dumps(dict(version=1, repo=sys.argv[1], contract="/unused.yaml", **fields)).encode()
+    return b"%d\n" % len(body) + body
+ask("read", request(operation="read", path="src/main.rs"))
+ask("private", request(operation="read", path=".env"))
+ask("replace", request(operation="replace", path="src/main.rs", expected_sha256=sys.argv[2],
+                       old_text="fn main() {}", new_text="fn main() { session(); }"))
+ask("again", request(operation="read", path="src/main.rs"))
+ask("unframed", b"{}\n")
+ask("after", request(operation="read", path="src/main.rs"))
+"#;
+    let out = f
+        .command(
+            &[],
+            &["python3", "-c", client, &root.display().to_string(), &sha],
+        )
+        .output()
+        .expect("run confine");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 6, "{stdout}");
+    assert!(
+        lines[0].starts_with("read 0 OK ") && lines[0].contains("fn main() {}"),
+        "{stdout}"
+    );
+    assert!(
+        lines[1].starts_with("private ") && lines[1].contains(" PATH_PRIVATE "),
+        "{stdout}"
+    );
+    assert!(lines[2].starts_with("replace 0 OK "), "{stdout}");
+    assert!(
+        lines[3].contains("session();"),
+        "the session sees its own publication: {stdout}"
+    );
+    assert!(
+        lines[4].starts_with("unframed ") && lines[4].contains(" INVALID_REQUEST "),
+        "{stdout}"
+    );
+    assert_eq!(
+        lines[5], "after EOF",
+        "a session ends after an unframed request"
+    );
+    assert!(
+        stderr.contains(
+            "the broker served 0 MCP sessions, and 4 protocol requests over 1 connection"
+        ),
+        "{stderr}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join("src/main.rs")).expect("read"),
+        "fn main() { session(); }\n"
+    );
+    assert_eq!(snapshot(&root.join(".env")), env, ".env unchanged");
+}

@@ -35,6 +35,7 @@ pub const LEGACY_CONTEXT_VAR: &str = "SATYRN_MUTATION_CONTEXT";
 pub const EXTENSION_FILES: &[(&str, &str)] = &[
     ("engine.ts", include_str!("../../../pi/engine.ts")),
     ("mutator.ts", include_str!("../../../pi/mutator.ts")),
+    ("lib/channel.ts", include_str!("../../../pi/lib/channel.ts")),
     ("lib/context.ts", include_str!("../../../pi/lib/context.ts")),
     ("lib/editor.ts", include_str!("../../../pi/lib/editor.ts")),
     (
@@ -275,4 +276,52 @@ pub fn environment(
 #[must_use]
 pub fn model_is_unsafe(model: &str) -> bool {
     model.is_empty() || model.starts_with('-') || model.contains('\0')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::EXTENSION_FILES;
+    use std::path::{Component, Path, PathBuf};
+
+    /// `dir/rel` with `.` and `..` resolved lexically.
+    fn resolve(dir: &Path, rel: &str) -> PathBuf {
+        let mut out = PathBuf::new();
+        for part in dir.join(rel).components() {
+            match part {
+                Component::ParentDir => {
+                    out.pop();
+                }
+                Component::CurDir => {}
+                other => out.push(other),
+            }
+        }
+        out
+    }
+
+    /// Every relative import of an embedded file is embedded too: a new module of the
+    /// package that is not listed fails here, not in a real Pi at the first attempt.
+    #[test]
+    fn every_relative_import_of_the_extensions_is_embedded() {
+        let embedded: Vec<PathBuf> = EXTENSION_FILES
+            .iter()
+            .map(|(rel, _)| PathBuf::from(rel))
+            .collect();
+        let mut checked = 0;
+        for (rel, contents) in EXTENSION_FILES {
+            let dir = Path::new(rel).parent().unwrap_or(Path::new(""));
+            for line in contents
+                .lines()
+                .filter(|l| l.contains(" from \"./") || l.contains(" from \"../"))
+            {
+                let target = line.split('"').nth(1).unwrap_or_default();
+                let path = resolve(dir, target);
+                assert!(
+                    embedded.contains(&path),
+                    "{rel} imports {target}, which is not embedded"
+                );
+                checked += 1;
+            }
+        }
+        assert!(checked >= 8, "only {checked} relative imports found");
+    }
 }

@@ -64,8 +64,7 @@ fn relay(socket: &std::path::Path, input: &[u8]) -> u8 {
         response.exit_status()
     };
     let secret = std::env::var(crate::confine::broker::SECRET_VAR).unwrap_or_default();
-    let mode = format!(" protocol {}", input.len());
-    let mut stream = match crate::confine::broker::connect(socket, &secret, &mode) {
+    let mut stream = match crate::confine::broker::connect(socket, &secret, " protocol") {
         Ok(stream) => stream,
         Err(e) => {
             return failed(format!(
@@ -76,7 +75,9 @@ fn relay(socket: &std::path::Path, input: &[u8]) -> u8 {
     };
     // A broker that refused the first line closes the connection, and the rest of the
     // request may then fail to send (EPIPE): what it answered, if anything, is the truth.
-    let _ = stream.write_all(input);
+    let _ = writeln!(stream, "{}", input.len())
+        .and_then(|()| stream.write_all(input))
+        .and_then(|()| stream.shutdown(std::net::Shutdown::Write));
     let mut reader = std::io::BufReader::new(stream);
     let (mut status, mut line) = (String::new(), String::new());
     let read = reader

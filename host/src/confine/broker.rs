@@ -13,7 +13,7 @@
 use std::io::{self, Read};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -43,6 +43,43 @@ pub struct Broker {
     listening: UnixListener,
     open: Arc<Mutex<Vec<UnixStream>>>,
     accepting: Option<JoinHandle<Vec<JoinHandle<()>>>>,
+    served: Arc<Served>,
+}
+
+/// What a broker served, counted as it stopped.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Traffic {
+    /// MCP sessions (`satyrn-host mcp` relays, one per agent's MCP connection).
+    pub mcp_sessions: usize,
+    /// Protocol sessions: one per `satyrn-host protocol` relay, or one per Pi session.
+    pub protocol_sessions: usize,
+    /// Protocol requests answered over all protocol sessions.
+    pub protocol_requests: usize,
+}
+
+impl std::fmt::Display for Traffic {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let plural =
+            |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+        write!(
+            f,
+            "the broker served {}, and {} over {}",
+            plural(self.mcp_sessions, "MCP session", "MCP sessions"),
+            plural(
+                self.protocol_requests,
+                "protocol request",
+                "protocol requests"
+            ),
+            plural(self.protocol_sessions, "connection", "connections"),
+        )
+    }
+}
+
+#[derive(Debug, Default)]
+struct Counts {
+    mcp: AtomicUsize,
+    protocol: AtomicUsize,
+    requests: AtomicUsize,
 }
 
 impl Broker {
@@ -65,14 +102,15 @@ impl Broker {
         let listening = listener.try_clone()?;
         let stop = Arc::new(AtomicBool::new(false));
         let open = Arc::new(Mutex::new(Vec::new()));
+        let served = Arc::new(Served {
+            secret: secret.clone(),
+            worktree: worktree.to_path_buf(),
+            contract,
+            ledger,
+            count: Counts::default(),
+        });
         let accepting = {
-            let (stop, open) = (Arc::clone(&stop), Arc::clone(&open));
-            let served = Arc::new(Served {
-                secret: secret.clone(),
-                worktree: worktree.to_path_buf(),
-                contract,
-                ledger,
-            });
+            let (stop, open, served) = (Arc::clone(&stop), Arc::clone(&open), Arc::clone(&served));
             std::thread::Builder::new()
                 .name("satyrn-broker".into())
                 .spawn(move || accept_loop(&listener, &stop, &open, &served))?
@@ -84,6 +122,7 @@ impl Broker {
             listening,
             open,
             accepting: Some(accepting),
+            served,
         })
     }
 
@@ -100,8 +139,9 @@ impl Broker {
     }
 
     /// Stops accepting, ends every session (its stream shut down: each call in flight
-    /// finishes first, as a session on EOF does), waits for them, removes the socket.
-    pub fn stop(mut self) {
+    /// finishes first, as a session on EOF does), waits for them, removes the socket;
+    /// returns what it served.
+    pub fn stop(mut self) -> Traffic {
         self.stop.store(true, Ordering::SeqCst);
         // A blocked accept(2) returns (EINVAL) once its socket is shut down.
         let _ = rustix::net::shutdown(&self.listening, rustix::net::Shutdown::Both);
@@ -119,6 +159,12 @@ impl Broker {
             let _ = session.join();
         }
         let _ = std::fs::remove_file(&self.socket);
+        let count = &self.served.count;
+        Traffic {
+            mcp_sessions: count.mcp.load(Ordering::Relaxed),
+            protocol_sessions: count.protocol.load(Ordering::Relaxed),
+            protocol_requests: count.requests.load(Ordering::Relaxed),
+        }
     }
 }
 
@@ -129,6 +175,7 @@ struct Served {
     worktree: PathBuf,
     contract: Contract,
     ledger: Option<Arc<Ledger>>,
+    count: Counts,
 }
 
 fn accept_loop(
@@ -169,13 +216,19 @@ fn serve_one(mut stream: UnixStream, served: &Served) {
         None
     };
     match mode {
-        Some(Mode::Mcp) => {}
-        Some(Mode::Protocol(len)) => return answer_one(stream, served, len),
+        Some(Mode::Mcp) => served.count.mcp.fetch_add(1, Ordering::Relaxed),
+        Some(Mode::Protocol) => {
+            served.count.protocol.fetch_add(1, Ordering::Relaxed);
+            serve_protocol(&stream, served);
+            // The broker holds a clone of every stream until it stops: end this one now.
+            let _ = stream.shutdown(std::net::Shutdown::Both);
+            return;
+        }
         None => {
             let _ = stream.shutdown(std::net::Shutdown::Both);
             return;
         }
-    }
+    };
     let session = RepoRoot::open(&served.worktree)
         .map_err(|e| e.to_string())
         .and_then(|root| {
@@ -203,49 +256,96 @@ fn serve_one(mut stream: UnixStream, served: &Served) {
 enum Mode {
     /// `SECRET`: an MCP session.
     Mcp,
-    /// `SECRET protocol LEN`: one `satyrn-host protocol` request of `LEN` bytes follows;
-    /// the answer is the exit status on a line, then the response line.
-    Protocol(usize),
+    /// `SECRET protocol`: a session of `satyrn-host protocol` requests, each framed as
+    /// its length in decimal and a newline, then that many bytes; each answered with
+    /// the exit status on a line, then the response line.
+    Protocol,
+}
+
+/// The longest frame header read: 20 digits and the newline.
+const MAX_FRAME_HEADER: u64 = 21;
+
+/// Serves protocol requests until the client ends the session (EOF between frames) or
+/// sends what cannot be a frame: a bad header or a request over
+/// [`crate::protocol::MAX_REQUEST_BYTES`] is answered with `INVALID_REQUEST` and ends the
+/// session (what follows cannot be read as a frame); a body that does not arrive within
+/// [`HANDSHAKE_LIMIT`] ends it unanswered. Between frames the session may stay idle as
+/// long as the client likes.
+fn serve_protocol(stream: &UnixStream, served: &Served) {
+    use crate::protocol::MAX_REQUEST_BYTES;
+    use io::BufRead;
+    let out = stream;
+    let mut reader = io::BufReader::new(stream);
+    loop {
+        let mut header = Vec::new();
+        if reader.get_ref().set_read_timeout(None).is_err()
+            || (&mut reader)
+                .take(MAX_FRAME_HEADER)
+                .read_until(b'\n', &mut header)
+                .is_err()
+            || header.is_empty()
+        {
+            return;
+        }
+        let len = std::str::from_utf8(&header)
+            .ok()
+            .and_then(|h| h.strip_suffix('\n'))
+            .filter(|h| !h.is_empty() && h.bytes().all(|b| b.is_ascii_digit()))
+            .map(|h| h.parse::<usize>().unwrap_or(usize::MAX));
+        let refusal = match len {
+            None => {
+                Some("a request frame starts with its length in bytes and a newline".to_owned())
+            }
+            Some(len) if len > MAX_REQUEST_BYTES => Some(format!(
+                "the request is larger than {MAX_REQUEST_BYTES} bytes"
+            )),
+            Some(_) => None,
+        };
+        if let Some(message) = refusal {
+            let refused = crate::protocol::Response::failure(
+                crate::protocol::Shape::WithResult,
+                crate::code::Failure::new(crate::code::Code::InvalidRequest, message),
+            );
+            let _ = reply(out, &refused);
+            return;
+        }
+        let mut input = vec![0u8; len.unwrap_or_default()];
+        if reader
+            .get_ref()
+            .set_read_timeout(Some(HANDSHAKE_LIMIT))
+            .is_err()
+            || reader.read_exact(&mut input).is_err()
+        {
+            return;
+        }
+        served.count.requests.fetch_add(1, Ordering::Relaxed);
+        if reply(out, &answer(served, &input)).is_err() {
+            return;
+        }
+    }
 }
 
 /// One protocol request, answered in this worktree under the frozen contract
 /// ([`crate::protocol::Place::Pinned`]); a publication it makes is recorded in the ledger.
-fn answer_one(mut stream: UnixStream, served: &Served, len: usize) {
-    use crate::protocol::{self, MAX_REQUEST_BYTES, Place};
-    use std::io::Write;
-    let response = if len > MAX_REQUEST_BYTES {
-        protocol::Response::failure(
-            protocol::Shape::WithResult,
-            crate::code::Failure::new(
-                crate::code::Code::InvalidRequest,
-                format!("the request is larger than {MAX_REQUEST_BYTES} bytes"),
-            ),
-        )
-    } else {
-        let mut input = vec![0u8; len];
-        if stream.set_read_timeout(Some(HANDSHAKE_LIMIT)).is_err()
-            || stream.read_exact(&mut input).is_err()
-        {
-            return;
-        }
-        let response = protocol::handle_in(
-            &input,
-            Place::Pinned {
-                root: &served.worktree,
-                contract: &served.contract,
-            },
-        );
-        if let (Some(ledger), Some(payload)) = (&served.ledger, &response.result) {
-            record(ledger, payload);
-        }
-        response
-    };
-    let _ = write!(
-        stream,
-        "{}\n{}\n",
-        response.exit_status(),
-        response.to_json()
+fn answer(served: &Served, input: &[u8]) -> crate::protocol::Response {
+    let response = crate::protocol::handle_in(
+        input,
+        crate::protocol::Place::Pinned {
+            root: &served.worktree,
+            contract: &served.contract,
+        },
     );
+    if let (Some(ledger), Some(payload)) = (&served.ledger, &response.result) {
+        record(ledger, payload);
+    }
+    response
+}
+
+/// Writes the exit status on a line, then the response line.
+fn reply(mut out: &UnixStream, response: &crate::protocol::Response) -> io::Result<()> {
+    use std::io::Write;
+    let framed = format!("{}\n{}\n", response.exit_status(), response.to_json());
+    out.write_all(framed.as_bytes())
 }
 
 /// Records the publication a successful `replace`, `edit`, `write` or `delete` made.
@@ -261,7 +361,7 @@ fn record(ledger: &Ledger, payload: &crate::protocol::Payload) {
 }
 
 /// Connects to the broker at `socket` and sends the first line: `secret`, then `mode`
-/// (empty for an MCP session, ` protocol LEN` for one request). The client side of
+/// (empty for an MCP session, ` protocol` for a session of protocol requests). The client side of
 /// [`handshake`], for `satyrn-host mcp` and `satyrn-host protocol` inside a confined run.
 ///
 /// # Errors
@@ -305,10 +405,8 @@ fn handshake(stream: &mut UnixStream, secret: &str) -> Option<Mode> {
     }
     match rest {
         [] => Some(Mode::Mcp),
-        _ => {
-            let rest = std::str::from_utf8(rest).ok()?.strip_prefix(" protocol ")?;
-            rest.parse().ok().map(Mode::Protocol)
-        }
+        b" protocol" => Some(Mode::Protocol),
+        _ => None,
     }
 }
 

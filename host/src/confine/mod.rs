@@ -427,7 +427,8 @@ fn execute(request: &Request, prepared: Prepared) -> u8 {
         }
     };
     process::stop_strays(None);
-    broker.stop();
+    let traffic = broker.stop();
+    let _ = writeln!(std::io::stderr(), "satyrn-host confine: {traffic}");
     run_dir.remove(request.keep_scratch);
     status
 }
