@@ -13,7 +13,7 @@
 import { createConnection, type Socket } from "node:net";
 
 import type { MutationContext } from "./context.ts";
-import { describe, exchange, parseResponse, type ExchangeOptions, type ExchangeOutcome } from "./exchange.ts";
+import { describe, exchange, MAX_RESPONSE_BYTES, parseResponse, type ExchangeOptions, type ExchangeOutcome } from "./exchange.ts";
 
 /** Sends one protocol request and waits for its outcome. Never rejects. */
 export interface Channel {
@@ -61,7 +61,7 @@ export class BrokerSession implements Channel {
   ) {}
 
   send(request: unknown): Promise<ExchangeOutcome> {
-    const turn = this.queue.then(() => this.exchange(request));
+    const turn = this.queue.then(() => this.ask(request));
     this.queue = turn;
     return turn;
   }
@@ -71,7 +71,7 @@ export class BrokerSession implements Channel {
     this.drop("the session was closed");
   }
 
-  private exchange(request: unknown): Promise<ExchangeOutcome> {
+  private ask(request: unknown): Promise<ExchangeOutcome> {
     return new Promise<ExchangeOutcome>((resolve) => {
       let body: Buffer;
       try {
@@ -122,8 +122,9 @@ export class BrokerSession implements Channel {
       return;
     }
     this.size += chunk.length;
-    if (this.size > (this.options.maxResponseBytes ?? 1024 * 1024)) {
-      this.drop(`the broker answered more than ${this.options.maxResponseBytes ?? 1024 * 1024} bytes`);
+    const max = this.options.maxResponseBytes ?? MAX_RESPONSE_BYTES;
+    if (this.size > max) {
+      this.drop(`the broker answered more than ${max} bytes`);
       return;
     }
     this.received.push(chunk);

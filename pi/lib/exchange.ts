@@ -11,6 +11,9 @@
 
 import { spawn as nodeSpawn, type ChildProcess, type SpawnOptions } from "node:child_process";
 
+/** The largest response accepted by default: 1 MiB. */
+export const MAX_RESPONSE_BYTES = 1024 * 1024;
+
 /** How a child is started; injectable for tests. */
 export type Spawner = (command: string, args: readonly string[], options: SpawnOptions) => ChildProcess;
 
@@ -64,7 +67,7 @@ export type ExchangeOutcome =
 export function exchange(host: string, request: unknown, options: ExchangeOptions = {}): Promise<ExchangeOutcome> {
   const deadlineMs = options.deadlineMs ?? 30_000;
   const graceMs = options.graceMs ?? 2_000;
-  const maxBytes = options.maxResponseBytes ?? 1024 * 1024;
+  const maxBytes = options.maxResponseBytes ?? MAX_RESPONSE_BYTES;
   const spawn = options.spawn ?? nodeSpawn;
   // Only a child we started ourselves is known to lead its own group.
   const ownGroup = options.spawn === undefined;

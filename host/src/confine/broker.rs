@@ -216,7 +216,9 @@ fn serve_one(mut stream: UnixStream, served: &Served) {
         None
     };
     match mode {
-        Some(Mode::Mcp) => served.count.mcp.fetch_add(1, Ordering::Relaxed),
+        Some(Mode::Mcp) => {
+            served.count.mcp.fetch_add(1, Ordering::Relaxed);
+        }
         Some(Mode::Protocol) => {
             served.count.protocol.fetch_add(1, Ordering::Relaxed);
             serve_protocol(&stream, served);
@@ -228,7 +230,7 @@ fn serve_one(mut stream: UnixStream, served: &Served) {
             let _ = stream.shutdown(std::net::Shutdown::Both);
             return;
         }
-    };
+    }
     let session = RepoRoot::open(&served.worktree)
         .map_err(|e| e.to_string())
         .and_then(|root| {
@@ -272,13 +274,11 @@ const MAX_FRAME_HEADER: u64 = 21;
 /// [`HANDSHAKE_LIMIT`] ends it unanswered. Between frames the session may stay idle as
 /// long as the client likes.
 fn serve_protocol(stream: &UnixStream, served: &Served) {
-    use crate::protocol::MAX_REQUEST_BYTES;
     use io::BufRead;
-    let out = stream;
     let mut reader = io::BufReader::new(stream);
     loop {
         let mut header = Vec::new();
-        if reader.get_ref().set_read_timeout(None).is_err()
+        if stream.set_read_timeout(None).is_err()
             || (&mut reader)
                 .take(MAX_FRAME_HEADER)
                 .read_until(b'\n', &mut header)
@@ -287,42 +287,49 @@ fn serve_protocol(stream: &UnixStream, served: &Served) {
         {
             return;
         }
-        let len = std::str::from_utf8(&header)
-            .ok()
-            .and_then(|h| h.strip_suffix('\n'))
-            .filter(|h| !h.is_empty() && h.bytes().all(|b| b.is_ascii_digit()))
-            .map(|h| h.parse::<usize>().unwrap_or(usize::MAX));
-        let refusal = match len {
-            None => {
-                Some("a request frame starts with its length in bytes and a newline".to_owned())
+        let len = match frame_len(&header) {
+            Ok(len) => len,
+            Err(message) => {
+                let refused = crate::protocol::Response::failure(
+                    crate::protocol::Shape::WithResult,
+                    crate::code::Failure::new(crate::code::Code::InvalidRequest, message),
+                );
+                let _ = reply(stream, &refused);
+                return;
             }
-            Some(len) if len > MAX_REQUEST_BYTES => Some(format!(
-                "the request is larger than {MAX_REQUEST_BYTES} bytes"
-            )),
-            Some(_) => None,
         };
-        if let Some(message) = refusal {
-            let refused = crate::protocol::Response::failure(
-                crate::protocol::Shape::WithResult,
-                crate::code::Failure::new(crate::code::Code::InvalidRequest, message),
-            );
-            let _ = reply(out, &refused);
-            return;
-        }
-        let mut input = vec![0u8; len.unwrap_or_default()];
-        if reader
-            .get_ref()
-            .set_read_timeout(Some(HANDSHAKE_LIMIT))
-            .is_err()
+        let mut input = vec![0u8; len];
+        if stream.set_read_timeout(Some(HANDSHAKE_LIMIT)).is_err()
             || reader.read_exact(&mut input).is_err()
         {
             return;
         }
         served.count.requests.fetch_add(1, Ordering::Relaxed);
-        if reply(out, &answer(served, &input)).is_err() {
+        if reply(stream, &answer(served, &input)).is_err() {
             return;
         }
     }
+}
+
+/// The length a frame header (`DIGITS\n`) announces, at most
+/// [`crate::protocol::MAX_REQUEST_BYTES`]; otherwise the refusal's message.
+fn frame_len(header: &[u8]) -> Result<usize, String> {
+    use crate::protocol::MAX_REQUEST_BYTES;
+    let digits = header
+        .strip_suffix(b"\n")
+        .filter(|h| !h.is_empty() && h.iter().all(u8::is_ascii_digit))
+        .ok_or("a request frame starts with its length in bytes and a newline")?;
+    // ASCII digits only, so valid UTF-8; too many of them is too large.
+    let len = std::str::from_utf8(digits)
+        .ok()
+        .and_then(|d| d.parse::<usize>().ok())
+        .unwrap_or(usize::MAX);
+    if len > MAX_REQUEST_BYTES {
+        return Err(format!(
+            "the request is larger than {MAX_REQUEST_BYTES} bytes"
+        ));
+    }
+    Ok(len)
 }
 
 /// One protocol request, answered in this worktree under the frozen contract
