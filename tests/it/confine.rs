@@ -13,14 +13,14 @@ use crate::support::{ContractFile, git_ok, host_bin, snapshot, tree_state, witho
 
 /// A worktree with a declared file, a private file at the root and one in `src/`, an
 /// ignored scratch path, and a caller's home with credential stores.
-struct Fixture {
-    repo: FixedRepo,
-    home: tempfile::TempDir,
-    contract: ContractFile,
+pub(crate) struct Fixture {
+    pub(crate) repo: FixedRepo,
+    pub(crate) home: tempfile::TempDir,
+    pub(crate) contract: ContractFile,
 }
 
 impl Fixture {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         let repo = FixedRepo::with_files(&[
             ("src/main.rs", b"fn main() {}\n"),
             ("src/lib.rs", b"pub fn f() {}\n"),
@@ -49,17 +49,17 @@ impl Fixture {
         }
     }
 
-    fn root(&self) -> PathBuf {
+    pub(crate) fn root(&self) -> PathBuf {
         self.repo.path()
     }
 
-    fn confine(&self, opts: &[&str], script: &str) -> Output {
+    pub(crate) fn confine(&self, opts: &[&str], script: &str) -> Output {
         self.command(opts, &["sh", "-c", script])
             .output()
             .expect("run confine")
     }
 
-    fn command(&self, opts: &[&str], argv: &[&str]) -> Command {
+    pub(crate) fn command(&self, opts: &[&str], argv: &[&str]) -> Command {
         let mut cmd = Command::new(host_bin());
         cmd.arg("confine")
             .arg("--repo")

@@ -10,13 +10,14 @@
 //! secret is what keeps another run's command (or anyone else) out. Under `deliver`, every
 //! publication is recorded in the run's [`Ledger`] for the provenance check.
 
+use std::collections::HashMap;
 use std::io::{self, Read};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::ledger::Ledger;
 use crate::contract::Contract;
@@ -30,8 +31,14 @@ pub const SOCKET_VAR: &str = "SATYRN_BROKER";
 /// The environment variable that holds the run's secret (64 hexadecimal digits).
 pub const SECRET_VAR: &str = "SATYRN_BROKER_SECRET";
 
-/// How long a new connection may take to present the secret: 10 s.
+/// How long a new connection may take to present the secret, and a protocol frame's body
+/// to arrive once its header has: 10 s in all (a deadline, not a limit per read).
 pub const HANDSHAKE_LIMIT: Duration = Duration::from_secs(10);
+
+/// How many connections are served at once: 64. A further connection waits in the
+/// listening socket's queue until one ends (a connection that never presents the secret
+/// ends at [`HANDSHAKE_LIMIT`]), so neither descriptors nor threads grow without bound.
+pub const MAX_CONNECTIONS: usize = 64;
 
 /// A running broker.
 #[derive(Debug)]
@@ -41,7 +48,7 @@ pub struct Broker {
     stop: Arc<AtomicBool>,
     /// The listening socket, shared with the accepting thread: shut down to wake it.
     listening: UnixListener,
-    open: Arc<Mutex<Vec<UnixStream>>>,
+    open: Arc<Open>,
     accepting: Option<JoinHandle<Vec<JoinHandle<()>>>>,
     served: Arc<Served>,
 }
@@ -101,7 +108,7 @@ impl Broker {
         let listener = UnixListener::bind(socket)?;
         let listening = listener.try_clone()?;
         let stop = Arc::new(AtomicBool::new(false));
-        let open = Arc::new(Mutex::new(Vec::new()));
+        let open = Arc::new(Open::default());
         let served = Arc::new(Served {
             secret: secret.clone(),
             worktree: worktree.to_path_buf(),
@@ -145,13 +152,14 @@ impl Broker {
         self.stop.store(true, Ordering::SeqCst);
         // A blocked accept(2) returns (EINVAL) once its socket is shut down.
         let _ = rustix::net::shutdown(&self.listening, rustix::net::Shutdown::Both);
+        self.open.ended.notify_all();
         let sessions = self
             .accepting
             .take()
             .and_then(|t| t.join().ok())
             .unwrap_or_default();
-        if let Ok(open) = self.open.lock() {
-            for stream in open.iter() {
+        if let Ok(streams) = self.open.streams.lock() {
+            for stream in streams.values() {
                 let _ = stream.shutdown(std::net::Shutdown::Both);
             }
         }
@@ -178,14 +186,62 @@ struct Served {
     count: Counts,
 }
 
+/// The connections being served: a clone of each stream (so that [`Broker::stop`] can end
+/// it), removed when its session ends.
+#[derive(Debug, Default)]
+struct Open {
+    streams: Mutex<HashMap<u64, UnixStream>>,
+    /// Notified when a session ends, and at stop.
+    ended: Condvar,
+}
+
+impl Open {
+    /// Waits until fewer than [`MAX_CONNECTIONS`] are open, or the broker stops; whether
+    /// a slot is free.
+    fn wait_for_slot(&self, stop: &AtomicBool) -> bool {
+        let Ok(mut streams) = self.streams.lock() else {
+            return false;
+        };
+        while streams.len() >= MAX_CONNECTIONS {
+            if stop.load(Ordering::SeqCst) {
+                return false;
+            }
+            streams = match self.ended.wait_timeout(streams, Duration::from_millis(100)) {
+                Ok((s, _)) => s,
+                Err(_) => return false,
+            };
+        }
+        !stop.load(Ordering::SeqCst)
+    }
+
+    fn insert(&self, id: u64, stream: UnixStream) {
+        if let Ok(mut streams) = self.streams.lock() {
+            streams.insert(id, stream);
+        }
+    }
+
+    fn remove(&self, id: u64) {
+        if let Ok(mut streams) = self.streams.lock() {
+            streams.remove(&id);
+        }
+        self.ended.notify_all();
+    }
+}
+
 fn accept_loop(
     listener: &UnixListener,
     stop: &AtomicBool,
-    open: &Mutex<Vec<UnixStream>>,
+    open: &Arc<Open>,
     served: &Arc<Served>,
 ) -> Vec<JoinHandle<()>> {
-    let mut sessions = Vec::new();
-    for stream in listener.incoming() {
+    let mut sessions: Vec<JoinHandle<()>> = Vec::new();
+    for id in 0u64.. {
+        if !open.wait_for_slot(stop) {
+            break;
+        }
+        let Some(stream) = listener.incoming().next() else {
+            break;
+        };
         if stop.load(Ordering::SeqCst) {
             break;
         }
@@ -195,15 +251,18 @@ fn accept_loop(
         let Ok(held) = stream.try_clone() else {
             continue;
         };
-        if let Ok(mut open) = open.lock() {
-            open.push(held);
-        }
-        let served = Arc::clone(served);
-        if let Ok(handle) = std::thread::Builder::new()
+        // A finished session's thread has nothing left to join.
+        sessions.retain(|s| !s.is_finished());
+        open.insert(id, held);
+        let (served, ended) = (Arc::clone(served), Arc::clone(open));
+        match std::thread::Builder::new()
             .name("satyrn-broker-session".into())
-            .spawn(move || serve_one(stream, &served))
-        {
-            sessions.push(handle);
+            .spawn(move || {
+                serve_one(stream, &served);
+                ended.remove(id);
+            }) {
+            Ok(handle) => sessions.push(handle),
+            Err(_) => open.remove(id),
         }
     }
     sessions
@@ -299,9 +358,12 @@ fn serve_protocol(stream: &UnixStream, served: &Served) {
             }
         };
         let mut input = vec![0u8; len];
-        if stream.set_read_timeout(Some(HANDSHAKE_LIMIT)).is_err()
-            || reader.read_exact(&mut input).is_err()
-        {
+        if !read_by(
+            stream,
+            &mut reader,
+            &mut input,
+            Instant::now() + HANDSHAKE_LIMIT,
+        ) {
             return;
         }
         served.count.requests.fetch_add(1, Ordering::Relaxed);
@@ -309,6 +371,22 @@ fn serve_protocol(stream: &UnixStream, served: &Served) {
             return;
         }
     }
+}
+
+/// Fills `buf` from `reader` (which reads `stream`) before `deadline`; whether it did.
+fn read_by(stream: &UnixStream, mut reader: impl Read, buf: &mut [u8], deadline: Instant) -> bool {
+    let mut filled = 0;
+    while filled < buf.len() {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() || stream.set_read_timeout(Some(left)).is_err() {
+            return false;
+        }
+        match reader.read(&mut buf[filled..]) {
+            Ok(0) | Err(_) => return false,
+            Ok(n) => filled += n,
+        }
+    }
+    true
 }
 
 /// The length a frame header (`DIGITS\n`) announces, at most
@@ -381,18 +459,19 @@ pub fn connect(socket: &Path, secret: &str, mode: &str) -> io::Result<UnixStream
     Ok(stream)
 }
 
-/// Reads one line of at most 128 bytes within [`HANDSHAKE_LIMIT`], byte by byte (nothing
+/// Reads one line of at most 128 bytes before [`HANDSHAKE_LIMIT`] has passed, byte by byte (nothing
 /// of what follows is consumed), and compares its secret with `secret` in constant time.
 fn handshake(stream: &mut UnixStream, secret: &str) -> Option<Mode> {
-    if stream.set_read_timeout(Some(HANDSHAKE_LIMIT)).is_err() {
-        return None;
-    }
+    let deadline = Instant::now() + HANDSHAKE_LIMIT;
     let mut line = Vec::with_capacity(secret.len() + 1);
     let mut byte = [0u8; 1];
     loop {
-        match stream.read(&mut byte) {
-            Ok(1) if byte[0] == b'\n' => break,
-            Ok(1) if line.len() < 128 => line.push(byte[0]),
+        if !read_by(stream, &*stream, &mut byte, deadline) {
+            return None;
+        }
+        match byte[0] {
+            b'\n' => break,
+            b if line.len() < 128 => line.push(b),
             _ => return None,
         }
     }

@@ -28,6 +28,7 @@ pub mod ledger;
 pub mod mounts;
 pub mod rules;
 pub mod scratch;
+pub mod seccomp;
 
 use std::ffi::OsString;
 use std::io::Write;
@@ -143,41 +144,12 @@ fn prepare(request: &Request) -> Result<Prepared, Failure> {
             format!("cannot create the run's directory: {e}"),
         )
     })?;
-    let mut write = vec![run_dir.home(), run_dir.tmp()];
-    if let Some(home) = &request.home {
-        write.push(home.clone());
-    }
-    write.extend(contract.scratch_paths.iter().map(|p| root.join(p)));
-    let ruleset = match abi {
+    let ruleset = match abi.map(|abi| enforced(request, &contract, &root, &run_dir, abi)) {
         None => None,
-        Some(abi) => {
-            let mut deny: Vec<PathBuf> = request.deny_read.clone();
-            if let Some(home) = std::env::var_os("HOME").filter(|h| !h.is_empty()) {
-                let home = PathBuf::from(home);
-                deny.extend(rules::CREDENTIAL_STORES.iter().map(|s| home.join(s)));
-            }
-            deny.push(run_dir.parent().to_path_buf());
-            let (others, read_back) = other_worktrees(&root)?;
-            deny.extend(others);
-            let devices: Vec<PathBuf> = DEVICES.iter().map(PathBuf::from).collect();
-            let inputs = rules::Inputs {
-                worktree: &root,
-                private_paths: &contract.private_paths,
-                deny: &deny,
-                write: &write,
-                devices: &devices,
-                read_back: &read_back,
-            };
-            let plan = rules::plan(&inputs).map_err(|e| {
-                Failure::new(
-                    Code::ConfineUnavailable,
-                    format!("cannot compute the rules: {e}"),
-                )
-            })?;
-            let built = landlock::build(abi, &plan, &request.allow_connect)
-                .map_err(|e| Failure::new(Code::ConfineUnavailable, e.to_string()))?;
-            let summary = describe(&built.1, &plan, &write);
-            Some((built, summary))
+        Some(Ok(built)) => Some(built),
+        Some(Err(failure)) => {
+            run_dir.remove(false);
+            return Err(failure);
         }
     };
     let (ruleset, summary) = match ruleset {
@@ -202,11 +174,100 @@ fn prepare(request: &Request) -> Result<Prepared, Failure> {
     })
 }
 
+/// The places the command may write: its scratch home and temporary directory, `--home`,
+/// the contract's scratch paths.
+fn writable(
+    request: &Request,
+    contract: &Contract,
+    root: &Path,
+    run_dir: &scratch::RunDir,
+) -> Vec<PathBuf> {
+    let mut write = vec![run_dir.home(), run_dir.tmp()];
+    if let Some(home) = &request.home {
+        write.push(home.clone());
+    }
+    write.extend(contract.scratch_paths.iter().map(|p| root.join(p)));
+    write
+}
+
+/// The ruleset for `abi` and the line that says what it enforces.
+fn enforced(
+    request: &Request,
+    contract: &Contract,
+    root: &Path,
+    run_dir: &scratch::RunDir,
+    abi: i32,
+) -> Result<((std::os::fd::OwnedFd, landlock::Enforced), String), Failure> {
+    let write = writable(request, contract, root, run_dir);
+    let mut deny: Vec<PathBuf> = request.deny_read.clone();
+    if let Some(home) = std::env::var_os("HOME").filter(|h| !h.is_empty()) {
+        let home = PathBuf::from(home);
+        deny.extend(rules::CREDENTIAL_STORES.iter().map(|s| home.join(s)));
+    }
+    deny.push(run_dir.parent().to_path_buf());
+    let (others, common) = other_worktrees(root)?;
+    if let Some(home) = &request.home {
+        check_home(home, root, &others, &common)?;
+    }
+    let read_back = if others.iter().any(|o| common.starts_with(o)) {
+        vec![common]
+    } else {
+        Vec::new()
+    };
+    deny.extend(others);
+    let devices: Vec<PathBuf> = DEVICES.iter().map(PathBuf::from).collect();
+    let inputs = rules::Inputs {
+        worktree: root,
+        private_paths: &contract.private_paths,
+        deny: &deny,
+        write: &write,
+        devices: &devices,
+        read_back: &read_back,
+    };
+    let plan = rules::plan(&inputs).map_err(|e| {
+        Failure::new(
+            Code::ConfineUnavailable,
+            format!("cannot compute the rules: {e}"),
+        )
+    })?;
+    let built = landlock::build(abi, &plan, &request.allow_connect)
+        .map_err(|e| Failure::new(Code::ConfineUnavailable, e.to_string()))?;
+    let summary = describe(&built.1, &plan, &write);
+    Ok((built, summary))
+}
+
+/// `--home` is writable by the command whole, so it may not overlap the worktree, another
+/// worktree of the repository or the common git directory (it would grant writes to them).
+fn check_home(home: &Path, root: &Path, others: &[PathBuf], common: &Path) -> Result<(), Failure> {
+    let home = std::fs::canonicalize(home).map_err(|e| {
+        Failure::new(
+            Code::ConfineUnavailable,
+            format!("--home {}: {e}", home.display()),
+        )
+    })?;
+    let guarded = std::iter::once(root)
+        .chain(others.iter().map(PathBuf::as_path))
+        .chain(std::iter::once(common));
+    for place in guarded {
+        if home.starts_with(place) || place.starts_with(&home) {
+            return Err(Failure::new(
+                Code::ConfineUnavailable,
+                format!(
+                    "--home {} overlaps {}, which the command would then write without satyrn's gates; give a directory outside the repository",
+                    home.display(),
+                    place.display()
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// The repository's other worktrees (the caller's own checkout under `deliver`), whose
 /// untracked and ignored files (a `.env` never committed) the command must not read: each
-/// unreadable whole. And the common git directory, granted back when it lies inside one of
-/// them (a main checkout's `.git`), so git still works in this worktree.
-fn other_worktrees(root: &Path) -> Result<(Vec<PathBuf>, Vec<PathBuf>), Failure> {
+/// unreadable whole. And the common git directory, which is granted back when it lies
+/// inside one of them (a main checkout's `.git`), so git still works in this worktree.
+fn other_worktrees(root: &Path) -> Result<(Vec<PathBuf>, PathBuf), Failure> {
     let git = Git::at(root);
     let failed = |e: crate::git::GitError| {
         Failure::new(
@@ -224,12 +285,7 @@ fn other_worktrees(root: &Path) -> Result<(Vec<PathBuf>, Vec<PathBuf>), Failure>
         .line(&["rev-parse", "--path-format=absolute", "--git-common-dir"])
         .map_err(failed)?;
     let common = std::fs::canonicalize(&common).unwrap_or_else(|_| PathBuf::from(common));
-    let read_back = if others.iter().any(|o| common.starts_with(o)) {
-        vec![common]
-    } else {
-        Vec::new()
-    };
-    Ok((others, read_back))
+    Ok((others, common))
 }
 
 /// One line: the ABI, the rule count, the writable places, the network, the scopes.
@@ -391,12 +447,22 @@ fn execute(request: &Request, prepared: Prepared) -> u8 {
         .env(broker::SOCKET_VAR, broker.socket())
         .env(broker::SECRET_VAR, broker.secret())
         .process_group(0);
+    if ruleset.is_some() {
+        for var in rules::CREDENTIAL_AGENT_VARS {
+            cmd.env_remove(var);
+        }
+    }
     let terminal = foreground_terminal();
     if let Some((fd, _)) = &ruleset {
         let fd = std::os::fd::AsRawFd::as_raw_fd(fd);
-        // SAFETY: only raw system calls (prctl, landlock_restrict_self) between fork and exec.
+        // SAFETY: only raw system calls (prctl, capset, landlock_restrict_self, seccomp,
+        // close_range) between fork and exec.
         unsafe {
-            cmd.pre_exec(move || landlock::restrict_in_child(fd));
+            cmd.pre_exec(move || {
+                landlock::restrict_in_child(fd)?;
+                seccomp::refuse_terminal_injection()?;
+                crate::os::fds::close_inherited_on_exec()
+            });
         }
     }
     process::end_with_parent(&mut cmd, Signal::KILL);
@@ -426,7 +492,15 @@ fn execute(request: &Request, prepared: Prepared) -> u8 {
             127
         }
     };
-    process::stop_strays(None);
+    let left = process::stop_strays(None);
+    if left > 0 {
+        let _ = writeln!(
+            std::io::stderr(),
+            "satyrn-host confine: {left} process{} of the command still forking after {} s of killing; they stay confined",
+            if left == 1 { "" } else { "es" },
+            process::STRAYS_DEADLINE.as_secs()
+        );
+    }
     let traffic = broker.stop();
     let _ = writeln!(std::io::stderr(), "satyrn-host confine: {traffic}");
     run_dir.remove(request.keep_scratch);

@@ -40,6 +40,22 @@ pub const CREDENTIAL_STORES: &[&str] = &[
     ".cargo/credentials",
 ];
 
+/// The environment variables that point a process at a credential agent or a session
+/// bus: removed from the command's environment. Landlock (below ABI 9) does not decide
+/// `connect` to a named Unix socket, so a socket inside an unreadable store (an
+/// `ssh-agent` socket under `~/.ssh`) stays reachable by its path; without these the
+/// command is not told where one is (docs/confinement.md, "What it does not cover").
+pub const CREDENTIAL_AGENT_VARS: &[&str] = &[
+    "SSH_AUTH_SOCK",
+    "SSH_AGENT_PID",
+    "GPG_AGENT_INFO",
+    "GNOME_KEYRING_CONTROL",
+    "DBUS_SESSION_BUS_ADDRESS",
+    "KRB5CCNAME",
+    "GIT_ASKPASS",
+    "SSH_ASKPASS",
+];
+
 /// How a path is granted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Grant {
@@ -133,6 +149,12 @@ pub fn plan(inputs: &Inputs<'_>) -> io::Result<Plan> {
             ));
         }
     }
+    let inside: Vec<&PathBuf> = inputs
+        .write
+        .iter()
+        .filter(|d| d.starts_with(inputs.worktree))
+        .collect();
+    refuse_outside_links(&inside)?;
     let mut plan = Plan {
         private: private_count,
         outside,
@@ -155,6 +177,55 @@ pub fn plan(inputs: &Inputs<'_>) -> io::Result<Plan> {
         }
     }
     Ok(plan)
+}
+
+/// Refuses a regular file beneath the writable directories `dirs` (the scratch paths) that
+/// has a name outside them: a hard link to a tracked file (or to any file elsewhere) would
+/// let the command change that file through the write grant. Names are counted per inode
+/// across `dirs`: a build's own hard links (cargo links `target/debug/x` to its copy in
+/// `deps/`) have every name inside and pass.
+fn refuse_outside_links(dirs: &[&PathBuf]) -> io::Result<()> {
+    let mut names: std::collections::HashMap<(u64, u64), (u64, u64, PathBuf)> =
+        std::collections::HashMap::new();
+    let mut stack: Vec<PathBuf> = dirs.iter().map(|d| (*d).clone()).collect();
+    while let Some(dir) = stack.pop() {
+        let Some(entries) = gone_is_empty(std::fs::read_dir(&dir), &dir)? else {
+            continue;
+        };
+        for entry in entries {
+            let Some(entry) = gone_is_empty(entry, &dir)? else {
+                continue;
+            };
+            let Some(file_type) = gone_is_empty(entry.file_type(), &entry.path())? else {
+                continue;
+            };
+            if file_type.is_dir() {
+                stack.push(entry.path());
+            } else if file_type.is_file() {
+                let Some(meta) = gone_is_empty(entry.metadata(), &entry.path())? else {
+                    continue;
+                };
+                if meta.nlink() > 1 {
+                    let seen = names.entry((meta.dev(), meta.ino())).or_insert((
+                        meta.nlink(),
+                        0,
+                        entry.path(),
+                    ));
+                    seen.1 += 1;
+                }
+            }
+        }
+    }
+    if let Some((_, _, path)) = names.values().find(|(links, seen, _)| seen < links) {
+        return Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!(
+                "{} in a scratch path is a hard link to a file with a name outside the scratch paths; a write through it would change that file (remove the link)",
+                path.display()
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// `dir` has something unreadable beneath it: list it, grant its entries one by one.

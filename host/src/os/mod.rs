@@ -8,6 +8,7 @@
 //! between fork and exec), each block with its `SAFETY`
 //! comment; the one other is the command's `pre_exec` in `deliver/command.rs`.
 
+pub mod fds;
 pub mod owned_dir;
 pub mod process;
 pub mod signals;

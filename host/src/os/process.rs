@@ -130,36 +130,64 @@ pub fn become_subreaper() {
     let _ = rustix::process::set_child_subreaper(Some(rustix::process::getpid()));
 }
 
-/// Kills and reaps every child of this process but `spare` (which its own `Child` reaps):
-/// the descendants that left a stopped group and were reparented to us (see
-/// [`become_subreaper`]). They get `SIGKILL` at once. Bounded: a process that keeps forking
-/// is outrun after a few rounds (at most 64, 10 ms apart) of killing its whole reparented
-/// generation.
+/// How long [`stop_strays`] keeps killing before it gives up on a process tree that forks
+/// faster than it can be killed: 10 s.
+pub const STRAYS_DEADLINE: Duration = Duration::from_secs(10);
+
+/// Kills every descendant of this process but `spare` and its own descendants (`spare` is
+/// reaped by its own `Child`), however deep: the processes that left a stopped group (a
+/// `setsid` daemon, a chain of nested children), found through their parents in `/proc`.
+/// Each round sends `SIGKILL` to every live descendant found at once and reaps the children
+/// that died; a process forked during a round is orphaned by its parent's death,
+/// reparented to us ([`become_subreaper`]) and killed in the next. Returns when none is
+/// left, or after [`STRAYS_DEADLINE`] (a fork faster than the rounds), with the number
+/// still alive (0 when none).
 ///
 /// # Process-global effects
 ///
-/// Kills and reaps child processes this process did not necessarily start.
-pub fn stop_strays(spare: Option<u32>) {
+/// Kills and reaps processes this process did not necessarily start.
+pub fn stop_strays(spare: Option<u32>) -> usize {
     let me = rustix::process::getpid().as_raw_nonzero().get();
-    let spare = spare
-        .and_then(|p| i32::try_from(p).ok())
-        .and_then(Pid::from_raw);
-    for _ in 0..64 {
-        let children = processes(|p| p.ppid == me && Some(p.pid) != spare);
-        for stat in &children {
-            if !stat.dead {
-                // At worst it names a process that already exited (ESRCH), which is harmless.
-                let _ = rustix::process::kill_process(stat.pid, Signal::KILL);
-            }
+    let spare = spare.and_then(|p| i32::try_from(p).ok());
+    let deadline = std::time::Instant::now() + STRAYS_DEADLINE;
+    loop {
+        let tree = descendants(me, spare);
+        for stat in tree.iter().filter(|s| !s.dead) {
+            // At worst it names a process that already exited (ESRCH), which is harmless.
+            let _ = rustix::process::kill_process(stat.pid, Signal::KILL);
         }
-        for stat in children.iter().filter(|s| s.dead) {
+        for stat in tree.iter().filter(|s| s.ppid == me) {
             reap(stat.pid);
         }
-        if children.is_empty() {
-            return;
+        let alive = tree.iter().filter(|s| !s.dead).count();
+        if tree.is_empty() || std::time::Instant::now() >= deadline {
+            return alive;
         }
-        std::thread::sleep(Duration::from_millis(10));
+        std::thread::sleep(Duration::from_millis(5));
     }
+}
+
+/// Every descendant of `root` in one reading of `/proc` (a zombie included), except `spare`
+/// and those beneath it.
+fn descendants(root: i32, spare: Option<i32>) -> Vec<Stat> {
+    let all = processes(|_| true);
+    let mut children: std::collections::HashMap<i32, Vec<Stat>> = std::collections::HashMap::new();
+    for stat in all {
+        children.entry(stat.ppid).or_default().push(stat);
+    }
+    let mut found = Vec::new();
+    let mut parents = vec![root];
+    while let Some(parent) = parents.pop() {
+        for stat in children.remove(&parent).unwrap_or_default() {
+            let pid = stat.pid.as_raw_nonzero().get();
+            if Some(pid) == spare {
+                continue;
+            }
+            parents.push(pid);
+            found.push(stat);
+        }
+    }
+    found
 }
 
 /// Reaps the children of this process that have already exited, except `keep` (those
