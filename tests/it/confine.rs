@@ -422,7 +422,7 @@ fn a_scripted_agent_under_deliver_bypasses_nothing_and_its_one_gated_edit_is_the
         (
             "the broker without the secret",
             format!(
-                "test \"$(python3 -c 'import os,socket; s=socket.socket(socket.AF_UNIX); s.connect(os.environ[\"SATYRN_BROKER\"]); s.sendall(b\"0\"*64+b\"\\n\"+{init:?}.encode()+b\"\\n\"); print(len(s.recv(100)))')\" != 0"
+                "test \"$(python3 -c 'import os,socket; s=socket.socket(socket.AF_UNIX); s.connect(os.environ[\"SATYRN_BROKER\"]); s.sendall(b\"0\"*64+b\"\\n\"+{init:?}.encode()+b\"\\n\")\ntry: print(len(s.recv(100)))\nexcept ConnectionResetError: print(0)')\" != 0"
             ),
         ),
     ];

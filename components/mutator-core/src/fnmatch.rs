@@ -140,6 +140,31 @@ impl Pattern {
         }
     }
 
+    /// The longest run of plain characters (no star, `?` or bracket between them) that
+    /// every name the pattern matches contains; `None` when the pattern has none.
+    fn required(&self) -> Option<String> {
+        let runs = core::iter::once(&self.head).chain(
+            self.starred
+                .iter()
+                .flat_map(|(middle, tail)| middle.iter().chain(core::iter::once(tail))),
+        );
+        let mut best = String::new();
+        for run in runs {
+            for segment in run.tokens.split(|t| !matches!(t, Token::Literal(_))) {
+                if segment.len() > best.chars().count() {
+                    best = segment
+                        .iter()
+                        .filter_map(|t| match t {
+                            Token::Literal(c) => Some(*c),
+                            _ => None,
+                        })
+                        .collect();
+                }
+            }
+        }
+        (!best.is_empty()).then_some(best)
+    }
+
     /// Whether the whole of `name` matches the pattern.
     ///
     /// Every token but a star matches exactly one character, so the run before the first
@@ -340,26 +365,91 @@ fn single_brackets_spelled_out(pattern: &str) -> String {
 }
 
 /// A list of patterns translated once, for matching many names (a walk of the worktree).
+///
+/// Every pattern with a plain character must find its longest run of plain characters in
+/// a name it matches (each of those tokens matches exactly that character, and the run's
+/// tokens match consecutive characters), so one Aho-Corasick pass over the name finds the
+/// few patterns worth trying; a pattern of stars, `?` and brackets only is tried on every
+/// name. A walk of 20,000 names against the 50 default private patterns thus runs about
+/// one automaton pass per name instead of 50 matches.
 #[derive(Debug, Clone)]
-pub struct PatternSet(Vec<Pattern>);
+pub struct PatternSet {
+    patterns: Vec<Pattern>,
+    /// The patterns without a plain character: tried on every name.
+    unfiltered: Vec<usize>,
+    /// Each distinct required literal's patterns, in the finder's pattern order.
+    by_literal: Vec<Vec<usize>>,
+    finder: Option<aho_corasick::AhoCorasick>,
+}
 
 impl PatternSet {
-    /// Translates every pattern.
+    /// Translates every pattern and builds the finder of their literals.
     #[must_use]
     pub fn new<S: AsRef<str>>(patterns: &[S]) -> Self {
-        Self(patterns.iter().map(|p| Pattern::new(p.as_ref())).collect())
+        let patterns: Vec<Pattern> = patterns.iter().map(|p| Pattern::new(p.as_ref())).collect();
+        let mut unfiltered = Vec::new();
+        let mut literals: Vec<String> = Vec::new();
+        let mut by_literal: Vec<Vec<usize>> = Vec::new();
+        for (i, pattern) in patterns.iter().enumerate() {
+            if pattern.never {
+                continue;
+            }
+            match pattern.required() {
+                None => unfiltered.push(i),
+                Some(literal) => match literals.iter().position(|l| *l == literal) {
+                    Some(at) => by_literal[at].push(i),
+                    None => {
+                        literals.push(literal);
+                        by_literal.push(alloc::vec![i]);
+                    }
+                },
+            }
+        }
+        let finder = if literals.is_empty() {
+            None
+        } else {
+            match aho_corasick::AhoCorasick::new(&literals) {
+                Ok(finder) => Some(finder),
+                Err(_) => {
+                    // Too large for the automaton: every pattern is tried, as before.
+                    unfiltered.extend(by_literal.drain(..).flatten());
+                    unfiltered.sort_unstable();
+                    None
+                }
+            }
+        };
+        Self {
+            patterns,
+            unfiltered,
+            by_literal,
+            finder,
+        }
     }
 
     /// Whether `name` matches at least one pattern (as [`matches_any`]).
     #[must_use]
     pub fn matches(&self, name: &str) -> bool {
-        self.0.iter().any(|p| p.matches(name))
+        if self
+            .unfiltered
+            .iter()
+            .any(|&i| self.patterns[i].matches(name))
+        {
+            return true;
+        }
+        let Some(finder) = &self.finder else {
+            return false;
+        };
+        finder.find_overlapping_iter(name).any(|found| {
+            self.by_literal[found.pattern().as_usize()]
+                .iter()
+                .any(|&i| self.patterns[i].matches(name))
+        })
     }
 
     /// Whether the set has no pattern.
     #[must_use]
     pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.patterns.is_empty()
     }
 }
 

@@ -6,7 +6,7 @@
 //! quirks on short inputs; this one covers the run-by-run matcher on longer ones.
 
 use proptest::prelude::*;
-use satyrn_mutator_core::fnmatch::{Pattern, fnmatch};
+use satyrn_mutator_core::fnmatch::{Pattern, PatternSet, fnmatch};
 
 const CHARS: &[char] = &['a', 'b', 'é', '𝄞', '/'];
 
@@ -118,6 +118,27 @@ proptest! {
             reference(&tokens, &text),
             "fnmatch({:?}, {:?})", text, pattern
         );
+    }
+
+    /// The set's literal prefilter never changes an answer: a set of generated patterns
+    /// (some sharing literals, some with none) against names shaped after each of them.
+    #[test]
+    fn a_set_agrees_with_trying_every_pattern(
+        sets in prop::collection::vec(prop::collection::vec(tok(), 0..10), 1..8),
+        picks in prop::collection::vec(any::<u8>(), 1..40),
+        free in prop::collection::vec(prop::sample::select(CHARS), 0..30),
+    ) {
+        let patterns: Vec<String> = sets
+            .iter()
+            .map(|tokens| tokens.iter().map(Tok::spell).collect())
+            .collect();
+        let set = PatternSet::new(&patterns);
+        let mut names: Vec<String> = sets.iter().map(|t| text_for(t, &picks)).collect();
+        names.push(free.into_iter().collect());
+        for name in &names {
+            let expected = sets.iter().any(|tokens| reference(tokens, name));
+            prop_assert_eq!(set.matches(name), expected, "{:?} against {:?}", name, patterns);
+        }
     }
 }
 

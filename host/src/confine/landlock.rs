@@ -90,6 +90,7 @@ pub fn build(
         ruleset = ruleset.scope(Scope::Signal | Scope::AbstractUnixSocket)?;
     }
     let mut created = ruleset.create()?;
+    let mut opener = Opener::default();
     let read = AccessFs::from_read(known);
     let file = AccessFs::from_file(known);
     for (path, grant, kind) in &plan.grants {
@@ -105,7 +106,7 @@ pub fn build(
         if matches!(grant, Grant::Device) && *kind == Kind::Dir {
             access |= AccessFs::ReadDir;
         }
-        let fd = match open_path(path) {
+        let fd = match opener.open(path) {
             Ok(fd) => fd,
             // Gone since the plan was made (another process's temporary file): nothing to
             // grant. A write grant is the run's own, and must be there.
@@ -138,17 +139,43 @@ pub fn build(
     ))
 }
 
-/// `O_PATH | O_NOFOLLOW`: the rule names the path's own inode, never a symlink's target.
-fn open_path(path: &Path) -> Result<OwnedFd, RulesetError> {
-    rustix::fs::open(
-        path,
-        rustix::fs::OFlags::PATH | rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::CLOEXEC,
-        rustix::fs::Mode::empty(),
-    )
-    .map_err(|e| RulesetError::Open {
-        path: path.display().to_string(),
-        source: e.into(),
-    })
+/// Opens granted paths `O_PATH | O_NOFOLLOW` (the rule names the path's own inode, never
+/// a symlink's target), each relative to its parent directory, which stays open while the
+/// grants of one directory follow each other (as the plan lists them): a split directory
+/// of thousands of files is one path lookup, then one name each.
+#[derive(Default)]
+struct Opener {
+    parent: Option<(std::path::PathBuf, OwnedFd)>,
+}
+
+impl Opener {
+    fn open(&mut self, path: &Path) -> Result<OwnedFd, RulesetError> {
+        let flags =
+            rustix::fs::OFlags::PATH | rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::CLOEXEC;
+        let failed = |e: rustix::io::Errno| RulesetError::Open {
+            path: path.display().to_string(),
+            source: e.into(),
+        };
+        let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+            return rustix::fs::open(path, flags, rustix::fs::Mode::empty()).map_err(failed);
+        };
+        if self.parent.as_ref().is_none_or(|(p, _)| p != parent) {
+            self.parent = None;
+            let dir = rustix::fs::open(
+                parent,
+                rustix::fs::OFlags::PATH
+                    | rustix::fs::OFlags::DIRECTORY
+                    | rustix::fs::OFlags::CLOEXEC,
+                rustix::fs::Mode::empty(),
+            )
+            .map_err(failed)?;
+            self.parent = Some((parent.to_path_buf(), dir));
+        }
+        let Some((_, dir)) = &self.parent else {
+            return rustix::fs::open(path, flags, rustix::fs::Mode::empty()).map_err(failed);
+        };
+        rustix::fs::openat(dir, name, flags, rustix::fs::Mode::empty()).map_err(failed)
+    }
 }
 
 /// Restricts the calling process to the ruleset `fd`: every capability dropped

@@ -163,7 +163,8 @@ pub fn plan(inputs: &Inputs<'_>) -> io::Result<Plan> {
     // Write grants are added to, not carved out of, the reads: they may lie under an
     // unreadable directory (the run's own scratch under the scratch parent).
     let root = Path::new("/");
-    split(root, &unreadable, &mut plan.grants)?;
+    let hidden: HashSet<&Path> = unreadable.iter().map(PathBuf::as_path).collect();
+    split(root, &unreadable, &hidden, &mut plan.grants)?;
     for dir in inputs.read_back {
         plan.grants.push((dir.clone(), Grant::Read, Kind::Dir));
     }
@@ -232,6 +233,7 @@ fn refuse_outside_links(dirs: &[&PathBuf]) -> io::Result<()> {
 fn split(
     dir: &Path,
     unreadable: &BTreeSet<PathBuf>,
+    hidden: &HashSet<&Path>,
     out: &mut Vec<(PathBuf, Grant, Kind)>,
 ) -> io::Result<()> {
     out.push((dir.to_path_buf(), Grant::List, Kind::Dir));
@@ -243,7 +245,7 @@ fn split(
             continue;
         };
         let path = entry.path();
-        if unreadable.contains(&path) {
+        if hidden.contains(path.as_path()) {
             continue;
         }
         let Some(file_type) = gone_is_empty(entry.file_type(), &path)? else {
@@ -258,7 +260,7 @@ fn split(
             Kind::File
         };
         if kind == Kind::Dir && has_beneath(unreadable, &path) {
-            split(&path, unreadable, out)?;
+            split(&path, unreadable, hidden, out)?;
         } else {
             out.push((path, Grant::Read, kind));
         }
