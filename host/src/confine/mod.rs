@@ -35,7 +35,6 @@ use std::io::Write;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::Duration;
 
 use rustix::process::{Pid, Signal};
 
@@ -205,7 +204,24 @@ fn enforced(
         deny.extend(rules::CREDENTIAL_STORES.iter().map(|s| home.join(s)));
     }
     deny.push(run_dir.parent().to_path_buf());
-    let (others, common) = other_worktrees(root)?;
+    // The walk and git's answers (two processes) do not depend on each other.
+    let (private, worktrees) = std::thread::scope(|scope| {
+        let worktrees = scope.spawn(|| other_worktrees(root));
+        let private = rules::private_in_worktree(root, &contract.private_paths);
+        (private, worktrees.join())
+    });
+    let private = private.map_err(|e| {
+        Failure::new(
+            Code::ConfineUnavailable,
+            format!("cannot compute the rules: {e}"),
+        )
+    })?;
+    let (others, common) = worktrees.map_err(|_| {
+        Failure::new(
+            Code::InternalError,
+            "listing the repository's worktrees panicked".to_owned(),
+        )
+    })??;
     if let Some(home) = &request.home {
         check_home(home, root, &others, &common)?;
     }
@@ -218,7 +234,7 @@ fn enforced(
     let devices: Vec<PathBuf> = DEVICES.iter().map(PathBuf::from).collect();
     let inputs = rules::Inputs {
         worktree: root,
-        private_paths: &contract.private_paths,
+        private: &private,
         deny: &deny,
         write: &write,
         devices: &devices,
@@ -516,14 +532,18 @@ fn foreground_terminal() -> Option<std::os::fd::BorrowedFd<'static>> {
 }
 
 /// Waits for `child`, passing each interruption to its group; returns its exit status or
-/// 128 + the signal that ended it.
+/// 128 + the signal that ended it. Sleeps in `poll` on the child's pidfd and the signal
+/// self-pipe, so its end is seen at once (a poll of at most 1 s without a pidfd).
 fn wait(child: &mut std::process::Child, pgid: Option<Pid>) -> u8 {
+    use rustix::event::{PollFd, PollFlags, poll};
+    let pidfd = process::pidfd_of(child).ok();
     loop {
-        if let Some(s) = signals::take() {
-            signals::drain();
-            if let (Some(pgid), Some(signal)) = (pgid, Signal::from_named_raw(s)) {
-                let _ = rustix::process::kill_process_group(pgid, signal);
-            }
+        // Emptied first: a signal after `take` leaves a byte that wakes the poll below.
+        signals::drain();
+        if let Some(s) = signals::take()
+            && let (Some(pgid), Some(signal)) = (pgid, Signal::from_named_raw(s))
+        {
+            let _ = rustix::process::kill_process_group(pgid, signal);
         }
         match child.try_wait() {
             Ok(Some(status)) => {
@@ -533,7 +553,19 @@ fn wait(child: &mut std::process::Child, pgid: Option<Pid>) -> u8 {
                     (None, None) => 1,
                 };
             }
-            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+            Ok(None) => {
+                let mut fds: Vec<PollFd<'_>> = pidfd
+                    .iter()
+                    .map(|fd| PollFd::new(fd, PollFlags::IN))
+                    .chain(signals::wake_fd().map(|fd| PollFd::from_borrowed_fd(fd, PollFlags::IN)))
+                    .collect();
+                let timeout = rustix::event::Timespec {
+                    tv_sec: if pidfd.is_some() { 1 } else { 0 },
+                    tv_nsec: if pidfd.is_some() { 0 } else { 20_000_000 },
+                };
+                // EINTR (a signal arrived) is a reason to look again, as is the timeout.
+                let _ = poll(&mut fds, Some(&timeout));
+            }
             Err(_) => return 1,
         }
     }

@@ -95,8 +95,8 @@ pub enum Kind {
 pub struct Inputs<'a> {
     /// The worktree root (absolute, as resolved by the caller).
     pub worktree: &'a Path,
-    /// The contract's private patterns.
-    pub private_paths: &'a [String],
+    /// The worktree's private paths, as [`private_in_worktree`] found them.
+    pub private: &'a [PathBuf],
     /// Absolute paths never readable (credential stores, the scratch parent, extras);
     /// those that do not exist are skipped.
     pub deny: &'a [PathBuf],
@@ -110,8 +110,8 @@ pub struct Inputs<'a> {
     pub read_back: &'a [PathBuf],
 }
 
-/// Computes the grants. Reads the file system (the worktree walked once; a second walk
-/// only when a private file has other names); no other effect.
+/// Computes the grants. Reads the file system (the directories above each unreadable
+/// path, the scratch paths); no other effect.
 ///
 /// # Errors
 ///
@@ -119,9 +119,8 @@ pub struct Inputs<'a> {
 /// unreadable path).
 pub fn plan(inputs: &Inputs<'_>) -> io::Result<Plan> {
     let mut unreadable: BTreeSet<PathBuf> = BTreeSet::new();
-    let private = private_in_worktree(inputs.worktree, inputs.private_paths)?;
-    let private_count = private.len();
-    unreadable.extend(private);
+    let private_count = inputs.private.len();
+    unreadable.extend(inputs.private.iter().cloned());
     let mut outside = Vec::new();
     for path in inputs.deny {
         if std::fs::symlink_metadata(path).is_ok() {
@@ -278,8 +277,13 @@ fn has_beneath(set: &BTreeSet<PathBuf>, dir: &Path) -> bool {
 
 /// Every absolute path of the worktree that is private (a private directory is one entry,
 /// its contents not walked), and every other name inside the worktree of a private file's
-/// inode. Everything is walked, `.git` directories included.
-fn private_in_worktree(worktree: &Path, private_paths: &[String]) -> io::Result<Vec<PathBuf>> {
+/// inode. Everything is walked, `.git` directories included (a second walk only when a
+/// private file has other names).
+///
+/// # Errors
+///
+/// An I/O error reading a directory of the worktree.
+pub fn private_in_worktree(worktree: &Path, private_paths: &[String]) -> io::Result<Vec<PathBuf>> {
     let patterns = PatternSet::new(private_paths);
     let mut found = Vec::new();
     let mut linked = HashSet::new();
