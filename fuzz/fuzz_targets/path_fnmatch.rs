@@ -6,7 +6,7 @@
 //! absolute) and splits them losslessly; a refusal's message never quotes the path; and
 //! the run-by-run matcher agrees with the backtracking matcher it replaced
 //! (`fuzz/oracle/fnmatch_backtracking.rs`, held to CPython by the differential test) on
-//! every pattern, compiled once or per call.
+//! every pattern, compiled once or per call, and as a `PatternSet` (its literal prefilter).
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -33,9 +33,12 @@ fuzz_target!(|data: &[u8]| {
         );
         assert_eq!(fnmatch::fnmatch(path, pattern), expected);
     }
+    let expected = oracle::matches_any(path, &patterns);
+    assert_eq!(fnmatch::matches_any(path, &patterns), expected);
     assert_eq!(
-        fnmatch::matches_any(path, &patterns),
-        oracle::matches_any(path, &patterns)
+        fnmatch::PatternSet::new(&patterns).matches(path),
+        expected,
+        "the set's literal prefilter, {path:?} against {patterns:?}"
     );
 });
 

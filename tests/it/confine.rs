@@ -801,7 +801,7 @@ fn a_scratch_path_with_tracked_files_or_a_private_files_other_name_is_refused_be
 }
 
 /// Unmounts on drop, so a failing test leaves no mount behind.
-struct BindMount(PathBuf);
+pub(crate) struct BindMount(pub(crate) PathBuf);
 
 impl Drop for BindMount {
     fn drop(&mut self) {

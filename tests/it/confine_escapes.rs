@@ -175,6 +175,59 @@ while not os.path.exists(out) and time.time() < deadline:
 }
 
 #[test]
+fn a_process_whose_first_thread_exited_is_killed_with_its_other_threads() {
+    let f = Fixture::new();
+    let root = f.root();
+    // A process of its own session whose main thread ends (`exit` of that thread only,
+    // leaving a zombie leader) while another thread keeps appending to a scratch file.
+    let leader = r#"
+import ctypes, os, platform, sys, threading, time
+out = sys.argv[1]
+if os.fork() == 0:
+    os.setsid()
+    def append():
+        while True:
+            with open(out, "a") as f:
+                f.write("x\n")
+            time.sleep(0.02)
+    threading.Thread(target=append).start()
+    time.sleep(0.1)
+    ctypes.CDLL(None).syscall(60 if platform.machine() == "x86_64" else 93, 0)
+deadline = time.time() + 20
+while not os.path.exists(out) and time.time() < deadline:
+    time.sleep(0.01)
+time.sleep(0.2)
+"#;
+    let rounds = 3;
+    let mut survivors = 0;
+    for round in 0..rounds {
+        let out_file = root.join(format!("target/thread-{round}"));
+        let out = f
+            .command(
+                &[],
+                &["python3", "-c", leader, &out_file.display().to_string()],
+            )
+            .output()
+            .expect("confine");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{stderr}");
+        assert!(out_file.exists(), "the thread ran");
+        let written = std::fs::metadata(&out_file).expect("stat").len();
+        let deadline = Instant::now() + Duration::from_millis(500);
+        while Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        if std::fs::metadata(&out_file).expect("stat").len() != written {
+            survivors += 1;
+        }
+    }
+    assert_eq!(
+        survivors, 0,
+        "rounds of {rounds} whose thread still wrote after confine"
+    );
+}
+
+#[test]
 fn inherited_descriptors_and_credential_agents_do_not_reach_the_command() {
     let f = Fixture::new();
     let root = f.root();
@@ -182,7 +235,7 @@ fn inherited_descriptors_and_credential_agents_do_not_reach_the_command() {
     // The caller holds the tracked README open for appending, without close-on-exec.
     let inner = format!(
         "exec 7>>README.md; exec {} confine --repo {} {} -- sh -c \
-         'echo injected >&7; echo \"fd7 $?\"; echo \"agent=${{SSH_AUTH_SOCK:-unset}} pid=${{SSH_AGENT_PID:-unset}} keep=$KEEP\"'",
+         'echo injected >&7; echo \"fd7 $?\"; echo \"agent=${{SSH_AUTH_SOCK:-unset}} pid=${{SSH_AGENT_PID:-unset}} tmux=${{TMUX:-unset}} display=${{DISPLAY:-unset}} keep=$KEEP\"'",
         host_bin().display(),
         root.display(),
         f.contract.path.display()
@@ -194,6 +247,8 @@ fn inherited_descriptors_and_credential_agents_do_not_reach_the_command() {
         .env("HOME", f.home.path())
         .env("SSH_AUTH_SOCK", "/tmp/agent.sock")
         .env("SSH_AGENT_PID", "4242")
+        .env("TMUX", "/tmp/tmux-0/default,1,0")
+        .env("DISPLAY", ":0")
         .env("KEEP", "1")
         .stdin(Stdio::null())
         .output()
@@ -211,8 +266,15 @@ fn inherited_descriptors_and_credential_agents_do_not_reach_the_command() {
         "fd 7 is closed in the command: {stdout}"
     );
     assert!(
-        stdout.contains("agent=unset pid=unset keep=1"),
+        stdout.contains("agent=unset pid=unset tmux=unset display=unset keep=1"),
         "the agent's variables are removed, others kept: {stdout}"
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("warning: the command can still reach tmux, GNU screen")
+            || stderr
+                .contains("warning: the command can still reach tmux, the X or Wayland display"),
+        "a reachable multiplexer and display are named: {stderr}"
     );
     assert_eq!(
         snapshot(&root.join("README.md")),
@@ -411,7 +473,25 @@ fn a_home_overlapping_the_repository_is_refused_and_leaves_no_run_directory() {
     let outside = tempfile::tempdir().expect("outside");
     let marker = outside.path().join("ran");
     let common = root.join(".git");
-    for home in [root.clone(), root.join("target"), root.join("src"), common] {
+    // The worktree again under a bind mount: the same directories by another path.
+    let bound = outside.path().join("bound");
+    std::fs::create_dir(&bound).expect("mkdir");
+    let mounted = Command::new("mount")
+        .arg("--bind")
+        .arg(&root)
+        .arg(&bound)
+        .status()
+        .expect("mount");
+    assert!(mounted.success(), "mount --bind (the tests run as root)");
+    let _unmount = crate::confine::BindMount(bound.clone());
+    for home in [
+        root.clone(),
+        root.join("target"),
+        root.join("src"),
+        common,
+        bound.clone(),
+        bound.join("src"),
+    ] {
         let out = f
             .command(
                 &["--home", &home.display().to_string()],
@@ -468,7 +548,7 @@ fn a_hard_link_out_of_a_scratch_path_is_refused_and_links_within_it_are_not() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(15), "{stderr}");
     assert!(
-        stderr.contains("main.o in a scratch path is a hard link"),
+        stderr.contains("main.o in a writable directory (a scratch path or --home) is a hard link"),
         "{stderr}"
     );
     assert_eq!(
@@ -477,8 +557,51 @@ fn a_hard_link_out_of_a_scratch_path_is_refused_and_links_within_it_are_not() {
         "main.rs unchanged"
     );
     assert_eq!(run_dirs(tmp.path()), 0, "a run directory was left behind");
+    // The same link one level down, with the nested directory named again as a scratch
+    // path (its one name must not be counted twice), and a link from a --home.
+    std::fs::create_dir_all(root.join("target/sub")).expect("mkdir");
+    std::fs::rename(root.join("target/main.o"), root.join("target/sub/main.o")).expect("mv");
+    let nested = crate::support::ContractFile::raw(
+        "id: confined\ntask: t\nwritable_paths: ['src/*.rs']\nscratch_paths: [target, target/sub]\n",
+    );
+    let mut cmd = Command::new(host_bin());
+    cmd.arg("confine")
+        .arg("--repo")
+        .arg(&root)
+        .arg(&nested.path)
+        .args(["--", "sh", "-c", "echo '// injected' >> target/sub/main.o"])
+        .env("HOME", f.home.path())
+        .env("TMPDIR", tmp.path())
+        .stdin(Stdio::null());
+    let out = cmd.output().expect("confine");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(15), "nested: {stderr}");
+    assert!(
+        stderr.contains("sub/main.o in a writable directory"),
+        "{stderr}"
+    );
+    std::fs::remove_file(root.join("target/sub/main.o")).expect("rm");
+    let home = tempfile::tempdir().expect("home");
+    std::fs::hard_link(root.join("src/main.rs"), home.path().join("x")).expect("link");
+    let out = f
+        .command(
+            &["--home", &home.path().display().to_string()],
+            &["sh", "-c", "echo '// injected' >> \"$HOME/x\""],
+        )
+        .env("TMPDIR", tmp.path())
+        .output()
+        .expect("confine");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(15), "home: {stderr}");
+    assert!(stderr.contains("x in a writable directory"), "{stderr}");
+    std::fs::remove_file(home.path().join("x")).expect("rm");
+    let after = snapshot(&root.join("src/main.rs"));
+    assert_eq!(
+        (&after.bytes, after.mode, after.ino),
+        (&main.bytes, main.mode, main.ino),
+        "main.rs unchanged (its links are gone)"
+    );
     // The sibling: a build's own links, both names inside the scratch path.
-    std::fs::remove_file(root.join("target/main.o")).expect("rm");
     std::fs::write(root.join("target/bin"), "built\n").expect("write");
     std::fs::hard_link(root.join("target/bin"), root.join("target/bin-copy")).expect("link");
     let out = f

@@ -154,6 +154,17 @@ fn prepare(request: &Request) -> Result<Prepared, Failure> {
     let (ruleset, summary) = match ruleset {
         Some((built, summary)) => {
             let _ = writeln!(std::io::stderr(), "satyrn-host confine: {summary}");
+            let servers = rules::reachable_servers(
+                |v| std::env::var_os(v),
+                rustix::process::getuid().as_raw(),
+            );
+            if !servers.is_empty() {
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "satyrn-host confine: warning: the command can still reach {} by a socket's path (this kernel's Landlock does not decide connect to a named Unix socket), which would run what it is sent outside the run; run agents outside such a session, or as a user without one (docs/confinement.md, \"Named Unix sockets\")",
+                    servers.join(", ")
+                );
+            }
             (Some(built), Some(summary))
         }
         None => {
@@ -204,6 +215,9 @@ fn enforced(
         deny.extend(rules::CREDENTIAL_STORES.iter().map(|s| home.join(s)));
     }
     deny.push(run_dir.parent().to_path_buf());
+    let uid = rustix::process::getuid().as_raw();
+    // A Kerberos ticket cache in its default place.
+    deny.push(PathBuf::from(format!("/tmp/krb5cc_{uid}")));
     // The walk and git's answers (two processes) do not depend on each other.
     let (private, worktrees) = std::thread::scope(|scope| {
         let worktrees = scope.spawn(|| other_worktrees(root));
@@ -238,6 +252,7 @@ fn enforced(
         deny: &deny,
         write: &write,
         devices: &devices,
+        scratch_parent: run_dir.parent(),
         read_back: &read_back,
     };
     let plan = rules::plan(&inputs).map_err(|e| {
@@ -261,10 +276,14 @@ fn check_home(home: &Path, root: &Path, others: &[PathBuf], common: &Path) -> Re
             format!("--home {}: {e}", home.display()),
         )
     })?;
-    let guarded = std::iter::once(root)
+    let mounts = mounts::read();
+    let guarded: Vec<PathBuf> = std::iter::once(root)
         .chain(others.iter().map(PathBuf::as_path))
-        .chain(std::iter::once(common));
-    for place in guarded {
+        .chain(std::iter::once(common))
+        // The same directories under another mount (a bind mount of the worktree).
+        .flat_map(|p| std::iter::once(p.to_path_buf()).chain(mounts::aliases(&mounts, p)))
+        .collect();
+    for place in &guarded {
         if home.starts_with(place) || place.starts_with(&home) {
             return Err(Failure::new(
                 Code::ConfineUnavailable,
@@ -408,6 +427,7 @@ fn execute(request: &Request, prepared: Prepared) -> u8 {
             std::io::stderr(),
             "satyrn-host confine: cannot install the signal handlers: {e}"
         );
+        run_dir.remove(request.keep_scratch);
         return Code::InternalError.exit_status();
     }
     process::become_subreaper();
@@ -508,6 +528,9 @@ fn execute(request: &Request, prepared: Prepared) -> u8 {
             127
         }
     };
+    // The broker first: a call in flight finishes (with the git it may run, a descendant
+    // of this process too), then whatever is left of the command's tree is killed.
+    let traffic = broker.stop();
     let left = process::stop_strays(None);
     if left > 0 {
         let _ = writeln!(
@@ -517,7 +540,6 @@ fn execute(request: &Request, prepared: Prepared) -> u8 {
             process::STRAYS_DEADLINE.as_secs()
         );
     }
-    let traffic = broker.stop();
     let _ = writeln!(std::io::stderr(), "satyrn-host confine: {traffic}");
     run_dir.remove(request.keep_scratch);
     status

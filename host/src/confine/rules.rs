@@ -38,6 +38,7 @@ pub const CREDENTIAL_STORES: &[&str] = &[
     ".pypirc",
     ".cargo/credentials.toml",
     ".cargo/credentials",
+    ".Xauthority",
 ];
 
 /// The environment variables that point a process at a credential agent or a session
@@ -54,7 +55,53 @@ pub const CREDENTIAL_AGENT_VARS: &[&str] = &[
     "KRB5CCNAME",
     "GIT_ASKPASS",
     "SSH_ASKPASS",
+    "TMUX",
+    "TMUX_PANE",
+    "STY",
+    "DISPLAY",
+    "WAYLAND_DISPLAY",
+    "XAUTHORITY",
+    "XDG_RUNTIME_DIR",
+    "DOCKER_HOST",
 ];
+
+/// The servers of the caller's session a confined command can still reach by a socket's
+/// path (Landlock below ABI 9 does not decide `connect` to a named Unix socket), each
+/// able to run what it is sent outside the run: a terminal multiplexer (`send-keys` types
+/// into its other windows), an X or Wayland display (synthetic key presses), Docker. Read
+/// from the caller's environment and the multiplexers' default socket directories; what
+/// `confine` warns about at start (docs/confinement.md, "Named Unix sockets").
+#[must_use]
+pub fn reachable_servers(
+    env: impl Fn(&str) -> Option<std::ffi::OsString>,
+    uid: u32,
+) -> Vec<&'static str> {
+    let set = |var: &str| env(var).is_some_and(|v| !v.is_empty());
+    let mut found = Vec::new();
+    if set("TMUX") || Path::new(&format!("/tmp/tmux-{uid}")).exists() {
+        found.push("tmux");
+    }
+    if set("STY") || Path::new(&format!("/run/screen/S-{}", user_name(uid))).exists() {
+        found.push("GNU screen");
+    }
+    if set("DISPLAY") || set("WAYLAND_DISPLAY") {
+        found.push("the X or Wayland display");
+    }
+    if Path::new("/var/run/docker.sock").exists() || Path::new("/run/docker.sock").exists() {
+        found.push("Docker");
+    }
+    found
+}
+
+/// The name `screen` uses in its socket directory: `root` for uid 0, else the uid (close
+/// enough for a warning: screen itself uses the login name).
+fn user_name(uid: u32) -> String {
+    if uid == 0 {
+        "root".to_owned()
+    } else {
+        uid.to_string()
+    }
+}
 
 /// How a path is granted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -105,6 +152,9 @@ pub struct Inputs<'a> {
     pub write: &'a [PathBuf],
     /// Device files and directories granted [`Grant::Device`] when they exist.
     pub devices: &'a [PathBuf],
+    /// The per-user directory of every run's scratch (this run's home and `TMPDIR` lie
+    /// beneath it, fresh and empty).
+    pub scratch_parent: &'a Path,
     /// Absolute directories granted [`Grant::Read`] whole even when they lie under an
     /// unreadable path (the common git directory inside the caller's own checkout).
     pub read_back: &'a [PathBuf],
@@ -148,12 +198,20 @@ pub fn plan(inputs: &Inputs<'_>) -> io::Result<Plan> {
             ));
         }
     }
-    let inside: Vec<&PathBuf> = inputs
+    // Every write grant but the run's own fresh scratch (`--home` included): a directory
+    // beneath another is walked as part of it, so no name is counted twice.
+    let checked: Vec<&PathBuf> = inputs
         .write
         .iter()
-        .filter(|d| d.starts_with(inputs.worktree))
+        .filter(|d| !d.starts_with(inputs.scratch_parent))
         .collect();
-    refuse_outside_links(&inside)?;
+    let outermost: Vec<&PathBuf> = checked
+        .iter()
+        .filter(|d| !checked.iter().any(|o| o != *d && d.starts_with(o)))
+        .copied()
+        .collect();
+    refuse_mount_points(&outermost, &mounts)?;
+    refuse_outside_links(&outermost)?;
     let mut plan = Plan {
         private: private_count,
         outside,
@@ -179,8 +237,29 @@ pub fn plan(inputs: &Inputs<'_>) -> io::Result<Plan> {
     Ok(plan)
 }
 
-/// Refuses a regular file beneath the writable directories `dirs` (the scratch paths) that
-/// has a name outside them: a hard link to a tracked file (or to any file elsewhere) would
+/// Refuses a mount point beneath the writable directories `dirs`: a bind mount of the
+/// worktree's `src/` at `target/sub` would make `src/` writable through the grant.
+fn refuse_mount_points(dirs: &[&PathBuf], mounts: &[super::mounts::Mount]) -> io::Result<()> {
+    for dir in dirs {
+        if let Some(m) = mounts
+            .iter()
+            .find(|m| m.point.starts_with(dir) && m.point != **dir)
+        {
+            return Err(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                format!(
+                    "{} is a mount point inside the writable {}; a write through it would change what is mounted there (unmount it)",
+                    m.point.display(),
+                    dir.display()
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Refuses a regular file beneath the writable directories `dirs` (the scratch paths,
+/// `--home`) that has a name outside them: a hard link to a tracked file (or to any file elsewhere) would
 /// let the command change that file through the write grant. Names are counted per inode
 /// across `dirs`: a build's own hard links (cargo links `target/debug/x` to its copy in
 /// `deps/`) have every name inside and pass.
@@ -220,7 +299,7 @@ fn refuse_outside_links(dirs: &[&PathBuf]) -> io::Result<()> {
         return Err(io::Error::new(
             io::ErrorKind::PermissionDenied,
             format!(
-                "{} in a scratch path is a hard link to a file with a name outside the scratch paths; a write through it would change that file (remove the link)",
+                "{} in a writable directory (a scratch path or --home) is a hard link to a file with a name outside it; a write through it would change that file (remove the link)",
                 path.display()
             ),
         ));

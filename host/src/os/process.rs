@@ -152,8 +152,10 @@ pub fn stop_strays(spare: Option<u32>) -> usize {
     let deadline = std::time::Instant::now() + STRAYS_DEADLINE;
     loop {
         let tree = descendants(me, spare);
-        for stat in tree.iter().filter(|s| !s.dead) {
-            // At worst it names a process that already exited (ESRCH), which is harmless.
+        for stat in &tree {
+            // A zombie too: a leader that exited may still have running threads, which
+            // only a signal to the group ends. At worst it names a process that already
+            // exited (ESRCH), which is harmless.
             let _ = rustix::process::kill_process(stat.pid, Signal::KILL);
         }
         for stat in tree.iter().filter(|s| s.ppid == me) {
@@ -242,7 +244,8 @@ pub struct Stat {
     pub session: i32,
     /// The one-letter state (`R`, `S`, `Z`, …).
     pub state: char,
-    /// A zombie (`Z`) or dead (`X`): no longer running any code.
+    /// A zombie (`Z`) or dead (`X`) with no thread left: no longer running any code. (A
+    /// group leader that exited while its other threads run shows `Z` but is not dead.)
     pub dead: bool,
 }
 
@@ -261,15 +264,22 @@ impl Stat {
         let rest = String::from_utf8_lossy(&stat[close + 1..]);
         let mut fields = rest.split_ascii_whitespace();
         let state = fields.next()?.chars().next()?;
-        let mut number = || fields.next()?.parse::<i32>().ok();
+        let mut number = || fields.next()?.parse::<i64>().ok();
         let (ppid, pgrp, session) = (number()?, number()?, number()?);
+        // tty_nr, tpgid, flags, minflt, cminflt, majflt, cmajflt, utime, stime, cutime,
+        // cstime, priority, nice, then num_threads (field 20).
+        let threads = (0..13)
+            .try_for_each(|_| number().map(drop))
+            .and_then(|()| number());
         Some(Self {
             pid: Pid::from_raw(raw_pid)?,
-            ppid,
-            pgrp,
-            session,
+            ppid: i32::try_from(ppid).ok()?,
+            pgrp: i32::try_from(pgrp).ok()?,
+            session: i32::try_from(session).ok()?,
             state,
-            dead: matches!(state, 'Z' | 'X'),
+            // A leader that exited while its other threads run is `Z` too, with the
+            // thread count of the group (it is counted until it is reaped).
+            dead: matches!(state, 'Z' | 'X') && threads.is_none_or(|n| n <= 1),
         })
     }
 }
@@ -302,6 +312,11 @@ mod tests {
         );
         assert!(stat.dead);
         assert_eq!(Stat::parse(7, b"7 (x) S 1 2"), None, "too few fields");
+        // The whole line: a leader that exited while two more threads run is not dead.
+        let leader = b"7 (x) Z 1 7 7 0 -1 4194560 10 0 0 0 3 1 0 0 20 0 3 0 100";
+        assert!(!Stat::parse(7, leader).expect("parsed").dead);
+        let zombie = b"7 (x) Z 1 7 7 0 -1 4194560 10 0 0 0 3 1 0 0 20 0 1 0 100";
+        assert!(Stat::parse(7, zombie).expect("parsed").dead);
         assert_eq!(Stat::parse(0, b"0 (x) S 1 2 3"), None, "not a pid");
     }
 
