@@ -619,3 +619,71 @@ fn a_hard_link_out_of_a_scratch_path_is_refused_and_links_within_it_are_not() {
         "built\nagain\n"
     );
 }
+
+#[test]
+fn a_standard_stream_open_for_writing_on_a_repository_file_is_refused() {
+    let f = Fixture::new();
+    let root = f.root();
+    std::fs::create_dir_all(root.join("target")).expect("mkdir");
+    let readme = snapshot(&root.join("README.md"));
+    let config = snapshot(&root.join(".git/config"));
+    let outside = tempfile::tempdir().expect("outside");
+    let run = |redirect: &str| {
+        let inner = format!(
+            "exec {} confine --repo {} {} -- sh -c 'echo injected' {redirect}",
+            host_bin().display(),
+            root.display(),
+            f.contract.path.display()
+        );
+        Command::new("sh")
+            .arg("-c")
+            .arg(&inner)
+            .current_dir(&root)
+            .env("HOME", f.home.path())
+            .stdin(Stdio::null())
+            .output()
+            .expect("sh")
+    };
+    for redirect in [">> README.md", ">> .git/config"] {
+        let out = run(redirect);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(15), "{redirect}: {stderr}");
+        assert!(stderr.contains("open for writing"), "{stderr}");
+    }
+    assert_eq!(
+        snapshot(&root.join("README.md")),
+        readme,
+        "README unchanged"
+    );
+    assert_eq!(
+        snapshot(&root.join(".git/config")),
+        config,
+        ".git/config unchanged"
+    );
+    // Standard error there: refused too (the refusal itself goes where the caller sent it).
+    let out = run("2>> src/lib.rs");
+    assert_eq!(out.status.code(), Some(15));
+    let lib = std::fs::read_to_string(root.join("src/lib.rs")).expect("lib");
+    assert!(
+        lib.starts_with("pub fn f() {}\n") && !lib.contains("injected"),
+        "{lib}"
+    );
+    // The siblings: a scratch path, and a file outside the repository.
+    let log = outside.path().join("log");
+    for (redirect, file) in [
+        (">> target/log".to_owned(), root.join("target/log")),
+        (format!(">> {}", log.display()), log.clone()),
+    ] {
+        let out = run(&redirect);
+        assert!(
+            out.status.success(),
+            "{redirect}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(
+            std::fs::read_to_string(&file).expect("log"),
+            "injected\n",
+            "{redirect}"
+        );
+    }
+}

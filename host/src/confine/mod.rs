@@ -239,6 +239,7 @@ fn enforced(
     if let Some(home) = &request.home {
         check_home(home, root, &others, &common)?;
     }
+    check_standard_streams(root, &common, &contract.scratch_paths)?;
     let read_back = if others.iter().any(|o| common.starts_with(o)) {
         vec![common]
     } else {
@@ -265,6 +266,41 @@ fn enforced(
         .map_err(|e| Failure::new(Code::ConfineUnavailable, e.to_string()))?;
     let summary = describe(&built.1, &plan, &write);
     Ok((built, summary))
+}
+
+/// The command inherits `confine`'s standard streams: one that is a regular file of the
+/// worktree (outside its scratch paths) or of the git directory, open for writing (`confine
+/// … >> README.md`), would let it change that file without the broker.
+fn check_standard_streams(root: &Path, common: &Path, scratch: &[String]) -> Result<(), Failure> {
+    let streams = [
+        (rustix::stdio::stdin(), 0, "input"),
+        (rustix::stdio::stdout(), 1, "output"),
+        (rustix::stdio::stderr(), 2, "error"),
+    ];
+    for (stream, fd, name) in streams {
+        let writable = rustix::fs::fcntl_getfl(stream).is_ok_and(|flags| {
+            flags.intersects(rustix::fs::OFlags::WRONLY | rustix::fs::OFlags::RDWR)
+        });
+        let regular = rustix::fs::fstat(stream)
+            .is_ok_and(|st| rustix::fs::FileType::from_raw_mode(st.st_mode).is_file());
+        if !(writable && regular) {
+            continue;
+        }
+        let Ok(path) = std::fs::read_link(format!("/proc/self/fd/{fd}")) else {
+            continue;
+        };
+        let in_scratch = scratch.iter().any(|s| path.starts_with(root.join(s)));
+        if (path.starts_with(root) && !in_scratch) || path.starts_with(common) {
+            return Err(Failure::new(
+                Code::ConfineUnavailable,
+                format!(
+                    "standard {name} is {}, a file of the repository open for writing: the command could change it without satyrn's gates; redirect it outside the worktree or into a scratch path",
+                    path.display()
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// `--home` is writable by the command whole, so it may not overlap the worktree, another
