@@ -259,8 +259,8 @@ fn refuse_mount_points(dirs: &[&PathBuf], mounts: &[super::mounts::Mount]) -> io
 }
 
 /// Refuses a regular file beneath the writable directories `dirs` (the scratch paths,
-/// `--home`) that has a name outside them: a hard link to a tracked file (or to any file elsewhere) would
-/// let the command change that file through the write grant. Names are counted per inode
+/// `--home`) that has a name outside them: a hard link to a tracked file (or to any file
+/// elsewhere) would let the command change that file through the write grant. Names are counted per inode
 /// across `dirs`: a build's own hard links (cargo links `target/debug/x` to its copy in
 /// `deps/`) have every name inside and pass.
 fn refuse_outside_links(dirs: &[&PathBuf]) -> io::Result<()> {
@@ -268,16 +268,7 @@ fn refuse_outside_links(dirs: &[&PathBuf]) -> io::Result<()> {
         std::collections::HashMap::new();
     let mut stack: Vec<PathBuf> = dirs.iter().map(|d| (*d).clone()).collect();
     while let Some(dir) = stack.pop() {
-        let Some(entries) = gone_is_empty(std::fs::read_dir(&dir), &dir)? else {
-            continue;
-        };
-        for entry in entries {
-            let Some(entry) = gone_is_empty(entry, &dir)? else {
-                continue;
-            };
-            let Some(file_type) = gone_is_empty(entry.file_type(), &entry.path())? else {
-                continue;
-            };
+        for (entry, file_type) in entries_of(&dir)? {
             if file_type.is_dir() {
                 stack.push(entry.path());
             } else if file_type.is_file() {
@@ -315,21 +306,9 @@ fn split(
     out: &mut Vec<(PathBuf, Grant, Kind)>,
 ) -> io::Result<()> {
     out.push((dir.to_path_buf(), Grant::List, Kind::Dir));
-    let Some(entries) = gone_is_empty(std::fs::read_dir(dir), dir)? else {
-        return Ok(());
-    };
-    for entry in entries {
-        let Some(entry) = gone_is_empty(entry, dir)? else {
-            continue;
-        };
+    for (entry, file_type) in entries_of(dir)? {
         let path = entry.path();
-        if hidden.contains(path.as_path()) {
-            continue;
-        }
-        let Some(file_type) = gone_is_empty(entry.file_type(), &path)? else {
-            continue;
-        };
-        if file_type.is_symlink() {
+        if hidden.contains(path.as_path()) || file_type.is_symlink() {
             continue;
         }
         let kind = if file_type.is_dir() {
@@ -371,13 +350,7 @@ pub fn private_in_worktree(worktree: &Path, private_paths: &[String]) -> io::Res
     }
     let mut stack = vec![(worktree.to_path_buf(), String::new())];
     while let Some((dir, rel)) = stack.pop() {
-        let Some(entries) = gone_is_empty(std::fs::read_dir(&dir), &dir)? else {
-            continue;
-        };
-        for entry in entries {
-            let Some(entry) = gone_is_empty(entry, &dir)? else {
-                continue;
-            };
+        for (entry, file_type) in entries_of(&dir)? {
             // A name that is not UTF-8 is matched in its lossy spelling: a pattern such as
             // `*.key` still matches `k\xff.key`.
             let name = entry.file_name();
@@ -386,9 +359,6 @@ pub fn private_in_worktree(worktree: &Path, private_paths: &[String]) -> io::Res
                 name.into_owned()
             } else {
                 format!("{rel}/{name}")
-            };
-            let Some(file_type) = gone_is_empty(entry.file_type(), &entry.path())? else {
-                continue;
             };
             // Its parents were matched on the way down (a private directory is not entered).
             if patterns.matches(&rel_path) {
@@ -422,17 +392,8 @@ fn other_names(
     let known: HashSet<PathBuf> = found.iter().cloned().collect();
     let mut stack = vec![worktree.to_path_buf()];
     while let Some(dir) = stack.pop() {
-        let Some(entries) = gone_is_empty(std::fs::read_dir(&dir), &dir)? else {
-            continue;
-        };
-        for entry in entries {
-            let Some(entry) = gone_is_empty(entry, &dir)? else {
-                continue;
-            };
+        for (entry, file_type) in entries_of(&dir)? {
             let path = entry.path();
-            let Some(file_type) = gone_is_empty(entry.file_type(), &path)? else {
-                continue;
-            };
             if file_type.is_dir() {
                 if !known.contains(&path) {
                     stack.push(path);
@@ -448,6 +409,24 @@ fn other_names(
         }
     }
     Ok(())
+}
+
+/// The entries of `dir` with their types, read once; `dir` or an entry that vanished while
+/// it was read is no entry (another process's temporary file in `/tmp`).
+fn entries_of(dir: &Path) -> io::Result<Vec<(std::fs::DirEntry, std::fs::FileType)>> {
+    let Some(entries) = gone_is_empty(std::fs::read_dir(dir), dir)? else {
+        return Ok(Vec::new());
+    };
+    let mut out = Vec::new();
+    for entry in entries {
+        let Some(entry) = gone_is_empty(entry, dir)? else {
+            continue;
+        };
+        if let Some(file_type) = gone_is_empty(entry.file_type(), &entry.path())? {
+            out.push((entry, file_type));
+        }
+    }
+    Ok(out)
 }
 
 /// `Ok(None)` for what vanished while it was looked at (another process's temporary file in
