@@ -60,12 +60,17 @@ impl Fixture {
     }
 
     pub(crate) fn command(&self, opts: &[&str], argv: &[&str]) -> Command {
+        self.command_under(&self.contract.path, opts, argv)
+    }
+
+    /// [`Fixture::command`] under another contract.
+    pub(crate) fn command_under(&self, contract: &Path, opts: &[&str], argv: &[&str]) -> Command {
         let mut cmd = Command::new(host_bin());
         cmd.arg("confine")
             .arg("--repo")
             .arg(self.root())
             .args(opts)
-            .arg(&self.contract.path)
+            .arg(contract)
             .arg("--")
             .args(argv)
             .env("HOME", self.home.path())

@@ -564,16 +564,15 @@ fn a_hard_link_out_of_a_scratch_path_is_refused_and_links_within_it_are_not() {
     let nested = crate::support::ContractFile::raw(
         "id: confined\ntask: t\nwritable_paths: ['src/*.rs']\nscratch_paths: [target, target/sub]\n",
     );
-    let mut cmd = Command::new(host_bin());
-    cmd.arg("confine")
-        .arg("--repo")
-        .arg(&root)
-        .arg(&nested.path)
-        .args(["--", "sh", "-c", "echo '// injected' >> target/sub/main.o"])
-        .env("HOME", f.home.path())
+    let out = f
+        .command_under(
+            &nested.path,
+            &[],
+            &["sh", "-c", "echo '// injected' >> target/sub/main.o"],
+        )
         .env("TMPDIR", tmp.path())
-        .stdin(Stdio::null());
-    let out = cmd.output().expect("confine");
+        .output()
+        .expect("confine");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(15), "nested: {stderr}");
     assert!(

@@ -459,8 +459,9 @@ pub fn connect(socket: &Path, secret: &str, mode: &str) -> io::Result<UnixStream
     Ok(stream)
 }
 
-/// Reads one line of at most 128 bytes before [`HANDSHAKE_LIMIT`] has passed, byte by byte (nothing
-/// of what follows is consumed), and compares its secret with `secret` in constant time.
+/// Reads one line of at most 128 bytes before [`HANDSHAKE_LIMIT`] has passed, byte by byte
+/// (nothing of what follows is consumed), and compares its secret with `secret` in
+/// constant time.
 fn handshake(stream: &mut UnixStream, secret: &str) -> Option<Mode> {
     let deadline = Instant::now() + HANDSHAKE_LIMIT;
     let mut line = Vec::with_capacity(secret.len() + 1);

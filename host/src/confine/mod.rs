@@ -236,8 +236,9 @@ fn enforced(
             "listing the repository's worktrees panicked".to_owned(),
         )
     })??;
+    let mounts = mounts::read();
     if let Some(home) = &request.home {
-        check_home(home, root, &others, &common)?;
+        check_home(home, root, &others, &common, &mounts)?;
     }
     check_standard_streams(root, &common, &contract.scratch_paths)?;
     let read_back = if others.iter().any(|o| common.starts_with(o)) {
@@ -253,6 +254,7 @@ fn enforced(
         deny: &deny,
         write: &write,
         devices: &devices,
+        mounts: &mounts,
         scratch_parent: run_dir.parent(),
         read_back: &read_back,
     };
@@ -305,19 +307,24 @@ fn check_standard_streams(root: &Path, common: &Path, scratch: &[String]) -> Res
 
 /// `--home` is writable by the command whole, so it may not overlap the worktree, another
 /// worktree of the repository or the common git directory (it would grant writes to them).
-fn check_home(home: &Path, root: &Path, others: &[PathBuf], common: &Path) -> Result<(), Failure> {
+fn check_home(
+    home: &Path,
+    root: &Path,
+    others: &[PathBuf],
+    common: &Path,
+    mounts: &[mounts::Mount],
+) -> Result<(), Failure> {
     let home = std::fs::canonicalize(home).map_err(|e| {
         Failure::new(
             Code::ConfineUnavailable,
             format!("--home {}: {e}", home.display()),
         )
     })?;
-    let mounts = mounts::read();
     let guarded: Vec<PathBuf> = std::iter::once(root)
         .chain(others.iter().map(PathBuf::as_path))
         .chain(std::iter::once(common))
         // The same directories under another mount (a bind mount of the worktree).
-        .flat_map(|p| std::iter::once(p.to_path_buf()).chain(mounts::aliases(&mounts, p)))
+        .flat_map(|p| std::iter::once(p.to_path_buf()).chain(mounts::aliases(mounts, p)))
         .collect();
     for place in &guarded {
         if home.starts_with(place) || place.starts_with(&home) {

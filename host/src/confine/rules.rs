@@ -81,7 +81,13 @@ pub fn reachable_servers(
     if set("TMUX") || Path::new(&format!("/tmp/tmux-{uid}")).exists() {
         found.push("tmux");
     }
-    if set("STY") || Path::new(&format!("/run/screen/S-{}", user_name(uid))).exists() {
+    // screen's socket directories are per login name: one owned by this user.
+    let screen_dir = std::fs::read_dir("/run/screen").is_ok_and(|entries| {
+        entries
+            .flatten()
+            .any(|e| std::fs::symlink_metadata(e.path()).is_ok_and(|m| m.uid() == uid))
+    });
+    if set("STY") || screen_dir {
         found.push("GNU screen");
     }
     if set("DISPLAY") || set("WAYLAND_DISPLAY") {
@@ -91,16 +97,6 @@ pub fn reachable_servers(
         found.push("Docker");
     }
     found
-}
-
-/// The name `screen` uses in its socket directory: `root` for uid 0, else the uid (close
-/// enough for a warning: screen itself uses the login name).
-fn user_name(uid: u32) -> String {
-    if uid == 0 {
-        "root".to_owned()
-    } else {
-        uid.to_string()
-    }
 }
 
 /// How a path is granted.
@@ -152,6 +148,8 @@ pub struct Inputs<'a> {
     pub write: &'a [PathBuf],
     /// Device files and directories granted [`Grant::Device`] when they exist.
     pub devices: &'a [PathBuf],
+    /// The mount table (`/proc/self/mountinfo`, read once by the caller).
+    pub mounts: &'a [super::mounts::Mount],
     /// The per-user directory of every run's scratch (this run's home and `TMPDIR` lie
     /// beneath it, fresh and empty).
     pub scratch_parent: &'a Path,
@@ -180,10 +178,10 @@ pub fn plan(inputs: &Inputs<'_>) -> io::Result<Plan> {
     }
     // The same files under another mount (a bind mount, a second mount of the file
     // system) are unreadable there too: Landlock decides on the path used.
-    let mounts = super::mounts::read();
+    let mounts = inputs.mounts;
     let aliases: Vec<PathBuf> = unreadable
         .iter()
-        .flat_map(|p| super::mounts::aliases(&mounts, p))
+        .flat_map(|p| super::mounts::aliases(mounts, p))
         .collect();
     unreadable.extend(aliases);
     for dir in inputs.write {
@@ -210,7 +208,7 @@ pub fn plan(inputs: &Inputs<'_>) -> io::Result<Plan> {
         .filter(|d| !checked.iter().any(|o| o != *d && d.starts_with(o)))
         .copied()
         .collect();
-    refuse_mount_points(&outermost, &mounts)?;
+    refuse_mount_points(&outermost, mounts)?;
     refuse_outside_links(&outermost)?;
     let mut plan = Plan {
         private: private_count,
@@ -260,9 +258,9 @@ fn refuse_mount_points(dirs: &[&PathBuf], mounts: &[super::mounts::Mount]) -> io
 
 /// Refuses a regular file beneath the writable directories `dirs` (the scratch paths,
 /// `--home`) that has a name outside them: a hard link to a tracked file (or to any file
-/// elsewhere) would let the command change that file through the write grant. Names are counted per inode
-/// across `dirs`: a build's own hard links (cargo links `target/debug/x` to its copy in
-/// `deps/`) have every name inside and pass.
+/// elsewhere) would let the command change that file through the write grant. Names are
+/// counted per inode across `dirs`: a build's own hard links (cargo links `target/debug/x`
+/// to its copy in `deps/`) have every name inside and pass.
 fn refuse_outside_links(dirs: &[&PathBuf]) -> io::Result<()> {
     let mut names: std::collections::HashMap<(u64, u64), (u64, u64, PathBuf)> =
         std::collections::HashMap::new();
