@@ -20,7 +20,16 @@ use crate::confine::{self, Request};
                   satyrn's tools. What is enforced is printed on stderr at start. Without Landlock \
                   ABI 3, confine runs nothing and exits 15 (CONFINE_UNAVAILABLE). The exit status \
                   is COMMAND's (128 + the signal that ended it); SIGINT, SIGTERM and SIGHUP are \
-                  passed to its process group (docs/confinement.md)."
+                  passed to its process group (docs/confinement.md).\n\n\
+                  --agent claude|codex prepares that agent to run inside with every built-in \
+                  tool left on: its configuration in the scratch home (never yours) with \
+                  satyrn as its only MCP server and its own prompts and sandbox off, copies \
+                  of your model settings and credentials, a note telling the model that \
+                  only satyrn's tools change files, TCP connect limited to its model \
+                  endpoint's port (and --allow-connect's), your real agent directory \
+                  unreadable. The commands (docs/mcp-clients.md):\n\n  \
+                  satyrn-host confine --agent claude --repo . CONTRACT -- claude -p TASK\n  \
+                  satyrn-host confine --agent codex --repo . CONTRACT -- codex exec TASK"
 )]
 pub struct Args {
     /// The worktree root the command runs in.
@@ -45,8 +54,12 @@ pub struct Args {
     #[arg(long = "keep-scratch")]
     pub keep_scratch: bool,
     /// Run WITHOUT the kernel's boundary (the broker still serves): an explicit opt-out.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "agent")]
     pub unconfined: bool,
+    /// Prepare this agent CLI to run inside, its built-in tools on (default: none, a
+    /// generic command).
+    #[arg(long, value_name = "AGENT", value_enum)]
+    pub agent: Option<confine::agent::Agent>,
     /// The task contract (YAML; docs/contract.md), read once and frozen.
     #[arg(value_name = "CONTRACT", value_parser = super::path())]
     pub contract: PathBuf,
@@ -67,6 +80,7 @@ pub fn run(args: Args) -> u8 {
         deny_read: args.deny_read,
         keep_scratch: args.keep_scratch,
         unconfined: args.unconfined,
+        agent: args.agent,
         argv: args.command,
     })
 }

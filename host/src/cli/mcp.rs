@@ -15,11 +15,17 @@ use crate::mcp;
                   fixed at start (docs/mcp.md). A refusal at start-up exits with the \
                   contract's or the repository's status (3–6) and one line on stderr, before \
                   any MCP traffic. Every message gets an answer; the input ending before \
-                  `initialize` exits 0."
+                  `initialize` exits 0. Inside `satyrn-host confine` (SATYRN_BROKER set) it \
+                  relays to the run's broker, which serves the run's worktree and frozen \
+                  contract: REPO and CONTRACT may then be left out, and are ignored."
 )]
 pub struct Args {
-    #[command(flatten)]
-    pub target: super::RepoAndContract,
+    /// The repository: the root of a git worktree (required unless relaying).
+    #[arg(long, value_name = "REPO", value_parser = super::path())]
+    pub repo: Option<std::path::PathBuf>,
+    /// The task contract (YAML; docs/contract.md; required unless relaying).
+    #[arg(value_name = "CONTRACT", value_parser = super::path())]
+    pub contract: Option<std::path::PathBuf>,
     /// Relay to the broker of a confined run at this socket instead of serving here
     /// (default: $SATYRN_BROKER, set by `satyrn-host confine`).
     #[arg(long, value_name = "SOCKET", value_parser = super::path())]
@@ -43,7 +49,14 @@ pub fn run(args: &Args) -> u8 {
             }
         };
     }
-    match mcp::open(&args.target.repo, &args.target.contract) {
+    let (Some(repo), Some(contract)) = (&args.repo, &args.contract) else {
+        let _ = writeln!(
+            std::io::stderr(),
+            "satyrn-host mcp: --repo REPO and CONTRACT are required outside a confined run (no SATYRN_BROKER)"
+        );
+        return crate::code::USAGE_EXIT;
+    };
+    match mcp::open(repo, contract) {
         Ok(session) => mcp::serve(session),
         Err(failure) => {
             let _ = writeln!(std::io::stderr(), "satyrn-host mcp: {failure}");

@@ -91,7 +91,9 @@ struct Counts {
 
 impl Broker {
     /// Binds `socket` (which must not exist) and starts accepting connections for
-    /// `worktree` under `contract`. The secret is 32 random bytes.
+    /// `worktree` under `contract`. The secret is 32 random bytes. `confined`: the command
+    /// runs under the kernel's rules, which MCP sessions tell the model in their
+    /// instructions.
     ///
     /// # Errors
     ///
@@ -101,6 +103,7 @@ impl Broker {
         worktree: &Path,
         contract: Contract,
         ledger: Option<Arc<Ledger>>,
+        confined: bool,
     ) -> io::Result<Self> {
         let mut bytes = [0u8; 32];
         getrandom_fill(&mut bytes)?;
@@ -114,6 +117,7 @@ impl Broker {
             worktree: worktree.to_path_buf(),
             contract,
             ledger,
+            confined,
             count: Counts::default(),
         });
         let accepting = {
@@ -183,6 +187,7 @@ struct Served {
     worktree: PathBuf,
     contract: Contract,
     ledger: Option<Arc<Ledger>>,
+    confined: bool,
     count: Counts,
 }
 
@@ -295,7 +300,10 @@ fn serve_one(mut stream: UnixStream, served: &Served) {
         .and_then(|root| {
             let loaded = Loaded::new().map_err(|e| e.to_string())?;
             Session::new(root, served.contract.clone(), loaded)
-                .map(|s| s.with_ledger(served.ledger.clone()))
+                .map(|s| {
+                    s.with_ledger(served.ledger.clone())
+                        .confined(served.confined)
+                })
                 .map_err(|e| e.to_string())
         });
     match session {

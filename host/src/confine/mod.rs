@@ -22,6 +22,7 @@
 //! See `docs/confinement.md` for every rule, what it guarantees and what it does not.
 
 pub mod abi;
+pub mod agent;
 pub mod broker;
 pub mod landlock;
 pub mod ledger;
@@ -63,6 +64,8 @@ pub struct Request {
     pub keep_scratch: bool,
     /// `--unconfined`: run without Landlock (the broker still serves).
     pub unconfined: bool,
+    /// `--agent NAME`: prepare that agent's configuration in the scratch home ([`agent`]).
+    pub agent: Option<agent::Agent>,
     /// The command and its arguments.
     pub argv: Vec<OsString>,
 }
@@ -101,6 +104,8 @@ struct Prepared {
     ruleset: Option<(std::os::fd::OwnedFd, landlock::Enforced)>,
     /// The line printed at start (`None`: `--unconfined`).
     summary: Option<String>,
+    /// What `--agent` prepared.
+    agent: Option<agent::Setup>,
 }
 
 fn prepare(request: &Request) -> Result<Prepared, Failure> {
@@ -143,14 +148,26 @@ fn prepare(request: &Request) -> Result<Prepared, Failure> {
             format!("cannot create the run's directory: {e}"),
         )
     })?;
-    let ruleset = match abi.map(|abi| enforced(request, &contract, &root, &run_dir, abi)) {
+    let agent = match request
+        .agent
+        .map(|a| prepare_agent(a, &contract, &root, &run_dir))
+    {
         None => None,
-        Some(Ok(built)) => Some(built),
+        Some(Ok(setup)) => Some(setup),
         Some(Err(failure)) => {
             run_dir.remove(false);
             return Err(failure);
         }
     };
+    let ruleset =
+        match abi.map(|abi| enforced(request, &contract, &root, &run_dir, agent.as_ref(), abi)) {
+            None => None,
+            Some(Ok(built)) => Some(built),
+            Some(Err(failure)) => {
+                run_dir.remove(false);
+                return Err(failure);
+            }
+        };
     let (ruleset, summary) = match ruleset {
         Some((built, summary)) => {
             let _ = writeln!(std::io::stderr(), "satyrn-host confine: {summary}");
@@ -175,13 +192,45 @@ fn prepare(request: &Request) -> Result<Prepared, Failure> {
             (None, None)
         }
     };
+    if let (Some(name), Some(setup)) = (request.agent, &agent) {
+        let _ = writeln!(
+            std::io::stderr(),
+            "satyrn-host confine: --agent {}: {}",
+            name.name(),
+            setup.summary
+        );
+    }
     Ok(Prepared {
         contract,
         root,
         run_dir,
         ruleset,
         summary,
+        agent,
     })
+}
+
+/// `--agent`: the agent's directory in the scratch home, from the caller's environment.
+fn prepare_agent(
+    name: agent::Agent,
+    contract: &Contract,
+    root: &Path,
+    run_dir: &scratch::RunDir,
+) -> Result<agent::Setup, Failure> {
+    let host = std::env::current_exe().map_err(|e| {
+        Failure::new(
+            Code::InternalError,
+            format!("cannot locate satyrn-host itself: {e}"),
+        )
+    })?;
+    let home = run_dir.home();
+    let context = agent::Context {
+        scratch_home: &home,
+        worktree: root,
+        host: &host,
+        scratch_paths: &contract.scratch_paths,
+    };
+    agent::prepare(name, &context, &|v| std::env::var_os(v))
 }
 
 /// The places the command may write: its scratch home and temporary directory, `--home`,
@@ -206,10 +255,19 @@ fn enforced(
     contract: &Contract,
     root: &Path,
     run_dir: &scratch::RunDir,
+    agent: Option<&agent::Setup>,
     abi: i32,
 ) -> Result<((std::os::fd::OwnedFd, landlock::Enforced), String), Failure> {
     let write = writable(request, contract, root, run_dir);
     let mut deny: Vec<PathBuf> = request.deny_read.clone();
+    let mut connect = request.allow_connect.clone();
+    if let Some(agent) = agent {
+        deny.extend(agent.deny.iter().cloned());
+        // An agent's run may connect to its model endpoint and to what --allow-connect adds.
+        connect.extend(&agent.ports);
+        connect.sort_unstable();
+        connect.dedup();
+    }
     if let Some(home) = std::env::var_os("HOME").filter(|h| !h.is_empty()) {
         let home = PathBuf::from(home);
         deny.extend(rules::CREDENTIAL_STORES.iter().map(|s| home.join(s)));
@@ -264,7 +322,7 @@ fn enforced(
             format!("cannot compute the rules: {e}"),
         )
     })?;
-    let built = landlock::build(abi, &plan, &request.allow_connect)
+    let built = landlock::build(abi, &plan, &connect)
         .map_err(|e| Failure::new(Code::ConfineUnavailable, e.to_string()))?;
     let summary = describe(&built.1, &plan, &write);
     Ok((built, summary))
@@ -464,6 +522,7 @@ fn execute(request: &Request, prepared: Prepared) -> u8 {
         run_dir,
         ruleset,
         summary,
+        agent,
     } = prepared;
     if let Err(e) = signals::install() {
         let _ = writeln!(
@@ -494,9 +553,10 @@ fn execute(request: &Request, prepared: Prepared) -> u8 {
             }
         },
     };
+    let confined = ruleset.is_some();
     let broker = match run_dir
         .socket()
-        .and_then(|socket| broker::Broker::start(&socket, &root, contract, ledger))
+        .and_then(|socket| broker::Broker::start(&socket, &root, contract, ledger, confined))
     {
         Ok(b) => b,
         Err(e) => {
@@ -525,6 +585,7 @@ fn execute(request: &Request, prepared: Prepared) -> u8 {
         .env_remove(ledger::VAR)
         .env(broker::SOCKET_VAR, broker.socket())
         .env(broker::SECRET_VAR, broker.secret())
+        .envs(agent.iter().flat_map(|a| a.env.iter().map(|(k, v)| (k, v))))
         .process_group(0);
     if ruleset.is_some() {
         for var in rules::CREDENTIAL_AGENT_VARS {

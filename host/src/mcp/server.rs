@@ -54,6 +54,8 @@ pub struct Session {
     workers: Workers,
     /// The ledger a confined run's broker records each publication in (provenance).
     ledger: Option<Arc<crate::confine::ledger::Ledger>>,
+    /// The client runs under `satyrn-host confine`'s kernel rules (said in the instructions).
+    confined: bool,
 }
 
 impl Session {
@@ -73,7 +75,16 @@ impl Session {
             slots: Arc::new(tokio::sync::Semaphore::new(MAX_CONCURRENT_CALLS)),
             workers: Workers::default(),
             ledger: None,
+            confined: false,
         })
+    }
+
+    /// This session, serving a client that runs under `satyrn-host confine`'s kernel rules
+    /// (when `confined`): the instructions then say that every other write fails.
+    #[must_use]
+    pub fn confined(mut self, confined: bool) -> Self {
+        self.confined = confined;
+        self
     }
 
     /// This session, recording every publication in `ledger` (a confined run's broker).
@@ -505,15 +516,26 @@ impl Server {
     }
 }
 
+/// What every session tells the client about satyrn's tools.
+const INSTRUCTIONS: &str = "satyrn bounds this session to one task contract and one repository: find files with `list` \
+     and `search`, read them with `read`, change the files the contract declares writable with \
+     `edit`, `write` (also creates) and `delete`, and see the task and the patterns with `boundary`.";
+
+/// Added under `satyrn-host confine`.
+const CONFINED_INSTRUCTIONS: &str = "This session is confined by the kernel (satyrn-host confine): every other way of \
+     writing the repository (the client's own edit, write and patch tools, shell redirections, sed -i, rm, \
+     git commit, git stash) fails with EACCES or EPERM by design; do not retry such a write, use `edit`.";
+
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for Server {
     fn get_info(&self) -> ServerConfig {
+        let mut instructions = INSTRUCTIONS.to_owned();
+        if self.session.confined {
+            instructions.push(' ');
+            instructions.push_str(CONFINED_INSTRUCTIONS);
+        }
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
             .with_server_info(Implementation::new("satyrn", env!("CARGO_PKG_VERSION")))
-            .with_instructions(
-                "satyrn bounds this session to one task contract and one repository: find files with `list` \
-                 and `search`, read them with `read`, change the files the contract declares writable with \
-                 `edit`, `write` (also creates) and `delete`, and see the task and the patterns with `boundary`.",
-            )
+            .with_instructions(instructions)
     }
 }

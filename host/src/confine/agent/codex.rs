@@ -1,0 +1,165 @@
+//! Codex CLI: `CODEX_HOME` = `SCRATCH_HOME/.codex`.
+//!
+//! - `config.toml`: the user's (`$CODEX_HOME/config.toml`, else `~/.codex/config.toml`),
+//!   with every `[mcp_servers]` entry replaced by satyrn's (its tools approved up front),
+//!   `approval_policy = "never"` and `sandbox_mode = "danger-full-access"`: Codex's own
+//!   sandbox would refuse the writes the contract allows (its scratch paths) and hide the
+//!   kernel's answers behind its own; the kernel is the sandbox.
+//! - `auth.json`: a copy of the user's (an API key or a ChatGPT login).
+//! - `AGENTS.md`: the note ([`super::note`]), then the user's own `AGENTS.md`.
+//!
+//! The model endpoint is the chosen provider's `base_url` (`model_provider`, default
+//! `openai`), else `OPENAI_BASE_URL`, else `https://api.openai.com`.
+
+use std::path::Path;
+
+use toml_edit::{Array, DocumentMut, Item, Table, value};
+
+use super::{Agent, Context, SERVER, Setup, User, note};
+use crate::code::Failure;
+
+const AGENT: Agent = Agent::Codex;
+
+/// How Codex names one of satyrn's tools to the model: a function of the MCP server's
+/// Responses namespace.
+fn tool(name: &str) -> String {
+    format!("`{name}` (namespace `mcp__{SERVER}`)")
+}
+
+pub(super) fn prepare(context: &Context<'_>, user: &User<'_>) -> Result<Setup, Failure> {
+    let dir = context.scratch_home.join(".codex");
+    super::private_dir(AGENT, &dir)?;
+    let mut setup = Setup::default();
+    let mut carried = Vec::new();
+    let user_dir = user.dir("CODEX_HOME", ".codex");
+    let mut document = DocumentMut::new();
+    let mut instructions = Vec::new();
+    if let Some(user_dir) = &user_dir {
+        super::check_user_dir(AGENT, user_dir, context.worktree)?;
+        if let Some(bytes) = super::read_user_file(AGENT, &user_dir.join("config.toml"))? {
+            let text = String::from_utf8(bytes).map_err(|_| {
+                super::refused(
+                    AGENT,
+                    format!("{}/config.toml is not UTF-8", user_dir.display()),
+                )
+            })?;
+            document = text.parse().map_err(|e| {
+                super::refused(AGENT, format!("{}/config.toml: {e}", user_dir.display()))
+            })?;
+            carried.push("config.toml");
+        }
+        if super::carry(AGENT, &user_dir.join("auth.json"), &dir.join("auth.json"))? {
+            carried.push("auth.json");
+        }
+        if let Some(bytes) = super::read_user_file(AGENT, &user_dir.join("AGENTS.md"))? {
+            instructions = bytes;
+            carried.push("AGENTS.md");
+        }
+        setup.deny.push(user_dir.clone());
+    }
+    configure(&mut document, context.host);
+    let endpoint = endpoint(&document, user);
+    super::private_file(
+        AGENT,
+        &dir.join("config.toml"),
+        document.to_string().as_bytes(),
+    )?;
+    let mut agents_md = note::text(&tool, context.scratch_paths).into_bytes();
+    if !instructions.is_empty() {
+        agents_md.extend_from_slice(b"\n");
+        agents_md.extend_from_slice(&instructions);
+    }
+    super::private_file(AGENT, &dir.join("AGENTS.md"), &agents_md)?;
+    setup.ports.extend(super::url_port(&endpoint));
+    setup.env.push(("CODEX_HOME".into(), dir.clone().into()));
+    setup.summary = format!(
+        "CODEX_HOME={} ({}satyrn its only MCP server, approvals and Codex's sandbox off); model endpoint {endpoint}",
+        dir.display(),
+        if carried.is_empty() {
+            String::new()
+        } else {
+            format!("carried {}; ", carried.join(", "))
+        }
+    );
+    Ok(setup)
+}
+
+/// satyrn's server instead of the user's, no approval prompts, no second sandbox.
+fn configure(document: &mut DocumentMut, host: &Path) {
+    let mut server = Table::new();
+    server.insert("command", value(host.to_string_lossy().as_ref()));
+    let mut args = Array::new();
+    args.push("mcp");
+    server.insert("args", value(args));
+    // Codex starts an MCP server with a filtered environment: the broker's variables must
+    // be named to reach `satyrn-host mcp`.
+    let mut forwarded = Array::new();
+    forwarded.push(crate::confine::broker::SOCKET_VAR);
+    forwarded.push(crate::confine::broker::SECRET_VAR);
+    server.insert("env_vars", value(forwarded));
+    server.insert("default_tools_approval_mode", value("approve"));
+    let mut servers = Table::new();
+    servers.set_implicit(true);
+    servers.insert(SERVER, Item::Table(server));
+    document.insert("mcp_servers", Item::Table(servers));
+    document.insert("approval_policy", value("never"));
+    document.insert("sandbox_mode", value("danger-full-access"));
+}
+
+/// The model endpoint Codex will call.
+fn endpoint(document: &DocumentMut, user: &User<'_>) -> String {
+    let provider = document
+        .get("model_provider")
+        .and_then(Item::as_str)
+        .unwrap_or("openai");
+    let configured = document
+        .get("model_providers")
+        .and_then(|p| p.get(provider))
+        .and_then(|p| p.get("base_url"))
+        .and_then(Item::as_str);
+    match configured {
+        Some(url) => url.to_owned(),
+        None => user
+            .var("OPENAI_BASE_URL")
+            .map(|v| v.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "https://api.openai.com/v1".to_owned()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    #[test]
+    fn the_user_s_servers_are_replaced_and_the_rest_is_kept() {
+        let mut document: toml_edit::DocumentMut = r#"
+model = "gpt-x"
+model_provider = "local"
+sandbox_mode = "read-only"
+
+[model_providers.local]
+base_url = "http://127.0.0.1:9999/v1"
+wire_api = "responses"
+
+[mcp_servers.other]
+command = "other-server"
+"#
+        .parse()
+        .unwrap();
+        super::configure(&mut document, Path::new("/opt/satyrn-host"));
+        let text = document.to_string();
+        let parsed: toml_edit::DocumentMut = text.parse().unwrap();
+        assert_eq!(parsed["model"].as_str(), Some("gpt-x"));
+        assert_eq!(parsed["sandbox_mode"].as_str(), Some("danger-full-access"));
+        assert_eq!(parsed["approval_policy"].as_str(), Some("never"));
+        assert!(parsed["mcp_servers"].get("other").is_none(), "{text}");
+        assert_eq!(
+            parsed["mcp_servers"]["satyrn"]["command"].as_str(),
+            Some("/opt/satyrn-host")
+        );
+        assert_eq!(
+            parsed["model_providers"]["local"]["base_url"].as_str(),
+            Some("http://127.0.0.1:9999/v1")
+        );
+    }
+}

@@ -1,0 +1,271 @@
+//! `confine --agent NAME`: what one agent CLI needs to run well inside a confined run, made
+//! in the run's scratch home and never in the user's own configuration.
+//!
+//! For each agent ([`Agent`]) [`prepare`] writes, under the scratch home:
+//!
+//! - the agent's configuration, in its own format, with satyrn's MCP server (`satyrn-host
+//!   mcp`, which relays to the run's broker) as its only MCP server, and the agent's own
+//!   approval prompts and sandbox switched off: the kernel is the boundary, so the agent
+//!   keeps every built-in tool and its shell;
+//! - copies (mode 0600) of the user's model settings and credentials, and nothing else of
+//!   the user's agent directory;
+//! - the note that tells the model which tools change files ([`note`]), in the file the
+//!   agent reads as its user-level instructions (`AGENTS.md`, `CLAUDE.md`).
+//!
+//! It returns the variables that point the agent there, the ports of its model endpoint
+//! (the only TCP ports the command may then connect to, with `--allow-connect`'s), and the
+//! user's real agent directory, which the command may then not read (it holds other
+//! sessions' transcripts and the credentials' originals).
+//!
+//! The user's agent directory is found as the agent finds it (its variable, else under
+//! `HOME`); one inside the worktree is refused, since the model endpoint could then come
+//! from the repository. See `docs/mcp-clients.md` for each agent's exact command.
+
+mod claude;
+mod codex;
+pub mod note;
+
+use std::ffi::OsString;
+use std::fs::OpenOptions;
+use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use crate::code::{Code, Failure};
+
+/// The agents `confine --agent` prepares for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Agent {
+    /// Claude Code (`claude`): `CLAUDE_CONFIG_DIR` in the scratch home.
+    Claude,
+    /// Codex CLI (`codex`): `CODEX_HOME` in the scratch home.
+    Codex,
+}
+
+impl Agent {
+    /// The agent's name as `--agent` spells it.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Claude => "claude",
+            Self::Codex => "codex",
+        }
+    }
+}
+
+/// The name satyrn's MCP server has in every configuration written here.
+pub const SERVER: &str = "satyrn";
+
+/// What [`prepare`] needs to know.
+#[derive(Debug, Clone)]
+pub struct Context<'a> {
+    /// The run's scratch home (exists, mode 0700); the agent's directory goes beneath it.
+    pub scratch_home: &'a Path,
+    /// The worktree root (canonical).
+    pub worktree: &'a Path,
+    /// The `satyrn-host` binary the agent starts as its MCP server (absolute).
+    pub host: &'a Path,
+    /// The contract's scratch paths, named in the note.
+    pub scratch_paths: &'a [String],
+}
+
+/// What an agent's preparation adds to the run.
+#[derive(Debug, Clone, Default)]
+pub struct Setup {
+    /// Variables set in the command's environment.
+    pub env: Vec<(OsString, OsString)>,
+    /// The TCP ports of the model endpoint.
+    pub ports: Vec<u16>,
+    /// The user's own agent files, unreadable by the command.
+    pub deny: Vec<PathBuf>,
+    /// One line for the start-up summary: where the configuration is, what was carried.
+    pub summary: String,
+}
+
+/// Prepares `agent`'s directory under `context.scratch_home`, reading the user's agent
+/// configuration through `var` (the caller's environment).
+///
+/// # Errors
+///
+/// `CONFINE_UNAVAILABLE` when the user's agent directory lies inside the worktree or is
+/// relative, when a carried file is not a regular file or cannot be read, when the user's
+/// configuration does not parse, or on a failed write.
+pub fn prepare(
+    agent: Agent,
+    context: &Context<'_>,
+    var: &dyn Fn(&str) -> Option<OsString>,
+) -> Result<Setup, Failure> {
+    let user_home = var("HOME").filter(|h| !h.is_empty()).map(PathBuf::from);
+    let user = User {
+        home: user_home,
+        var,
+    };
+    match agent {
+        Agent::Claude => claude::prepare(context, &user),
+        Agent::Codex => codex::prepare(context, &user),
+    }
+}
+
+/// The caller's environment, as the agent would read it.
+struct User<'a> {
+    home: Option<PathBuf>,
+    var: &'a dyn Fn(&str) -> Option<OsString>,
+}
+
+impl User<'_> {
+    /// A non-empty variable.
+    fn var(&self, name: &str) -> Option<OsString> {
+        (self.var)(name).filter(|v| !v.is_empty())
+    }
+
+    /// The agent's directory: `$VAR` when set (a leading `~/` means `HOME`), else
+    /// `HOME/default`; `None` when neither can be known.
+    fn dir(&self, var: &str, default: &str) -> Option<PathBuf> {
+        match self.var(var) {
+            Some(dir) => {
+                let text = dir.to_string_lossy();
+                match (text.strip_prefix("~/"), &self.home) {
+                    (Some(rest), Some(home)) => Some(home.join(rest)),
+                    _ => Some(PathBuf::from(dir)),
+                }
+            }
+            None => self.home.as_ref().map(|h| h.join(default)),
+        }
+    }
+}
+
+/// A refusal of the agent's preparation.
+fn refused(agent: Agent, message: impl std::fmt::Display) -> Failure {
+    Failure::new(
+        Code::ConfineUnavailable,
+        format!("--agent {}: {message}", agent.name()),
+    )
+}
+
+/// Refuses a user agent directory that is relative or lies inside the worktree.
+fn check_user_dir(agent: Agent, dir: &Path, worktree: &Path) -> Result<(), Failure> {
+    if !dir.is_absolute() {
+        return Err(refused(
+            agent,
+            format!("the agent directory {} must be absolute", dir.display()),
+        ));
+    }
+    let resolved = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+    if resolved.starts_with(worktree) {
+        return Err(refused(
+            agent,
+            format!(
+                "the agent directory {} lies inside the worktree, so the model endpoint could come from the repository; keep it elsewhere",
+                dir.display()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The largest user file carried or parsed (configuration, credentials).
+const MAX_CARRIED_BYTES: u64 = 4 * 1024 * 1024;
+
+/// The bytes of a user file, `None` when it does not exist.
+fn read_user_file(agent: Agent, path: &Path) -> Result<Option<Vec<u8>>, Failure> {
+    let meta = match std::fs::metadata(path) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => {
+            return Err(refused(
+                agent,
+                format!("cannot inspect {}: {e}", path.display()),
+            ));
+        }
+    };
+    if !meta.is_file() {
+        return Err(refused(
+            agent,
+            format!("{} is not a regular file", path.display()),
+        ));
+    }
+    if meta.len() > MAX_CARRIED_BYTES {
+        return Err(refused(
+            agent,
+            format!(
+                "{} is larger than {MAX_CARRIED_BYTES} bytes",
+                path.display()
+            ),
+        ));
+    }
+    std::fs::read(path)
+        .map(Some)
+        .map_err(|e| refused(agent, format!("cannot read {}: {e}", path.display())))
+}
+
+/// Creates a directory (and its parents under the scratch home), mode 0700.
+fn private_dir(agent: Agent, dir: &Path) -> Result<(), Failure> {
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|e| refused(agent, format!("cannot create {}: {e}", dir.display())))
+}
+
+/// Writes a new private file (mode 0600); an existing one is an error.
+fn private_file(agent: Agent, path: &Path, bytes: &[u8]) -> Result<(), Failure> {
+    OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .and_then(|mut file| file.write_all(bytes))
+        .map_err(|e| refused(agent, format!("cannot write {}: {e}", path.display())))
+}
+
+/// Copies a user file into the agent's directory when it exists; whether it did.
+fn carry(agent: Agent, from: &Path, to: &Path) -> Result<bool, Failure> {
+    match read_user_file(agent, from)? {
+        Some(bytes) => private_file(agent, to, &bytes).map(|()| true),
+        None => Ok(false),
+    }
+}
+
+/// The TCP port of an `http://` or `https://` URL: the explicit one, else 80 or 443.
+/// `None` for another scheme or a malformed authority.
+#[must_use]
+pub fn url_port(url: &str) -> Option<u16> {
+    let (scheme, rest) = url.split_once("://")?;
+    let default = match scheme.to_ascii_lowercase().as_str() {
+        "http" => 80,
+        "https" => 443,
+        _ => return None,
+    };
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    let host_port = authority.rsplit('@').next().unwrap_or_default();
+    let port = if let Some(bracketed) = host_port.strip_prefix('[') {
+        let (_, after) = bracketed.split_once(']')?;
+        after.strip_prefix(':')
+    } else {
+        host_port.split_once(':').map(|(_, p)| p)
+    };
+    match port {
+        None | Some("") => Some(default),
+        Some(p) => p.parse().ok().filter(|p| *p != 0),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::url_port;
+
+    #[test]
+    fn a_url_names_its_port_or_its_scheme_s() {
+        assert_eq!(url_port("http://127.0.0.1:4242/v1"), Some(4242));
+        assert_eq!(url_port("https://api.anthropic.com"), Some(443));
+        assert_eq!(url_port("HTTP://example.com/x"), Some(80));
+        assert_eq!(url_port("http://[::1]:8080/v1"), Some(8080));
+        assert_eq!(url_port("https://[::1]/v1"), Some(443));
+        assert_eq!(url_port("https://user:pw@host:9000/"), Some(9000));
+        assert_eq!(url_port("http://host:/"), Some(80));
+        assert_eq!(url_port("ftp://host"), None);
+        assert_eq!(url_port("host:80"), None);
+        assert_eq!(url_port("http://host:99999"), None);
+        assert_eq!(url_port("http://host:0"), None);
+    }
+}
