@@ -21,12 +21,19 @@
 import { createServer } from "node:http";
 
 /**
- * A step of the script.
- * @typedef {{ tool: { name: string, namespace?: string, arguments: Record<string, unknown> } }
- *   | { text: string }} Step
+ * A step of the script: a tool call (`custom: true` with `input` for a Responses freeform
+ * tool such as Codex's `apply_patch`), a text, or `react`: a function of the request that
+ * returns the step (a model that acts on what it was told).
+ * @typedef {{ tool: { name: string, namespace?: string, arguments?: Record<string, unknown>,
+ *   custom?: boolean, input?: string } }
+ *   | { text: string }
+ *   | { react: (body: any, kind: string) => Step }} Step
  */
 
-/** @typedef {{ method: string, url: string, kind: string, toolResults: number, body: any }} Logged */
+/**
+ * A logged request; `at` is `Date.now()` when it arrived.
+ * @typedef {{ method: string, url: string, kind: string, toolResults: number, body: any, at: number }} Logged
+ */
 
 /** The text a side request (one that offers no tools) receives. */
 export const SIDE_TEXT = "Scripted title";
@@ -125,19 +132,20 @@ export async function startScriptedModel(script) {
       const path = url.split("?")[0];
       ids += 1;
       const id = ids;
+      const at = Date.now();
       if (req.method === "POST" && path.endsWith("/messages/count_tokens")) {
-        requests.push({ method: "POST", url, kind: "count_tokens", toolResults: 0, body });
+        requests.push({ method: "POST", url, kind: "count_tokens", toolResults: 0, body, at });
         json(res, 200, { input_tokens: 100 });
       } else if (req.method === "POST" && path.endsWith("/responses")) {
         const n = responsesToolResults(body);
-        requests.push({ method: "POST", url, kind: "responses", toolResults: n, body });
-        respondResponses(res, id, pick(script, n, body?.tools));
+        requests.push({ method: "POST", url, kind: "responses", toolResults: n, body, at });
+        respondResponses(res, id, pick(script, n, body, "responses"));
       } else if (req.method === "POST" && path.endsWith("/messages")) {
         const n = messagesToolResults(body);
-        requests.push({ method: "POST", url, kind: "messages", toolResults: n, body });
-        respondMessages(res, id, pick(script, n, body?.tools), body);
+        requests.push({ method: "POST", url, kind: "messages", toolResults: n, body, at });
+        respondMessages(res, id, pick(script, n, body, "messages"), body);
       } else {
-        requests.push({ method: req.method ?? "", url, kind: "other", toolResults: 0, body });
+        requests.push({ method: req.method ?? "", url, kind: "other", toolResults: 0, body, at });
         json(res, 404, { error: { type: "not_found", message: `scripted model: no ${path}` } });
       }
     });
@@ -161,12 +169,15 @@ export async function startScriptedModel(script) {
 /**
  * @param {Step[]} script
  * @param {number} n
- * @param {unknown} tools
+ * @param {any} body
+ * @param {string} kind
  * @returns {Step}
  */
-function pick(script, n, tools) {
+function pick(script, n, body, kind) {
+  const tools = body?.tools;
   if (!Array.isArray(tools) || tools.length === 0) return { text: SIDE_TEXT };
-  return script[n] ?? { text: DONE_TEXT };
+  const step = script[n] ?? { text: DONE_TEXT };
+  return "react" in step ? step.react(body, kind) : step;
 }
 
 function json(res, status, value) {
@@ -188,7 +199,16 @@ function sse(res) {
 function respondResponses(res, id, step) {
   const responseId = `resp_${id}`;
   let item;
-  if ("tool" in step) {
+  if ("tool" in step && step.tool.custom) {
+    item = {
+      type: "custom_tool_call",
+      id: `ctc_${id}`,
+      call_id: `call_${id}`,
+      name: step.tool.name,
+      input: step.tool.input ?? "",
+      status: "completed",
+    };
+  } else if ("tool" in step) {
     item = {
       type: "function_call",
       id: `fc_${id}`,

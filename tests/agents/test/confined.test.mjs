@@ -1,0 +1,104 @@
+// Claude Code and Codex under `satyrn-host confine --agent NAME`, every built-in tool left on:
+// the kernel refuses each built-in and shell write, satyrn's edit lands, the test command
+// runs, nothing else on disk changes and the private `.env` never reaches the model.
+import assert from "node:assert/strict";
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, test } from "node:test";
+import { A_AFTER, describe, snapshot } from "../lib/harness.mjs";
+import {
+  AGENTS,
+  GUARDED,
+  NOTE_HEADING,
+  STRAY,
+  assertStory,
+  assertToldTheModel,
+  confinedScript,
+  lastModelRequest,
+  makeConfinedFixture,
+  processesWith,
+  repoState,
+  runConfined,
+} from "../lib/confined.mjs";
+import { startScriptedModel, toolResultsOf } from "../lib/scripted-model.mjs";
+
+const cleanups = [];
+afterEach(async () => {
+  while (cleanups.length) await cleanups.pop()();
+});
+
+for (const agent of Object.keys(AGENTS)) {
+  test(`confine --agent ${agent}: every built-in and shell write refused, satyrn's edit lands, the tests run`, async (t) => {
+    const fixture = makeConfinedFixture();
+    cleanups.push(async () => fixture.cleanup());
+    const { repo, contract, home } = fixture;
+    const { script, expected } = confinedScript(agent, repo);
+    const model = await startScriptedModel(script);
+    cleanups.push(() => model.close());
+    const userConfig = AGENTS[agent].userConfig(home, model.url).map((p) => [p, snapshot(p)]);
+    const before = repoState(repo);
+
+    const result = await runConfined(agent, { repo, contract, home, modelUrl: model.url, prompt: "Change beta in src/a.txt." });
+    assert.equal(result.code, 0, describe(result));
+    assert.match(result.stderr, new RegExp(`--agent ${agent}: `), describe(result));
+    assert.match(result.stderr, /TCP connect only to port \d+/, "connect is limited to the model endpoint");
+
+    assertToldTheModel(model.requests);
+    const refused = assertStory(model.requests, expected);
+    const attempted = expected.filter((s) => s.refusal).length;
+    t.diagnostic(`${agent}: ${refused} of ${attempted} built-in and shell writes refused by the kernel`);
+    assert.equal(refused, attempted);
+
+    const after = repoState(repo);
+    assert.equal(readFileSync(join(repo, "src", "a.txt"), "utf8"), A_AFTER, "satyrn's edit landed");
+    for (const path of GUARDED.filter((p) => p !== "src/a.txt")) {
+      assert.deepEqual(after.files[path], before.files[path], `${path} changed (bytes, mode or inode)`);
+    }
+    assert.equal(after.refs, before.refs, "refs changed");
+    assert.equal(after.stash, "", "a stash was made");
+    assert.equal(after.status, " M src/a.txt\n", "only satyrn's edit shows in git status");
+    assert.ok(!existsSync(join(repo, "undeclared.txt")));
+    assert.ok(existsSync(join(repo, "target", "test-ran")), "the test command wrote its scratch path");
+    for (const [path, snap] of userConfig) assert.deepEqual(snapshot(path), snap, `the user's ${path} was written`);
+    assert.ok(!existsSync(join(home, ".claude")) && !existsSync(join(home, ".claude.json")), "nothing was written to the user's Claude config");
+    assert.deepEqual(processesWith("sleep 313"), [], `the background process outlived the run (${STRAY})`);
+  });
+
+  test(`confine --agent ${agent}: after one refused built-in write, the model finds satyrn's tool in what it was told`, async () => {
+    const a = AGENTS[agent];
+    let found = null;
+    const fixture = makeConfinedFixture();
+    cleanups.push(async () => fixture.cleanup());
+    const { repo, contract, home } = fixture;
+    const [{ tool: builtin, refusal }] = a.builtins(repo);
+    // The model's second call: satyrn's read when the context names it, else the built-in again.
+    const script = [
+      { tool: builtin },
+      {
+        react: (body) => {
+          found = a.findTool(JSON.stringify(body), "read") && a.findTool(JSON.stringify(body), "edit");
+          return found ? { tool: { ...a.findTool(JSON.stringify(body), "read"), arguments: { path: "src/a.txt" } } } : { tool: builtin };
+        },
+      },
+      {
+        react: (body) => {
+          const edit = a.findTool(JSON.stringify(body), "edit");
+          return edit
+            ? { tool: { ...edit, arguments: { path: "src/a.txt", edits: [{ op: "replace", old_text: "beta", new_text: "BETA, edited through satyrn" }] } } }
+            : { tool: builtin };
+        },
+      },
+    ];
+    const model = await startScriptedModel(script);
+    cleanups.push(() => model.close());
+    a.userConfig(home, model.url);
+    const result = await runConfined(agent, { repo, contract, home, modelUrl: model.url, prompt: "Change beta in src/a.txt." });
+    assert.equal(result.code, 0, describe(result));
+    assert.ok(found, "satyrn's tools are not named in what the model was told");
+    const results = toolResultsOf(lastModelRequest(model.requests));
+    assert.match(results[0].text, refusal);
+    assert.match(results[1].text, /"sha256":"[0-9a-f]{64}"/, `the second call was not satyrn's read: ${results[1].text}`);
+    assert.equal(readFileSync(join(repo, "src", "a.txt"), "utf8"), A_AFTER);
+    assert.ok(JSON.stringify(model.requests).includes(NOTE_HEADING));
+  });
+}
