@@ -95,14 +95,18 @@ const toml = (s) => JSON.stringify(s);
 export const AGENTS = {
   claude: {
     shell: (command) => ({ name: "Bash", arguments: { command, description: "run a command" } }),
+    // Claude Code's file tools take absolute paths: `repo`, else the working directory its
+    // system prompt names (a `deliver` worktree's path is not known in advance).
     builtins: (repo) => [
       {
-        tool: { name: "Write", arguments: { file_path: join(repo, "src", "a.txt"), content: "written by a built-in\n" } },
-        refusal: /EACCES: permission denied/,
+        what: "Write",
+        tool: (body) => ({ name: "Write", arguments: { file_path: join(repo ?? claudeCwd(body), "src", "a.txt"), content: "written by a built-in\n" } }),
+        refusal: /EACCES: permission denied, open '\/.*\/src\/a\.txt/,
       },
       {
-        tool: { name: "Edit", arguments: { file_path: join(repo, "src", "a.txt"), old_string: "beta", new_string: "BUILTIN" } },
-        refusal: /EACCES: permission denied/,
+        what: "Edit",
+        tool: (body) => ({ name: "Edit", arguments: { file_path: join(repo ?? claudeCwd(body), "src", "a.txt"), old_string: "beta", new_string: "BUILTIN" } }),
+        refusal: /EACCES: permission denied, open '\/.*\/src\/a\.txt/,
       },
     ],
     mcp: (name) => ({ name: `mcp__satyrn__${name}` }),
@@ -125,6 +129,7 @@ export const AGENTS = {
     // Codex's apply_patch reports the kernel's refusal without the errno.
     builtins: () => [
       {
+        what: "apply_patch",
         tool: {
           name: "apply_patch",
           custom: true,
@@ -171,32 +176,45 @@ export const AGENTS = {
   },
 };
 
-/** The shell steps, each a write the kernel must refuse (and how the refusal reads). */
-export const SHELL_WRITES = [
+/** The working directory Claude Code's system prompt names. */
+function claudeCwd(body) {
+  const m = JSON.stringify(body ?? "").match(/[Ww]orking directory: (\/[^\s\\"]+)/);
+  return m ? m[1] : "/claude-named-no-working-directory";
+}
+
+/** A step for a tool call given as a call or as a function of the request. */
+export const stepOf = (tool) => (typeof tool === "function" ? { react: (body) => ({ tool: tool(body) }) } : { tool });
+
+/**
+ * The shell steps, each a write the kernel must refuse (and how the refusal reads); `.env`
+ * is `secret`'s path (the caller's, under `deliver`).
+ */
+export const shellWrites = (secret = ".env") => [
   { cmd: "sed -i 's/beta/SED/' src/a.txt", refusal: /Permission denied/ },
   { cmd: "echo pwned >> undeclared.txt", refusal: /Permission denied/ },
   { cmd: "rm README.md", refusal: /Permission denied|Operation not permitted/ },
   { cmd: "git commit -am 'taken over'", refusal: /index\.lock'?: Permission denied/ },
   { cmd: "git stash", refusal: /could not write index|Permission denied/ },
-  { cmd: "cat .env", refusal: /Permission denied/ },
+  { cmd: `cat ${secret}`, refusal: /Permission denied/ },
 ];
 
 /** A process the shell leaves running: `confine` must stop it. */
 export const STRAY = "nohup sleep 313 >/dev/null 2>&1 &";
 
 /**
- * The script of the whole story for `agent`, working in `repo`.
+ * The script of the whole story for `agent`, working in `repo` (`null`: wherever the agent
+ * says it works), reading the private file at `secret`.
  * @returns {{ script: import("./scripted-model.mjs").Step[], expected: Array<{ what: string, refusal?: RegExp }> }}
  */
-export function confinedScript(agent, repo) {
+export function confinedScript(agent, repo, secret = ".env") {
   const a = AGENTS[agent];
   const expected = [];
   const script = [];
-  for (const { tool, refusal } of a.builtins(repo)) {
-    script.push({ tool });
-    expected.push({ what: `built-in ${tool.name}`, refusal });
+  for (const { what, tool, refusal } of a.builtins(repo)) {
+    script.push(stepOf(tool));
+    expected.push({ what: `built-in ${what}`, refusal });
   }
-  for (const { cmd, refusal } of SHELL_WRITES) {
+  for (const { cmd, refusal } of shellWrites(secret)) {
     script.push({ tool: a.shell(cmd) });
     expected.push({ what: `shell: ${cmd}`, refusal });
   }

@@ -70,14 +70,15 @@ for (const agent of Object.keys(AGENTS)) {
     const fixture = makeConfinedFixture();
     cleanups.push(async () => fixture.cleanup());
     const { repo, contract, home } = fixture;
-    const [{ tool: builtin, refusal }] = a.builtins(repo);
+    const [{ tool, refusal }] = a.builtins(repo);
+    const builtin = (body) => (typeof tool === "function" ? tool(body) : tool);
     // The model's second call: satyrn's read when the context names it, else the built-in again.
     const script = [
-      { tool: builtin },
+      { react: (body) => ({ tool: builtin(body) }) },
       {
         react: (body) => {
           found = a.findTool(JSON.stringify(body), "read") && a.findTool(JSON.stringify(body), "edit");
-          return found ? { tool: { ...a.findTool(JSON.stringify(body), "read"), arguments: { path: "src/a.txt" } } } : { tool: builtin };
+          return found ? { tool: { ...a.findTool(JSON.stringify(body), "read"), arguments: { path: "src/a.txt" } } } : { tool: builtin(body) };
         },
       },
       {
@@ -85,7 +86,7 @@ for (const agent of Object.keys(AGENTS)) {
           const edit = a.findTool(JSON.stringify(body), "edit");
           return edit
             ? { tool: { ...edit, arguments: { path: "src/a.txt", edits: [{ op: "replace", old_text: "beta", new_text: "BETA, edited through satyrn" }] } } }
-            : { tool: builtin };
+            : { tool: builtin(body) };
         },
       },
     ];
