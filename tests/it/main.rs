@@ -8,6 +8,7 @@ mod candidates_remote;
 mod cli;
 mod component;
 mod confine;
+mod confine_agent;
 mod confine_escapes;
 mod deliver;
 mod deliver_contract;

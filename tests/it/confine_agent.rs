@@ -1,0 +1,340 @@
+//! `satyrn-host confine --agent claude|codex`: what each agent finds in its scratch
+//! directory (read by a real shell standing in for the agent inside the real kernel's
+//! rules), what it can no longer read or reach, and the refusals at start, each beside its
+//! sibling success, the user's files proven unchanged. The real agent CLIs run under it in
+//! `tests/agents/test/confined.test.mjs`.
+
+use std::net::TcpListener;
+use std::path::Path;
+use std::process::Output;
+
+use crate::confine::Fixture;
+use crate::support::{host_bin, snapshot, tree_state};
+
+/// A user's Codex directory: a config naming a model endpoint and another MCP server, a
+/// login, and instructions of their own.
+fn codex_user(home: &Path, port: u16) -> std::path::PathBuf {
+    let dir = home.join(".codex");
+    std::fs::create_dir_all(dir.join("sessions")).expect("mkdir");
+    std::fs::write(
+        dir.join("config.toml"),
+        format!(
+            "# my settings\nmodel = \"my-model\"\nmodel_provider = \"mine\"\n\n[model_providers.mine]\nname = \"mine\"\nbase_url = \"http://127.0.0.1:{port}/v1\"\nwire_api = \"responses\"\n\n[mcp_servers.other]\ncommand = \"other-server\"\n"
+        ),
+    )
+    .expect("config");
+    std::fs::write(dir.join("auth.json"), "{\"OPENAI_API_KEY\":\"sk-user\"}\n").expect("auth");
+    std::fs::write(dir.join("AGENTS.md"), "Prefer small commits.\n").expect("agents");
+    std::fs::write(dir.join("sessions/old.jsonl"), "another session\n").expect("session");
+    dir
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn describe(out: &Output) -> String {
+    format!(
+        "status {:?}\n--- stdout\n{}\n--- stderr\n{}",
+        out.status,
+        stdout(out),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+#[test]
+fn codex_finds_satyrn_as_its_only_server_its_login_and_the_note_and_cannot_read_the_user_s_directory()
+ {
+    let f = Fixture::new();
+    let user = codex_user(f.home.path(), 4242);
+    let files = [
+        "config.toml",
+        "auth.json",
+        "AGENTS.md",
+        "sessions/old.jsonl",
+    ];
+    let before: Vec<_> = files.iter().map(|n| snapshot(&user.join(n))).collect();
+    let script = format!(
+        "cat \"$CODEX_HOME/config.toml\"; echo '--- agents'; cat \"$CODEX_HOME/AGENTS.md\"; \
+         echo '--- auth'; cat \"$CODEX_HOME/auth.json\"; stat -c '%a' \"$CODEX_HOME/auth.json\"; \
+         echo '--- user'; cat {u}/config.toml >/dev/null 2>&1; echo \"user-config $?\"; \
+         cat {u}/sessions/old.jsonl >/dev/null 2>&1; echo \"user-session $?\"; \
+         echo x > \"$CODEX_HOME/state\"; echo \"own-state $?\"",
+        u = user.display()
+    );
+    let out = f.confine(&["--agent", "codex"], &script);
+    assert!(out.status.success(), "{}", describe(&out));
+    let text = stdout(&out);
+    let (config, rest) = text.split_once("--- agents").expect("sections");
+    let parsed: toml_edit::DocumentMut = config.parse().expect("a valid config.toml");
+    assert_eq!(parsed["model"].as_str(), Some("my-model"), "{config}");
+    assert_eq!(
+        parsed["model_providers"]["mine"]["base_url"].as_str(),
+        Some("http://127.0.0.1:4242/v1")
+    );
+    assert!(parsed["mcp_servers"].get("other").is_none(), "{config}");
+    let satyrn = &parsed["mcp_servers"]["satyrn"];
+    assert_eq!(
+        satyrn["command"].as_str(),
+        Some(host_bin().to_str().expect("utf-8"))
+    );
+    assert_eq!(
+        satyrn["args"].as_array().map(toml_edit::Array::len),
+        Some(1)
+    );
+    assert_eq!(parsed["sandbox_mode"].as_str(), Some("danger-full-access"));
+    assert_eq!(parsed["approval_policy"].as_str(), Some("never"));
+    assert!(
+        config.contains("# my settings"),
+        "comments are kept: {config}"
+    );
+    let (agents, rest) = rest.split_once("--- auth").expect("auth");
+    assert!(
+        agents
+            .trim_start()
+            .starts_with("# satyrn: this session is confined"),
+        "{agents}"
+    );
+    assert!(
+        agents.contains("`edit` (namespace `mcp__satyrn`)"),
+        "{agents}"
+    );
+    assert!(
+        agents.contains("Prefer small commits."),
+        "the user's instructions follow the note"
+    );
+    assert!(agents.contains("`target/`"), "the scratch path is named");
+    assert!(
+        rest.contains("sk-user") && rest.contains("\n600\n"),
+        "{rest}"
+    );
+    assert!(rest.contains("user-config 1"), "{rest}");
+    assert!(rest.contains("user-session 1"), "{rest}");
+    assert!(rest.contains("own-state 0"), "{rest}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("--agent codex: CODEX_HOME=")
+            && stderr.contains("carried config.toml, auth.json, AGENTS.md"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("TCP connect only to port 4242"), "{stderr}");
+    let after: Vec<_> = files.iter().map(|n| snapshot(&user.join(n))).collect();
+    assert_eq!(before, after, "the user's Codex directory was written");
+}
+
+#[test]
+fn claude_finds_satyrn_its_permissions_hook_login_and_note_and_cannot_read_the_user_s_state() {
+    let f = Fixture::new();
+    let home = f.home.path();
+    let user = home.join(".claude");
+    std::fs::create_dir_all(&user).expect("mkdir");
+    std::fs::write(
+        user.join("settings.json"),
+        "{\"model\":\"opus\",\"env\":{\"ANTHROPIC_BASE_URL\":\"http://127.0.0.1:4343\"}}\n",
+    )
+    .expect("settings");
+    std::fs::write(
+        user.join(".credentials.json"),
+        "{\"token\":\"user-login\"}\n",
+    )
+    .expect("creds");
+    std::fs::write(
+        home.join(".claude.json"),
+        "{\"projects\":{\"/secret/project\":{}}}\n",
+    )
+    .expect("state");
+    let watched = [
+        user.join("settings.json"),
+        user.join(".credentials.json"),
+        home.join(".claude.json"),
+    ];
+    let before: Vec<_> = watched.iter().map(|p| snapshot(p)).collect();
+    let script = format!(
+        "cat \"$CLAUDE_CONFIG_DIR/.claude.json\"; echo '--- settings'; cat \"$CLAUDE_CONFIG_DIR/settings.json\"; \
+         echo '--- note'; cat \"$CLAUDE_CONFIG_DIR/CLAUDE.md\"; echo '--- creds'; cat \"$CLAUDE_CONFIG_DIR/.credentials.json\"; \
+         cat {h}/.claude.json >/dev/null 2>&1; echo \"user-state $?\"; \
+         cat {h}/.claude/settings.json >/dev/null 2>&1; echo \"user-settings $?\"",
+        h = home.display()
+    );
+    let out = f.confine(&["--agent", "claude"], &script);
+    assert!(out.status.success(), "{}", describe(&out));
+    let text = stdout(&out);
+    let (state, rest) = text.split_once("--- settings").expect("sections");
+    let state: serde_json::Value = serde_json::from_str(state).expect("json");
+    assert_eq!(
+        state["mcpServers"]["satyrn"]["command"],
+        host_bin().to_str().expect("utf-8")
+    );
+    assert_eq!(
+        state["mcpServers"]["satyrn"]["args"],
+        serde_json::json!(["mcp"])
+    );
+    assert!(
+        state.get("projects").is_none(),
+        "the user's state was carried"
+    );
+    let (settings, rest) = rest.split_once("--- note").expect("note");
+    let settings: serde_json::Value = serde_json::from_str(settings).expect("json");
+    assert_eq!(settings["model"], "opus");
+    let allow = settings["permissions"]["allow"].to_string();
+    for tool in ["mcp__satyrn", "Bash", "Edit", "Write"] {
+        assert!(allow.contains(&format!("\"{tool}\"")), "{allow}");
+    }
+    assert_eq!(settings["env"]["ENABLE_TOOL_SEARCH"], "false");
+    assert!(
+        settings["hooks"]["PostToolUseFailure"][0]["hooks"][0]["command"]
+            .as_str()
+            .is_some_and(|c| c.contains("mcp__satyrn__edit"))
+    );
+    let (note, rest) = rest.split_once("--- creds").expect("creds");
+    assert!(note.contains("`mcp__satyrn__edit`"), "{note}");
+    assert!(rest.contains("user-login"), "{rest}");
+    assert!(rest.contains("user-state 1"), "{rest}");
+    assert!(rest.contains("user-settings 1"), "{rest}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("TCP connect only to port 4343"), "{stderr}");
+    let after: Vec<_> = watched.iter().map(|p| snapshot(p)).collect();
+    assert_eq!(before, after, "the user's Claude files were written");
+}
+
+/// A bash line that connects to `port` on 127.0.0.1 and prints `NAME STATUS`.
+fn connect(name: &str, port: u16) -> String {
+    format!("bash -c 'exec 3<>/dev/tcp/127.0.0.1/{port}' 2>/dev/null; echo \"{name} $?\"\n")
+}
+
+#[test]
+fn an_agent_connects_to_its_model_endpoint_and_to_no_other_port() {
+    let model = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let other = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let model_port = model.local_addr().expect("addr").port();
+    let other_port = other.local_addr().expect("addr").port();
+    let f = Fixture::new();
+    codex_user(f.home.path(), model_port);
+    let script = connect("model", model_port) + &connect("other", other_port);
+    let out = f.confine(&["--agent", "codex"], &script);
+    let text = stdout(&out);
+    assert!(text.contains("model 0"), "{}", describe(&out));
+    assert!(text.contains("other 1"), "{}", describe(&out));
+    // --allow-connect adds a port.
+    let extra = other_port.to_string();
+    let out = f.confine(&["--agent", "codex", "--allow-connect", &extra], &script);
+    let text = stdout(&out);
+    assert!(
+        text.contains("model 0") && text.contains("other 0"),
+        "{}",
+        describe(&out)
+    );
+}
+
+#[test]
+fn a_user_agent_directory_inside_the_worktree_is_refused_and_nothing_runs() {
+    let f = Fixture::new();
+    let root = f.root();
+    let inside = root.join("target/codex");
+    std::fs::create_dir_all(&inside).expect("mkdir");
+    std::fs::write(inside.join("config.toml"), "model = \"evil\"\n").expect("config");
+    let before = tree_state(&root);
+    // In the scratch path: the command could create it.
+    let marker = root.join("target/ran");
+    let script = format!("touch {}", marker.display());
+    let out = f
+        .command(&["--agent", "codex"], &["sh", "-c", &script])
+        .env("CODEX_HOME", &inside)
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(15), "{}", describe(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("CONFINE_UNAVAILABLE") && stderr.contains("lies inside the worktree"),
+        "{stderr}"
+    );
+    assert!(!marker.exists(), "the command ran");
+    assert_eq!(tree_state(&root), before);
+    // The sibling: the same directory outside the worktree.
+    let outside = f.home.path().join("codex-elsewhere");
+    std::fs::create_dir_all(&outside).expect("mkdir");
+    std::fs::write(outside.join("config.toml"), "model = \"fine\"\n").expect("config");
+    let out = f
+        .command(&["--agent", "codex"], &["sh", "-c", &script])
+        .env("CODEX_HOME", &outside)
+        .output()
+        .expect("run");
+    assert!(out.status.success(), "{}", describe(&out));
+    assert!(marker.exists());
+}
+
+#[test]
+fn a_malformed_user_config_is_a_named_refusal_that_runs_nothing_and_changes_nothing() {
+    let f = Fixture::new();
+    let user = codex_user(f.home.path(), 4242);
+    std::fs::write(user.join("config.toml"), "model = \"unterminated\n[x\n").expect("config");
+    std::fs::write(f.home.path().join(".claude.json"), "{}\n").expect("state");
+    let settings = f.home.path().join(".claude/settings.json");
+    std::fs::create_dir_all(settings.parent().expect("parent")).expect("mkdir");
+    std::fs::write(&settings, "[1, 2]\n").expect("settings");
+    // In the scratch path: the command could create it.
+    let marker = f.root().join("target/ran");
+    let script = format!("touch {}", marker.display());
+    for (agent, file, says) in [
+        ("codex", user.join("config.toml"), "config.toml"),
+        ("claude", settings.clone(), "is not a JSON object"),
+    ] {
+        let before = snapshot(&file);
+        let out = f
+            .command(&["--agent", agent], &["sh", "-c", &script])
+            .output()
+            .expect("run");
+        assert_eq!(out.status.code(), Some(15), "{}", describe(&out));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains(&format!("--agent {agent}: ")) && stderr.contains(says),
+            "{stderr}"
+        );
+        assert!(!stderr.contains("panicked"), "{stderr}");
+        assert!(!marker.exists(), "the command ran");
+        assert_eq!(snapshot(&file), before);
+    }
+}
+
+#[test]
+fn an_agent_cannot_be_run_unconfined() {
+    let f = Fixture::new();
+    let out = f.confine(&["--agent", "claude", "--unconfined"], "true");
+    assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("cannot be used with"),
+        "{}",
+        describe(&out)
+    );
+}
+
+#[test]
+fn mcp_without_a_repository_outside_a_confined_run_is_a_usage_error() {
+    let out = std::process::Command::new(host_bin())
+        .arg("mcp")
+        .env_remove("SATYRN_BROKER")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("--repo REPO and CONTRACT are required"),
+        "{}",
+        describe(&out)
+    );
+}
+
+#[test]
+fn the_scratch_agent_directory_is_private_and_removed_with_the_run() {
+    let f = Fixture::new();
+    let out = f.confine(
+        &["--agent", "claude"],
+        "stat -c '%a' \"$CLAUDE_CONFIG_DIR\"; echo \"$CLAUDE_CONFIG_DIR\"",
+    );
+    assert!(out.status.success(), "{}", describe(&out));
+    let text = stdout(&out);
+    let mut lines = text.lines();
+    assert_eq!(lines.next(), Some("700"));
+    let dir = Path::new(lines.next().expect("dir"));
+    assert!(!dir.exists(), "{} outlived the run", dir.display());
+}
