@@ -8,9 +8,17 @@
  * satyrn's tools (lib/context.ts's marker), every tool call is blocked; after that, a call
  * of any tool not in [`SATYRN_TOOLS`] is blocked. Then the loop breaker (lib/loop.ts)
  * decides.
+ *
+ * Under the kernel's rules (`satyrn-host confine` sets `SATYRN_CONFINED=1` exactly when
+ * Landlock holds the run, as with `confine --agent pi`), Pi's other tools — its `bash` —
+ * may run too: the kernel refuses their writes, so the guard need not. satyrn's tools must
+ * still be registered first, and the loop breaker still applies.
  */
 
 import { inAttempt, SATYRN_TOOLS, toolsRegistered } from "./context.ts";
+
+/** Set to `1` by `satyrn-host confine` when the kernel's rules hold the run (and removed otherwise). */
+export const CONFINED_VAR = "SATYRN_CONFINED";
 import { LoopBreaker } from "./loop.ts";
 
 /** The reason given for every call while satyrn's tools are not registered. */
@@ -27,13 +35,19 @@ export function unknownToolReason(toolName: string): string {
 export class AttemptGuard {
   private readonly breaker = new LoopBreaker();
 
-  /** `registered` is asked at every call (default: the process-wide marker). */
-  constructor(private readonly registered: () => boolean = toolsRegistered) {}
+  /**
+   * `registered` is asked at every call (default: the process-wide marker); `confined`: the
+   * kernel's rules hold the run, so tools other than satyrn's may run.
+   */
+  constructor(
+    private readonly registered: () => boolean = toolsRegistered,
+    private readonly confined = false,
+  ) {}
 
   /** Returns a reason when the call must be blocked. */
   check(toolName: string, input: unknown): string | undefined {
     if (!this.registered()) return UNREGISTERED_REASON;
-    if (!SATYRN_TOOLS.includes(toolName)) return unknownToolReason(toolName);
+    if (!this.confined && !SATYRN_TOOLS.includes(toolName)) return unknownToolReason(toolName);
     return this.breaker.check(toolName, input);
   }
 }
@@ -41,5 +55,5 @@ export class AttemptGuard {
 /** The guard for an attempt, or undefined outside one (the context variable is unset). */
 export function guardFor(env: NodeJS.ProcessEnv, registered: () => boolean = toolsRegistered): AttemptGuard | undefined {
   if (!inAttempt(env)) return undefined;
-  return new AttemptGuard(registered);
+  return new AttemptGuard(registered, env[CONFINED_VAR] === "1");
 }

@@ -69,6 +69,23 @@ test("once registered, exactly satyrn's tools pass; every other name is blocked"
   }
 });
 
+test("under the kernel's rules (SATYRN_CONFINED=1) Pi's other tools pass once satyrn's are registered", () => {
+  const confined = guardFor({ SATYRN_MUTATION_CONTEXT_FILE: CONTEXT, SATYRN_CONFINED: "1" }, () => true);
+  assert.equal(confined?.check("edit", { path: "a" }), undefined);
+  assert.equal(confined?.check("bash", { command: "make test" }), undefined);
+  // The loop breaker still applies to them.
+  assert.equal(confined?.check("bash", { command: "make test" }), undefined);
+  assert.match(confined?.check("bash", { command: "make test" }) ?? "", /loop breaker/);
+  // Not registered yet: still blocked, confined or not.
+  const early = guardFor({ SATYRN_MUTATION_CONTEXT_FILE: CONTEXT, SATYRN_CONFINED: "1" }, () => false);
+  assert.equal(early?.check("bash", { command: "ls" }), UNREGISTERED_REASON);
+  // Any other value is not confinement: bash stays blocked.
+  for (const value of ["", "0", "true", "yes", " 1"]) {
+    const guard = guardFor({ SATYRN_MUTATION_CONTEXT_FILE: CONTEXT, SATYRN_CONFINED: value }, () => true);
+    assert.equal(guard?.check("bash", { command: "ls" }), unknownToolReason("bash"), JSON.stringify(value));
+  }
+});
+
 test("the default guard reads the process-wide marker, defined once in lib/context.ts", () => {
   const guard = guardFor({ SATYRN_MUTATION_CONTEXT_FILE: CONTEXT });
   assert.equal(toolsRegistered(), false);

@@ -227,8 +227,9 @@ pub fn args(model: &str, engine: &Path, mutator: &Path) -> Vec<OsString> {
 /// process run code nobody asked it to run — Node's `NODE_OPTIONS` (`--require`) and
 /// `NODE_PATH` (which module an import finds), the dynamic loader's `LD_PRELOAD` and
 /// `LD_AUDIT`, and the shells' `BASH_ENV` and `ENV` (sourced by every non-interactive
-/// `bash`, every interactive `sh`). Model credentials, `PATH` and the locale are kept.
-pub const REMOVED_VARIABLES: [&str; 8] = [
+/// `bash`, every interactive `sh`), and `SATYRN_CONFINED` (only `confine` says whether the
+/// kernel holds Pi). Model credentials, `PATH` and the locale are kept.
+pub const REMOVED_VARIABLES: [&str; 9] = [
     "VIRTUAL_ENV",
     "SSH_AUTH_SOCK",
     "NODE_OPTIONS",
@@ -237,6 +238,7 @@ pub const REMOVED_VARIABLES: [&str; 8] = [
     "LD_AUDIT",
     "BASH_ENV",
     "ENV",
+    crate::confine::CONFINED_VAR,
 ];
 
 /// Applies the child environment and working directory ([`Home::cwd`]) to `cmd`: the parent's, minus git's routing variables

@@ -70,6 +70,10 @@ pub struct Request {
     pub argv: Vec<OsString>,
 }
 
+/// `1` in the command's environment exactly when the kernel's rules hold it (removed
+/// otherwise): satyrn's Pi package then lets Pi's own tools run (`pi/lib/guard.ts`).
+pub const CONFINED_VAR: &str = "SATYRN_CONFINED";
+
 /// Device files a confined command may read and write (those that exist).
 const DEVICES: &[&str] = &[
     "/dev/null",
@@ -109,7 +113,7 @@ struct Prepared {
 }
 
 fn prepare(request: &Request) -> Result<Prepared, Failure> {
-    let contract = contract::load(&request.contract)?;
+    let (contract, contract_bytes) = contract::load_with_bytes(&request.contract)?;
     let opened = RepoRoot::open(&request.repo)?;
     // Landlock rules name inodes; the walk compares absolute paths with them.
     let root = std::fs::canonicalize(opened.path()).map_err(|e| {
@@ -150,7 +154,7 @@ fn prepare(request: &Request) -> Result<Prepared, Failure> {
     })?;
     let agent = match request
         .agent
-        .map(|a| prepare_agent(a, &contract, &root, &run_dir))
+        .map(|a| prepare_agent(a, &contract, &contract_bytes, &root, &run_dir))
     {
         None => None,
         Some(Ok(setup)) => Some(setup),
@@ -214,6 +218,7 @@ fn prepare(request: &Request) -> Result<Prepared, Failure> {
 fn prepare_agent(
     name: agent::Agent,
     contract: &Contract,
+    contract_bytes: &[u8],
     root: &Path,
     run_dir: &scratch::RunDir,
 ) -> Result<agent::Setup, Failure> {
@@ -229,6 +234,7 @@ fn prepare_agent(
         worktree: root,
         host: &host,
         scratch_paths: &contract.scratch_paths,
+        contract_bytes,
     };
     agent::prepare(name, &context, &|v| std::env::var_os(v))
 }
@@ -591,6 +597,9 @@ fn execute(request: &Request, prepared: Prepared) -> u8 {
         for var in rules::CREDENTIAL_AGENT_VARS {
             cmd.env_remove(var);
         }
+        cmd.env(CONFINED_VAR, "1");
+    } else {
+        cmd.env_remove(CONFINED_VAR);
     }
     let terminal = foreground_terminal();
     if let Some((fd, _)) = &ruleset {

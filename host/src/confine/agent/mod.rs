@@ -24,6 +24,7 @@
 mod claude;
 mod codex;
 pub mod note;
+mod pi;
 
 use std::ffi::OsString;
 use std::fs::OpenOptions;
@@ -40,6 +41,8 @@ pub enum Agent {
     Claude,
     /// Codex CLI (`codex`): `CODEX_HOME` in the scratch home.
     Codex,
+    /// Pi (`pi`): `PI_CODING_AGENT_DIR` in the scratch home, with satyrn's Pi package.
+    Pi,
 }
 
 impl Agent {
@@ -49,6 +52,7 @@ impl Agent {
         match self {
             Self::Claude => "claude",
             Self::Codex => "codex",
+            Self::Pi => "pi",
         }
     }
 }
@@ -67,6 +71,8 @@ pub struct Context<'a> {
     pub host: &'a Path,
     /// The contract's scratch paths, named in the note.
     pub scratch_paths: &'a [String],
+    /// The contract's bytes as read at start (Pi's tools get a frozen copy).
+    pub contract_bytes: &'a [u8],
 }
 
 /// What an agent's preparation adds to the run.
@@ -103,6 +109,7 @@ pub fn prepare(
     match agent {
         Agent::Claude => claude::prepare(context, &user),
         Agent::Codex => codex::prepare(context, &user),
+        Agent::Pi => pi::prepare(context, &user),
     }
 }
 

@@ -1,0 +1,131 @@
+//! Pi: `PI_CODING_AGENT_DIR` = `SCRATCH_HOME/.pi/agent`.
+//!
+//! - `models.json`, `auth.json`: copies of the user's ([`CARRIED_AGENT_FILES`], from
+//!   `PI_CODING_AGENT_DIR`, else `~/.pi/agent`); nothing else of it (no `settings.json`
+//!   packages, extensions, skills or prompts).
+//! - `extensions/`: satyrn's Pi package ([`EXTENSION_FILES`]), which Pi discovers there.
+//!   Its tools `read`, `edit`, `write`, `ls`, `find`, `grep` replace Pi's built-ins of the
+//!   same names and `delete` is added; Pi keeps its `bash`, which the kernel holds.
+//! - `AGENTS.md`: the note ([`super::note`]), then the user's own `AGENTS.md`.
+//! - the mutation context satyrn's tools need (`SATYRN_MUTATION_CONTEXT_FILE`: the
+//!   worktree, the frozen contract, no starting revisions: the tools learn each revision
+//!   from a read) and `SATYRN_HOST_BIN`.
+//!
+//! The model endpoints are the `baseUrl`s of the providers in `models.json`, and 443 for
+//! Pi's built-in providers.
+
+use serde_json::Value;
+
+use super::{Agent, Context, Setup, User, note};
+use crate::attempt::context::{CONTEXT_FILE_VAR, encode};
+use crate::attempt::pi::{AGENT_DIR_VAR, CARRIED_AGENT_FILES, EXTENSION_FILES};
+use crate::code::Failure;
+
+const AGENT: Agent = Agent::Pi;
+
+/// How Pi names one of satyrn's tools to the model.
+fn tool(name: &str) -> String {
+    format!("`{name}`")
+}
+
+pub(super) fn prepare(context: &Context<'_>, user: &User<'_>) -> Result<Setup, Failure> {
+    let pi = context.scratch_home.join(".pi");
+    let dir = pi.join("agent");
+    super::private_dir(AGENT, &dir)?;
+    let mut setup = Setup::default();
+    let mut carried = Vec::new();
+    let mut instructions = Vec::new();
+    let mut models = None;
+    if let Some(user_dir) = user.dir(AGENT_DIR_VAR, ".pi/agent") {
+        super::check_user_dir(AGENT, &user_dir, context.worktree)?;
+        for name in CARRIED_AGENT_FILES {
+            if super::carry(AGENT, &user_dir.join(name), &dir.join(name))? {
+                carried.push(name);
+            }
+        }
+        models = super::read_user_file(AGENT, &user_dir.join("models.json"))?;
+        if let Some(bytes) = super::read_user_file(AGENT, &user_dir.join("AGENTS.md"))? {
+            instructions = bytes;
+            carried.push("AGENTS.md");
+        }
+        setup.deny.push(user_dir);
+    }
+    let extensions = dir.join("extensions");
+    for (rel, contents) in EXTENSION_FILES {
+        let path = extensions.join(rel);
+        if let Some(parent) = path.parent() {
+            super::private_dir(AGENT, parent)?;
+        }
+        super::private_file(AGENT, &path, contents.as_bytes())?;
+    }
+    let mut agents_md = note::text(&tool, context.scratch_paths).into_bytes();
+    if !instructions.is_empty() {
+        agents_md.extend_from_slice(b"\n");
+        agents_md.extend_from_slice(&instructions);
+    }
+    super::private_file(AGENT, &dir.join("AGENTS.md"), &agents_md)?;
+    let contract = pi.join("contract.yaml");
+    super::private_file(AGENT, &contract, context.contract_bytes)?;
+    let context_file = pi.join("context.json");
+    let bytes = encode(
+        context.worktree,
+        &contract,
+        &std::collections::BTreeMap::new(),
+    )
+    .map_err(|e| super::refused(AGENT, format!("cannot encode the context: {e}")))?;
+    super::private_file(AGENT, &context_file, &bytes)?;
+
+    setup.ports = endpoints(models.as_deref());
+    setup.env.extend([
+        (AGENT_DIR_VAR.into(), dir.clone().into()),
+        (CONTEXT_FILE_VAR.into(), context_file.into()),
+        ("SATYRN_HOST_BIN".into(), context.host.into()),
+        // jiti (Pi's TypeScript loader) would cache compiled extensions on disk.
+        ("JITI_FS_CACHE".into(), "false".into()),
+    ]);
+    setup.summary = format!(
+        "{AGENT_DIR_VAR}={} ({}satyrn's Pi package in extensions/, its tools replacing Pi's file tools; Pi keeps bash)",
+        dir.display(),
+        if carried.is_empty() {
+            String::new()
+        } else {
+            format!("carried {}; ", carried.join(", "))
+        }
+    );
+    Ok(setup)
+}
+
+/// The ports of every provider's `baseUrl` in `models.json`, and 443.
+fn endpoints(models: Option<&[u8]>) -> Vec<u16> {
+    let mut ports = vec![443];
+    let parsed: Option<Value> = models.and_then(|b| serde_json::from_slice(b).ok());
+    if let Some(providers) = parsed
+        .as_ref()
+        .and_then(|m| m.get("providers"))
+        .and_then(Value::as_object)
+    {
+        for provider in providers.values() {
+            if let Some(port) = provider
+                .get("baseUrl")
+                .and_then(Value::as_str)
+                .and_then(super::url_port)
+            {
+                ports.push(port);
+            }
+        }
+    }
+    ports.sort_unstable();
+    ports.dedup();
+    ports
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn every_provider_s_port_and_443() {
+        let models = br#"{"providers":{"a":{"baseUrl":"http://127.0.0.1:7000/v1"},"b":{"baseUrl":"https://x.example"},"c":{}}}"#;
+        assert_eq!(super::endpoints(Some(models)), vec![443, 7000]);
+        assert_eq!(super::endpoints(None), vec![443]);
+        assert_eq!(super::endpoints(Some(b"not json")), vec![443]);
+    }
+}
