@@ -1,12 +1,13 @@
 /**
  * A scripted stand-in for an LLM, for driving real agent CLIs offline.
  *
- * One HTTP server on 127.0.0.1 (port 0, so the kernel picks a free one) that speaks two
+ * One HTTP server on 127.0.0.1 (port 0, so the kernel picks a free one) that speaks three
  * streaming wire formats:
  *
  * - OpenAI Responses (`POST …/responses`, Codex CLI): server-sent `response.*` events;
  * - Anthropic Messages (`POST …/messages`, Claude Code): server-sent `message_*` /
- *   `content_block_*` events (a non-streaming request gets the same message as one JSON).
+ *   `content_block_*` events (a non-streaming request gets the same message as one JSON);
+ * - OpenAI chat completions (`POST …/chat/completions`, Pi): `chat.completion.chunk` events.
  *
  * A reply is chosen by counting the tool results already present in the request: with N
  * results the model answers with `script[N]` (and a closing text once the script is over).
@@ -66,6 +67,15 @@ export function messagesToolResults(body) {
     for (const block of message.content) if (block?.type === "tool_result") n += 1;
   }
   return n;
+}
+
+/**
+ * Counts the tool results in an OpenAI chat completions request (`tool` messages).
+ * @param {any} body
+ */
+export function chatToolResults(body) {
+  const messages = Array.isArray(body?.messages) ? body.messages : [];
+  return messages.filter((m) => m?.role === "tool").length;
 }
 
 /**
@@ -140,6 +150,10 @@ export async function startScriptedModel(script) {
         const n = responsesToolResults(body);
         requests.push({ method: "POST", url, kind: "responses", toolResults: n, body, at });
         respondResponses(res, id, pick(script, n, body, "responses"));
+      } else if (req.method === "POST" && path.endsWith("/chat/completions")) {
+        const n = chatToolResults(body);
+        requests.push({ method: "POST", url, kind: "chat", toolResults: n, body, at });
+        respondChat(res, id, pick(script, n, body, "chat"));
       } else if (req.method === "POST" && path.endsWith("/messages")) {
         const n = messagesToolResults(body);
         requests.push({ method: "POST", url, kind: "messages", toolResults: n, body, at });
@@ -256,6 +270,36 @@ function respondResponses(res, id, step) {
     },
   });
   res.end();
+}
+
+/**
+ * OpenAI chat completions, streamed: one `chat.completion.chunk` with the text or the tool
+ * call, one with the finish reason, then `[DONE]` (Pi's `openai-completions` provider).
+ * @param {import("node:http").ServerResponse} res
+ * @param {number} id
+ * @param {Step} step
+ */
+function respondChat(res, id, step) {
+  res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
+  const chunk = (delta, finish) =>
+    res.write(
+      `data: ${JSON.stringify({ id: `chat_${id}`, object: "chat.completion.chunk", created: 0, model: "scripted", choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`,
+    );
+  if ("tool" in step) {
+    chunk(
+      {
+        role: "assistant",
+        content: null,
+        tool_calls: [{ index: 0, id: `call_${id}`, type: "function", function: { name: step.tool.name, arguments: JSON.stringify(step.tool.arguments ?? {}) } }],
+      },
+      null,
+    );
+    chunk({}, "tool_calls");
+  } else {
+    chunk({ role: "assistant", content: step.text }, null);
+    chunk({}, "stop");
+  }
+  res.end("data: [DONE]\n\n");
 }
 
 /**

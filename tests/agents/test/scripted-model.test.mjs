@@ -1,5 +1,5 @@
 // The scripted model server on its own: replies chosen by the number of tool results, side
-// requests, both wire formats, and the request log.
+// requests, every wire format, and the request log.
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { DONE_TEXT, SIDE_TEXT, startScriptedModel, toolResultsOf } from "../lib/scripted-model.mjs";
@@ -75,4 +75,37 @@ test("side requests (no tools) get a short text; count_tokens a count; other pat
 test("toolResultsOf reads what the model was sent back", () => {
   const logged = model.requests.find((r) => r.kind === "messages" && r.toolResults === 1);
   assert.deepEqual(toolResultsOf(logged), [{ text: "PATH_UNDECLARED: no", isError: true }]);
+});
+
+test("chat completions: tool messages are counted, a tool call streamed as one chunk, then [DONE]", async () => {
+  const response = await post("/v1/chat/completions", { messages: [{ role: "user", content: "go" }], tools });
+  assert.equal(response.status, 200);
+  const payloads = (await response.text()).split("\n\n").filter((b) => b.startsWith("data: ")).map((b) => b.slice(6));
+  assert.equal(payloads.at(-1), "[DONE]");
+  const chunks = payloads.slice(0, -1).map((p) => JSON.parse(p));
+  const call = chunks[0].choices[0].delta.tool_calls[0];
+  assert.equal(call.function.name, "read");
+  assert.deepEqual(JSON.parse(call.function.arguments), { path: "src/a.txt" });
+  assert.equal(chunks[1].choices[0].finish_reason, "tool_calls");
+  const after = await post("/v1/chat/completions", { messages: [{ role: "user", content: "go" }, { role: "tool", content: "r" }], tools });
+  const text = JSON.parse((await after.text()).split("\n\n")[0].slice(6));
+  assert.equal(text.choices[0].delta.content, "second");
+});
+
+test("a freeform tool call is a custom_tool_call; a react step is a function of the request", async () => {
+  const custom = await startScriptedModel([
+    { tool: { name: "apply_patch", custom: true, input: "*** Begin Patch\n*** End Patch" } },
+    { react: (body) => ({ text: `saw ${body.input.length} items` }) },
+  ]);
+  try {
+    const first = await (await fetch(`${custom.url}/v1/responses`, { method: "POST", body: JSON.stringify({ input: [], tools }) })).text();
+    const item = JSON.parse(first.split("\n\n")[2].split("\n")[1].slice(6)).item;
+    assert.equal(item.type, "custom_tool_call");
+    assert.equal(item.input, "*** Begin Patch\n*** End Patch");
+    const input = [{ type: "message" }, { type: "custom_tool_call_output", output: "x" }];
+    const second = await (await fetch(`${custom.url}/v1/responses`, { method: "POST", body: JSON.stringify({ input, tools }) })).text();
+    assert.match(second, /saw 2 items/);
+  } finally {
+    await custom.close();
+  }
 });
