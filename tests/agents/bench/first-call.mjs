@@ -4,12 +4,15 @@
 // with the same scripted model, interleaved rounds in one run: from spawning the command to
 // the model receiving the agent's first request that offers tools (the request the model
 // answers with its first tool call). Prints the median and the spread of each, and the ratio.
+// Pi has two baselines: plain Pi, and Pi with satyrn's package loaded (which `--agent pi`
+// adds besides the kernel's rules; Pi compiles its TypeScript at every start).
 //
 //   node tests/agents/bench/first-call.mjs [--runs N] [--agents claude,codex,pi]
 //
 // The satyrn-host binary: SATYRN_TEST_HOST_BIN, default target/release/satyrn-host (built by
 // `cargo build --release -p satyrn-host`). Pi comes from pi/node_modules (`cd pi && npm ci`).
-import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { cpSync, existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { claudeEnv, writeMcpConfig } from "../lib/claude.mjs";
@@ -50,15 +53,36 @@ function piAgentDir(dir, url) {
 
 const piArgs = ["--print", "--mode", "json", "--no-session", "--model", "scripted/scripted-model", PROMPT];
 
-/** The command line and environment of one agent, confined or not, in a fresh fixture. */
-function command(agent, confined, fixture, url) {
+/**
+ * What `confine --agent pi` prepares (the agent directory with satyrn's package, the
+ * context), made once by a kept run and copied, for Pi with satyrn's package unconfined.
+ */
+function piWithPackage(fixture, env) {
+  const out = spawnSync(host, ["confine", "--agent", "pi", "--keep-scratch", "--repo", fixture.repo, fixture.contract, "--", "true"], { env, encoding: "utf8" });
+  const kept = out.stderr.match(/scratch kept at (\S+)/);
+  if (out.status !== 0 || !kept) throw new Error(`confine --agent pi --keep-scratch: ${out.stderr}`);
+  const pi = join(fixture.dir, "pi-package");
+  cpSync(join(kept[1], "home", ".pi"), pi, { recursive: true });
+  rmSync(kept[1], { recursive: true, force: true });
+  return {
+    ...env,
+    PI_CODING_AGENT_DIR: join(pi, "agent"),
+    SATYRN_MUTATION_CONTEXT_FILE: join(pi, "context.json"),
+    SATYRN_HOST_BIN: host,
+    JITI_FS_CACHE: "false",
+  };
+}
+
+/** The command line and environment of one agent in `mode`, in a fresh fixture. */
+function command(agent, mode, fixture, url) {
+  const confined = mode === "confined";
   const { repo, contract, home, dir } = fixture;
   if (agent === "pi") {
     piAgentDir(join(home, ".pi", "agent"), url);
     const env = { ...clientEnv(home), PI_OFFLINE: "1" };
-    return confined
-      ? { program: host, args: ["confine", "--agent", "pi", "--repo", repo, contract, "--", PI, ...piArgs], env }
-      : { program: PI, args: piArgs, env };
+    if (confined) return { program: host, args: ["confine", "--agent", "pi", "--repo", repo, contract, "--", PI, ...piArgs], env };
+    if (mode === "package") return { program: PI, args: piArgs, env: piWithPackage(fixture, env) };
+    return { program: PI, args: piArgs, env };
   }
   const a = AGENTS[agent];
   a.userConfig(home, url);
@@ -77,15 +101,15 @@ function command(agent, confined, fixture, url) {
 }
 
 /** Milliseconds from spawn to the first model request that offers tools. */
-async function once(agent, confined) {
+async function once(agent, mode) {
   const fixture = makeConfinedFixture();
   const model = await startScriptedModel([{ text: "Nothing to do." }]);
   try {
-    const { program, args, env } = command(agent, confined, fixture, model.url);
+    const { program, args, env } = command(agent, mode, fixture, model.url);
     const started = Date.now();
     const result = await run(program, args, { cwd: fixture.repo, env, timeoutMs: 120_000 });
     const first = model.requests.find((r) => (r.body?.tools?.length ?? 0) > 0);
-    if (result.code !== 0 || !first) throw new Error(`${agent} ${confined ? "confined" : "unconfined"}: ${describe(result)}`);
+    if (result.code !== 0 || !first) throw new Error(`${agent} ${mode}: ${describe(result)}`);
     return first.at - started;
   } finally {
     await model.close();
@@ -99,15 +123,20 @@ const median = (xs) => {
 };
 
 console.log(`time to first tool call, ${runs} interleaved runs each, satyrn-host ${host}`);
-console.log("| agent | unconfined (median, min–max) | confined (median, min–max) | ratio |");
-console.log("|---|---|---|---|");
+console.log("| agent | baseline | baseline (median, min–max) | confined (median, min–max) | ratio |");
+console.log("|---|---|---|---|---|");
 for (const agent of agents) {
-  const times = { false: [], true: [] };
-  await once(agent, false); // warm the page cache and the agents' first-run work
-  await once(agent, true);
+  // Pi's baselines: plain Pi, and Pi with satyrn's package (what --agent pi adds besides the kernel).
+  const baselines = agent === "pi" ? ["unconfined", "package"] : ["unconfined"];
+  const modes = [...baselines, "confined"];
+  const times = Object.fromEntries(modes.map((m) => [m, []]));
+  for (const mode of modes) await once(agent, mode); // warm the page cache and first-run work
   for (let i = 0; i < runs; i++) {
-    for (const confined of i % 2 ? [true, false] : [false, true]) times[confined].push(await once(agent, confined));
+    for (const mode of i % 2 ? [...modes].reverse() : modes) times[mode].push(await once(agent, mode));
   }
-  const row = (xs) => `${median(xs).toFixed(0)} ms (${Math.min(...xs)}–${Math.max(...xs)})`;
-  console.log(`| ${agent} | ${row(times.false)} | ${row(times.true)} | ${(median(times.true) / median(times.false)).toFixed(2)}× |`);
+  const cell = (xs) => `${median(xs).toFixed(0)} ms (${Math.min(...xs)}–${Math.max(...xs)})`;
+  for (const base of baselines) {
+    const name = base === "package" ? `${agent} with satyrn's package, unconfined` : `${agent} unconfined`;
+    console.log(`| ${agent} | ${name} | ${cell(times[base])} | ${cell(times.confined)} | ${(median(times.confined) / median(times[base])).toFixed(2)}× |`);
+  }
 }
