@@ -49,7 +49,11 @@ fn every_subcommand_has_its_own_help_on_stdout() {
             "attempt",
             &["--model <MODEL>", "SATYRN_MODEL", "<CONTRACT>"],
         ),
-        ("mcp", &["--repo <REPO>", "<CONTRACT>"]),
+        (
+            "mcp",
+            &["--repo <REPO>", "[CONTRACT]", "required unless relaying"],
+        ),
+        ("confine", &["--agent <AGENT>", "--repo <WORKTREE>"]),
         ("component", &["export"]),
         ("completions", &["<SHELL>", "bash"]),
         ("man", &["[SUBCOMMAND]"]),
@@ -75,6 +79,15 @@ fn every_subcommand_has_its_own_help_on_stdout() {
                 );
             }
         }
+    }
+    // Each agent's exact command, in the long help.
+    let long = text(&host(&["confine", "--help"]).stdout);
+    for line in [
+        "satyrn-host confine --agent claude --repo . CONTRACT -- claude -p TASK",
+        "satyrn-host confine --agent codex --repo . CONTRACT -- codex exec TASK",
+        "satyrn-host confine --agent pi --repo . CONTRACT -- pi --print --model P/ID TASK",
+    ] {
+        assert!(long.contains(line), "confine --help lacks {line}: {long}");
     }
     let out = host(&["component", "export", "--help"]);
     assert_eq!(out.status.code(), Some(0));

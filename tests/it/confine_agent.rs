@@ -338,3 +338,43 @@ fn the_scratch_agent_directory_is_private_and_removed_with_the_run() {
     let dir = Path::new(lines.next().expect("dir"));
     assert!(!dir.exists(), "{} outlived the run", dir.display());
 }
+
+#[test]
+fn a_user_directory_that_is_a_symlink_is_unreadable_under_its_target_s_path_too() {
+    let f = Fixture::new();
+    let home = f.home.path();
+    // ~/.codex and ~/.ssh point elsewhere; a file beside their targets stays readable.
+    let elsewhere = tempfile::tempdir().expect("tempdir");
+    let real_codex = elsewhere.path().join("codex-real");
+    codex_user(elsewhere.path(), 4242);
+    std::fs::rename(elsewhere.path().join(".codex"), &real_codex).expect("rename");
+    std::os::unix::fs::symlink(&real_codex, home.join(".codex")).expect("symlink");
+    let real_ssh = elsewhere.path().join("ssh-real");
+    std::fs::create_dir(&real_ssh).expect("mkdir");
+    std::fs::write(real_ssh.join("id_ed25519"), "key\n").expect("key");
+    std::fs::remove_dir_all(home.join(".ssh")).expect("rm");
+    std::os::unix::fs::symlink(&real_ssh, home.join(".ssh")).expect("symlink");
+    std::fs::write(elsewhere.path().join("ordinary.txt"), "fine\n").expect("ordinary");
+    let e = elsewhere.path().display();
+    let script = format!(
+        "for p in {e}/codex-real/config.toml {e}/codex-real/auth.json {e}/ssh-real/id_ed25519 {e}/ordinary.txt \"$CODEX_HOME/auth.json\"; do \
+         cat \"$p\" >/dev/null 2>&1; echo \"$p $?\"; done"
+    );
+    let out = f.confine(&["--agent", "codex"], &script);
+    assert!(out.status.success(), "{}", describe(&out));
+    let text = stdout(&out);
+    for (name, rc) in [
+        ("codex-real/config.toml", 1),
+        ("codex-real/auth.json", 1),
+        ("ssh-real/id_ed25519", 1),
+        ("ordinary.txt", 0),
+        (".codex/auth.json", 0),
+    ] {
+        assert!(
+            text.lines()
+                .any(|l| l.contains(name) && l.ends_with(&format!(" {rc}"))),
+            "{name} should give {rc}: {}",
+            describe(&out)
+        );
+    }
+}

@@ -21,7 +21,7 @@ use crate::confine::{self, Request};
                   ABI 3, confine runs nothing and exits 15 (CONFINE_UNAVAILABLE). The exit status \
                   is COMMAND's (128 + the signal that ended it); SIGINT, SIGTERM and SIGHUP are \
                   passed to its process group (docs/confinement.md).\n\n\
-                  --agent claude|codex prepares that agent to run inside with every built-in \
+                  --agent claude|codex|pi prepares that agent to run inside with every built-in \
                   tool left on: its configuration in the scratch home (never yours) with \
                   satyrn as its only MCP server and its own prompts and sandbox off, copies \
                   of your model settings and credentials, a note telling the model that \
@@ -29,7 +29,8 @@ use crate::confine::{self, Request};
                   endpoint's port (and --allow-connect's), your real agent directory \
                   unreadable. The commands (docs/mcp-clients.md):\n\n  \
                   satyrn-host confine --agent claude --repo . CONTRACT -- claude -p TASK\n  \
-                  satyrn-host confine --agent codex --repo . CONTRACT -- codex exec TASK"
+                  satyrn-host confine --agent codex --repo . CONTRACT -- codex exec TASK\n  \
+                  satyrn-host confine --agent pi --repo . CONTRACT -- pi --print --model P/ID TASK"
 )]
 pub struct Args {
     /// The worktree root the command runs in.

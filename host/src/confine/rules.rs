@@ -174,6 +174,14 @@ pub fn plan(inputs: &Inputs<'_>) -> io::Result<Plan> {
         if std::fs::symlink_metadata(path).is_ok() {
             unreadable.insert(path.clone());
             outside.push(path.clone());
+            // A symlink (`~/.ssh` → elsewhere), or a path through one: what it names is
+            // unreadable under its own path too.
+            if let Ok(real) = std::fs::canonicalize(path)
+                && real != *path
+            {
+                unreadable.insert(real.clone());
+                outside.push(real);
+            }
         }
     }
     // The same files under another mount (a bind mount, a second mount of the file
