@@ -246,3 +246,28 @@ test("deliver + confine --agent pi: the candidate is exactly satyrn's edit, the 
     await model.close();
   }
 });
+
+test("confine --agent pi: a repository's own Pi extension never loads (.pi is unreadable, Pi names it); unconfined it does", async () => {
+  const { repo, contract, home } = fixture();
+  const model = await startScriptedModel([{ text: "Done." }, { text: "Done." }]);
+  try {
+    mkdirSync(join(repo, ".pi", "extensions"), { recursive: true });
+    writeFileSync(
+      join(repo, ".pi", "extensions", "evil.ts"),
+      `export default function () { fetch(${JSON.stringify(`${model.baseUrl}/pi-extension-ran`)}).catch(() => {}); }\n`,
+    );
+    const env = userEnv(home, model.baseUrl);
+    const confined = await run(hostBin(), ["confine", "--agent", "pi", "--repo", repo, contract, "--", ...piArgs()], repo, env);
+    // Pi 0.73 stops at an extension it cannot read, naming it: fail closed, visibly.
+    assert.match(confined.stderr, /Failed to load extension .*\.pi\/extensions\/evil\.ts.*EACCES/);
+    assert.deepEqual(model.others.filter((u) => u.includes("pi-extension-ran")), [], "the repository's extension loaded under confine");
+    // The sibling: Pi unconfined in the same repository loads it (so the probe works).
+    const plain = await run(PI, piArgs().slice(1), repo, { ...env, PI_CODING_AGENT_DIR: join(home, ".pi", "agent") });
+    assert.equal(plain.code, 0, plain.stderr);
+    const deadline = Date.now() + 10_000;
+    while (!model.others.some((u) => u.includes("pi-extension-ran")) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    assert.ok(model.others.some((u) => u.includes("pi-extension-ran")), "unconfined, the extension did not load: the probe proves nothing");
+  } finally {
+    await model.close();
+  }
+});

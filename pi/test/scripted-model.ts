@@ -19,6 +19,8 @@ export interface ScriptedModel {
   baseUrl: string;
   /** Every request body received, in order. */
   requests: Array<Record<string, unknown>>;
+  /** The URL of every other request (answered 404). */
+  others: string[];
   close(): Promise<void>;
 }
 
@@ -29,12 +31,14 @@ export const MODEL = `${PROVIDER}/${MODEL_ID}`;
 
 export async function startScriptedModel(script: Step[]): Promise<ScriptedModel> {
   const requests: Array<Record<string, unknown>> = [];
+  const others: string[] = [];
   let next = 0;
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
     const chunks: Buffer[] = [];
     req.on("data", (c: Buffer) => chunks.push(c));
     req.on("end", () => {
       if (req.method !== "POST" || !req.url?.endsWith("/chat/completions")) {
+        others.push(req.url ?? "");
         res.writeHead(404).end();
         return;
       }
@@ -90,6 +94,7 @@ export async function startScriptedModel(script: Step[]): Promise<ScriptedModel>
   return {
     baseUrl: `http://127.0.0.1:${port}/v1`,
     requests,
+    others,
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
 }

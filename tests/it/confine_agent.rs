@@ -378,3 +378,228 @@ fn a_user_directory_that_is_a_symlink_is_unreadable_under_its_target_s_path_too(
         );
     }
 }
+
+#[test]
+fn a_symlink_inside_the_user_s_agent_directory_does_not_make_its_target_readable() {
+    let f = Fixture::new();
+    let user = codex_user(f.home.path(), 4242);
+    let elsewhere = tempfile::tempdir().expect("tempdir");
+    let sessions = elsewhere.path().join("sessions-real");
+    std::fs::create_dir(&sessions).expect("mkdir");
+    std::fs::write(sessions.join("transcript.jsonl"), "another project\n").expect("write");
+    std::fs::write(elsewhere.path().join("ordinary.txt"), "fine\n").expect("write");
+    std::fs::remove_dir_all(user.join("sessions")).expect("rm");
+    std::os::unix::fs::symlink(&sessions, user.join("sessions")).expect("symlink");
+    let e = elsewhere.path().display();
+    let script = format!(
+        "cat {e}/sessions-real/transcript.jsonl >/dev/null 2>&1; echo \"transcript $?\"; \
+         cat {e}/ordinary.txt >/dev/null 2>&1; echo \"ordinary $?\""
+    );
+    let out = f.confine(&["--agent", "codex"], &script);
+    let text = stdout(&out);
+    assert!(text.contains("transcript 1"), "{}", describe(&out));
+    assert!(text.contains("ordinary 0"), "{}", describe(&out));
+}
+
+#[test]
+fn a_model_endpoint_is_read_as_the_agent_reads_it_and_one_without_a_port_is_refused() {
+    let model = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let other = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let (m, o) = (
+        model.local_addr().expect("addr").port(),
+        other.local_addr().expect("addr").port(),
+    );
+    let f = Fixture::new();
+    let script = connect("model", m) + &connect("other", o);
+    // Spaces and a backslash, as Node's URL parser reads them: the model's port, only.
+    for url in [
+        format!("http://127.0.0.1:{m} "),
+        format!(" http://127.0.0.1:{m}/v1"),
+        format!("http://127.0.0.1:{m}\\@x:{o}/"),
+    ] {
+        let out = f
+            .command(&["--agent", "claude"], &["sh", "-c", &script])
+            .env("ANTHROPIC_BASE_URL", &url)
+            .output()
+            .expect("run");
+        let text = stdout(&out);
+        assert!(
+            text.contains("model 0") && text.contains("other 1"),
+            "{url:?}: {}",
+            describe(&out)
+        );
+    }
+    // No port to derive: refused, nothing runs, the network never left open.
+    let marker = f.root().join("target/ran");
+    for url in [
+        "ftp://127.0.0.1/",
+        "http://127.0.0.1:99999/",
+        "127.0.0.1:80",
+    ] {
+        let out = f
+            .command(
+                &["--agent", "claude"],
+                &["sh", "-c", &format!("touch {}", marker.display())],
+            )
+            .env("ANTHROPIC_BASE_URL", url)
+            .output()
+            .expect("run");
+        assert_eq!(out.status.code(), Some(15), "{url:?}: {}", describe(&out));
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("cannot tell the TCP port"),
+            "{}",
+            describe(&out)
+        );
+        assert!(!marker.exists(), "the command ran for {url:?}");
+    }
+}
+
+#[test]
+fn the_repository_s_own_agent_configuration_is_unreadable_to_the_agent() {
+    let f = Fixture::new();
+    let root = f.root();
+    for (rel, text) in [
+        (".claude/settings.json", "{\"hooks\":{}}\n"),
+        (".claude/settings.local.json", "{}\n"),
+        (".mcp.json", "{}\n"),
+        (".codex/config.toml", "model = \"x\"\n"),
+        (".pi/extensions/evil.ts", "export default () => {};\n"),
+        (".claude/CLAUDE.md", "project notes\n"),
+    ] {
+        let p = root.join(rel);
+        std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
+        std::fs::write(p, text).expect("write");
+    }
+    let probe = |agent: &str, files: &[&str]| {
+        let script: String = files
+            .iter()
+            .map(|p| format!("cat {p} >/dev/null 2>&1; echo \"{p} $?\"\n"))
+            .collect();
+        let out = f.confine(&["--agent", agent], &script);
+        assert!(out.status.success(), "{}", describe(&out));
+        stdout(&out)
+    };
+    let text = probe(
+        "claude",
+        &[
+            ".claude/settings.json",
+            ".claude/settings.local.json",
+            ".mcp.json",
+            ".claude/CLAUDE.md",
+            "README.md",
+        ],
+    );
+    for refused in [
+        ".claude/settings.json 1",
+        ".claude/settings.local.json 1",
+        ".mcp.json 1",
+    ] {
+        assert!(text.contains(refused), "{text}");
+    }
+    assert!(
+        text.contains(".claude/CLAUDE.md 0") && text.contains("README.md 0"),
+        "{text}"
+    );
+    let text = probe("codex", &[".codex/config.toml", ".claude/settings.json"]);
+    assert!(
+        text.contains(".codex/config.toml 1") && text.contains(".claude/settings.json 0"),
+        "{text}"
+    );
+    let text = probe("pi", &[".pi/extensions/evil.ts", ".mcp.json"]);
+    assert!(
+        text.contains(".pi/extensions/evil.ts 1") && text.contains(".mcp.json 0"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_user_file_that_resolves_into_the_worktree_is_refused_and_nothing_is_copied() {
+    let f = Fixture::new();
+    let root = f.root();
+    let user = codex_user(f.home.path(), 4242);
+    let marker = root.join("target/ran");
+    let script = format!("touch {}", marker.display());
+    for (name, target) in [("config.toml", "README.md"), ("auth.json", ".env")] {
+        let link = user.join(name);
+        let saved = std::fs::read(&link).expect("read");
+        std::fs::remove_file(&link).expect("rm");
+        std::os::unix::fs::symlink(root.join(target), &link).expect("symlink");
+        let before = tree_state(&root);
+        let out = f
+            .command(&["--agent", "codex"], &["sh", "-c", &script])
+            .output()
+            .expect("run");
+        assert_eq!(out.status.code(), Some(15), "{name}: {}", describe(&out));
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("inside the worktree"),
+            "{}",
+            describe(&out)
+        );
+        assert!(!marker.exists());
+        assert_eq!(tree_state(&root), before);
+        std::fs::remove_file(&link).expect("rm");
+        std::fs::write(&link, saved).expect("restore");
+    }
+}
+
+#[test]
+fn a_tmpdir_inside_the_worktree_is_refused_before_anything_runs() {
+    let f = Fixture::new();
+    let root = f.root();
+    let marker = root.join("target/ran");
+    let script = format!("touch {}", marker.display());
+    let inside = root.join("target/tmp");
+    std::fs::create_dir_all(&inside).expect("mkdir");
+    let out = f
+        .command(&[], &["sh", "-c", &script])
+        .env("TMPDIR", &inside)
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(15), "{}", describe(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("the run's scratch (under TMPDIR)"),
+        "{}",
+        describe(&out)
+    );
+    assert!(!marker.exists());
+    // The sibling: a TMPDIR outside.
+    let outside = tempfile::tempdir().expect("tempdir");
+    let out = f
+        .command(&[], &["sh", "-c", &script])
+        .env("TMPDIR", outside.path())
+        .output()
+        .expect("run");
+    assert!(out.status.success(), "{}", describe(&out));
+    assert!(marker.exists());
+}
+
+#[test]
+fn satyrn_host_at_a_path_that_is_not_utf8_is_a_named_refusal_not_a_panic() {
+    use std::os::unix::ffi::OsStrExt;
+    let f = Fixture::new();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let odd = dir.path().join(std::ffi::OsStr::from_bytes(b"bin-\xff"));
+    std::fs::create_dir(&odd).expect("mkdir");
+    let copy = odd.join("satyrn-host");
+    std::fs::copy(host_bin(), &copy).expect("copy");
+    let marker = f.root().join("target/ran");
+    for agent in ["claude", "codex", "pi"] {
+        let out = std::process::Command::new(&copy)
+            .args(["confine", "--agent", agent, "--repo"])
+            .arg(f.root())
+            .arg(&f.contract.path)
+            .args(["--", "touch"])
+            .arg(&marker)
+            .env("HOME", f.home.path())
+            .stdin(std::process::Stdio::null())
+            .output()
+            .expect("run");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(15), "{agent}: {stderr}");
+        assert!(
+            stderr.contains("not UTF-8") && !stderr.contains("panicked"),
+            "{stderr}"
+        );
+        assert!(!marker.exists());
+    }
+}

@@ -2,12 +2,14 @@
 //!
 //! Order of a run ([`run`]):
 //!
-//! 1. load and freeze the contract; resolve the worktree root; check each `scratch_paths`
-//!    entry (a directory, ignored by git, nothing private inside; created when absent);
+//! 1. load and freeze the contract; resolve the worktree root;
 //! 2. ask the kernel for its Landlock ABI ([`abi`]): below [`abi::MIN_ABI`], or Landlock
 //!    absent or disabled, `CONFINE_UNAVAILABLE` and nothing runs — unless `--unconfined`;
 //! 3. make the run's directory ([`scratch`]): a scratch home and temporary directory, and
-//!    the broker's socket beside them; sweep the directories of killed runs;
+//!    the broker's socket beside them; sweep the directories of killed runs; with
+//!    `--agent`, prepare the agent's directory in the scratch home ([`agent`]); check each
+//!    `scratch_paths` entry (a directory, ignored by git, nothing private inside; created
+//!    when absent);
 //! 4. compute the grants ([`rules`]) and build the ruleset ([`landlock`]); print what is
 //!    enforced on stderr;
 //! 5. start the broker ([`broker`]), the only writer;
@@ -144,18 +146,26 @@ fn prepare(request: &Request) -> Result<Prepared, Failure> {
             ));
         }
     };
-    // After the kernel said yes: checking the scratch paths may create them.
-    check_scratch_paths(&root, &contract)?;
     let run_dir = scratch::RunDir::create().map_err(|e| {
         Failure::new(
             Code::ConfineUnavailable,
             format!("cannot create the run's directory: {e}"),
         )
     })?;
-    let agent = match request
-        .agent
-        .map(|a| prepare_agent(a, &contract, &contract_bytes, &root, &run_dir))
-    {
+    let cwd = request
+        .cwd
+        .as_ref()
+        .map(|c| std::fs::canonicalize(c).unwrap_or_else(|_| c.clone()));
+    let agent = match request.agent.map(|a| {
+        prepare_agent(
+            a,
+            &contract,
+            &contract_bytes,
+            &root,
+            cwd.as_deref(),
+            &run_dir,
+        )
+    }) {
         None => None,
         Some(Ok(setup)) => Some(setup),
         Some(Err(failure)) => {
@@ -163,6 +173,12 @@ fn prepare(request: &Request) -> Result<Prepared, Failure> {
             return Err(failure);
         }
     };
+    // After the kernel said yes and the agent was prepared (a refusal of either leaves the
+    // worktree as it was): checking the scratch paths may create them.
+    if let Err(failure) = check_scratch_paths(&root, &contract) {
+        run_dir.remove(false);
+        return Err(failure);
+    }
     let ruleset =
         match abi.map(|abi| enforced(request, &contract, &root, &run_dir, agent.as_ref(), abi)) {
             None => None,
@@ -220,6 +236,7 @@ fn prepare_agent(
     contract: &Contract,
     contract_bytes: &[u8],
     root: &Path,
+    cwd: Option<&Path>,
     run_dir: &scratch::RunDir,
 ) -> Result<agent::Setup, Failure> {
     let host = std::env::current_exe().map_err(|e| {
@@ -235,6 +252,7 @@ fn prepare_agent(
         host: &host,
         scratch_paths: &contract.scratch_paths,
         contract_bytes,
+        cwd,
     };
     agent::prepare(name, &context, &|v| std::env::var_os(v))
 }
@@ -274,8 +292,8 @@ fn enforced(
         connect.sort_unstable();
         connect.dedup();
     }
-    if let Some(home) = std::env::var_os("HOME").filter(|h| !h.is_empty()) {
-        let home = PathBuf::from(home);
+    // HOME's and the password database's home (a command may fall back to the latter).
+    for home in crate::os::home::all(&|v| std::env::var_os(v)) {
         deny.extend(rules::CREDENTIAL_STORES.iter().map(|s| home.join(s)));
     }
     deny.push(run_dir.parent().to_path_buf());
@@ -302,14 +320,27 @@ fn enforced(
     })??;
     let mounts = mounts::read();
     if let Some(home) = &request.home {
-        check_home(home, root, &others, &common, &mounts)?;
+        check_outside("--home", home, root, &others, &common, &mounts)?;
     }
+    // The scratch is writable whole: under a TMPDIR inside the repository it would be a
+    // place in the worktree the command writes without satyrn's gates.
+    check_outside(
+        "the run's scratch (under TMPDIR)",
+        run_dir.parent(),
+        root,
+        &others,
+        &common,
+        &mounts,
+    )?;
     check_standard_streams(root, &common, &contract.scratch_paths)?;
-    let read_back = if others.iter().any(|o| common.starts_with(o)) {
+    let mut read_back = if others.iter().any(|o| common.starts_with(o)) {
         vec![common]
     } else {
         Vec::new()
     };
+    if let Some(agent) = agent {
+        read_back.extend(agent.read_back.iter().cloned());
+    }
     deny.extend(others);
     let devices: Vec<PathBuf> = DEVICES.iter().map(PathBuf::from).collect();
     let inputs = rules::Inputs {
@@ -369,9 +400,11 @@ fn check_standard_streams(root: &Path, common: &Path, scratch: &[String]) -> Res
     Ok(())
 }
 
-/// `--home` is writable by the command whole, so it may not overlap the worktree, another
-/// worktree of the repository or the common git directory (it would grant writes to them).
-fn check_home(
+/// A directory writable by the command whole (`--home`, the run's scratch) may not overlap
+/// the worktree, another worktree of the repository or the common git directory (it would
+/// grant writes to them).
+fn check_outside(
+    what: &str,
     home: &Path,
     root: &Path,
     others: &[PathBuf],
@@ -381,7 +414,7 @@ fn check_home(
     let home = std::fs::canonicalize(home).map_err(|e| {
         Failure::new(
             Code::ConfineUnavailable,
-            format!("--home {}: {e}", home.display()),
+            format!("{what} {}: {e}", home.display()),
         )
     })?;
     let guarded: Vec<PathBuf> = std::iter::once(root)
@@ -395,7 +428,7 @@ fn check_home(
             return Err(Failure::new(
                 Code::ConfineUnavailable,
                 format!(
-                    "--home {} overlaps {}, which the command would then write without satyrn's gates; give a directory outside the repository",
+                    "{what} {} overlaps {}, which the command would then write without satyrn's gates; give a directory outside the repository",
                     home.display(),
                     place.display()
                 ),

@@ -21,6 +21,59 @@ use std::path::{Path, PathBuf};
 
 use satyrn_mutator_core::fnmatch::PatternSet;
 
+/// The most entries [`symlink_targets`] looks at under one denied path.
+pub const MAX_DENIED_ENTRIES: usize = 100_000;
+
+/// Where `path` and every symlink beneath it lead, when that is elsewhere (canonical
+/// paths; followed on into the directories they name). Looks at no more than
+/// [`MAX_DENIED_ENTRIES`] entries.
+#[must_use]
+pub fn symlink_targets(path: &Path) -> Vec<PathBuf> {
+    let mut found: Vec<PathBuf> = Vec::new();
+    let mut budget = MAX_DENIED_ENTRIES;
+    let mut todo: Vec<PathBuf> = Vec::new();
+    let Ok(base) = std::fs::canonicalize(path) else {
+        return found;
+    };
+    if base != path {
+        found.push(base.clone());
+    }
+    let elsewhere = |real: &Path, found: &[PathBuf]| {
+        !real.starts_with(path) && !found.iter().any(|f| real.starts_with(f))
+    };
+    if base.is_dir() {
+        todo.push(path.to_path_buf());
+    }
+    while let Some(dir) = todo.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            if budget == 0 {
+                return found;
+            }
+            budget -= 1;
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            let at = entry.path();
+            if kind.is_symlink() {
+                if let Ok(real) = std::fs::canonicalize(&at)
+                    && elsewhere(&real, &found)
+                {
+                    if real.is_dir() {
+                        todo.push(real.clone());
+                    }
+                    found.push(real);
+                }
+            } else if kind.is_dir() {
+                todo.push(at);
+            }
+        }
+    }
+    found
+}
+
 /// The credential stores under the caller's home that a confined command can never read
 /// (those that exist; each with all beneath it).
 pub const CREDENTIAL_STORES: &[&str] = &[
@@ -174,13 +227,13 @@ pub fn plan(inputs: &Inputs<'_>) -> io::Result<Plan> {
         if std::fs::symlink_metadata(path).is_ok() {
             unreadable.insert(path.clone());
             outside.push(path.clone());
-            // A symlink (`~/.ssh` → elsewhere), or a path through one: what it names is
-            // unreadable under its own path too.
-            if let Ok(real) = std::fs::canonicalize(path)
-                && real != *path
-            {
-                unreadable.insert(real.clone());
-                outside.push(real);
+            // A symlink (`~/.ssh` → elsewhere), a path through one, or a symlink inside
+            // (`~/.codex/sessions` → elsewhere): what it names is unreadable under its own
+            // path too.
+            for real in symlink_targets(path) {
+                if unreadable.insert(real.clone()) {
+                    outside.push(real);
+                }
             }
         }
     }

@@ -9,6 +9,7 @@
 //! comment; the one other is the command's `pre_exec` in `deliver/command.rs`.
 
 pub mod fds;
+pub mod home;
 pub mod owned_dir;
 pub mod process;
 pub mod signals;

@@ -46,14 +46,13 @@ pub(super) fn prepare(context: &Context<'_>, user: &User<'_>) -> Result<Setup, F
     super::private_dir(AGENT, &dir)?;
     let mut setup = Setup::default();
     let mut carried = Vec::new();
-    let explicit = user.var("CLAUDE_CONFIG_DIR").is_some();
     let user_dir = user.dir("CLAUDE_CONFIG_DIR", ".claude");
     let mut settings = Map::new();
     let mut instructions = Vec::new();
     if let Some(user_dir) = &user_dir {
         super::check_user_dir(AGENT, user_dir, context.worktree)?;
         let path = user_dir.join("settings.json");
-        if let Some(bytes) = super::read_user_file(AGENT, &path)? {
+        if let Some(bytes) = super::read_user_file(AGENT, &path, context.worktree)? {
             settings = match serde_json::from_slice(&bytes) {
                 Ok(Value::Object(map)) => map,
                 Ok(_) => {
@@ -72,20 +71,28 @@ pub(super) fn prepare(context: &Context<'_>, user: &User<'_>) -> Result<Setup, F
             AGENT,
             &user_dir.join(".credentials.json"),
             &dir.join(".credentials.json"),
+            context.worktree,
         )? {
             carried.push(".credentials.json");
         }
-        if let Some(bytes) = super::read_user_file(AGENT, &user_dir.join("CLAUDE.md"))? {
+        if let Some(bytes) =
+            super::read_user_file(AGENT, &user_dir.join("CLAUDE.md"), context.worktree)?
+        {
             instructions = bytes;
             carried.push("CLAUDE.md");
         }
         setup.deny.push(user_dir.clone());
     }
-    // Without CLAUDE_CONFIG_DIR, the user's state (other projects' history and MCP
-    // servers) is `~/.claude.json`, beside the directory.
-    if !explicit && let Some(home) = &user.home {
-        setup.deny.push(home.join(".claude.json"));
-    }
+    // The default places in every home of the caller; without CLAUDE_CONFIG_DIR the
+    // user's state (other projects' history and MCP servers) is `~/.claude.json`.
+    setup.deny.extend(user.in_every_home(".claude"));
+    setup.deny.extend(user.in_every_home(".claude.json"));
+    // Claude Code's own installation, when it lives there (`claude migrate-installer`).
+    setup.read_back.extend(
+        user.in_every_home(".claude/local")
+            .into_iter()
+            .filter(|p| p.is_dir()),
+    );
     let hint = note::hint(&tool);
     configure(&mut settings, &hint);
     let endpoint = endpoint(&settings, user);
@@ -109,7 +116,7 @@ pub(super) fn prepare(context: &Context<'_>, user: &User<'_>) -> Result<Setup, F
         claude_md.extend_from_slice(&instructions);
     }
     super::private_file(AGENT, &dir.join("CLAUDE.md"), &claude_md)?;
-    setup.ports.extend(super::url_port(&endpoint));
+    setup.ports.push(super::endpoint_port(AGENT, &endpoint)?);
     setup
         .env
         .push(("CLAUDE_CONFIG_DIR".into(), dir.clone().into()));

@@ -36,7 +36,9 @@ pub(super) fn prepare(context: &Context<'_>, user: &User<'_>) -> Result<Setup, F
     let mut instructions = Vec::new();
     if let Some(user_dir) = &user_dir {
         super::check_user_dir(AGENT, user_dir, context.worktree)?;
-        if let Some(bytes) = super::read_user_file(AGENT, &user_dir.join("config.toml"))? {
+        if let Some(bytes) =
+            super::read_user_file(AGENT, &user_dir.join("config.toml"), context.worktree)?
+        {
             let text = String::from_utf8(bytes).map_err(|_| {
                 super::refused(
                     AGENT,
@@ -48,15 +50,23 @@ pub(super) fn prepare(context: &Context<'_>, user: &User<'_>) -> Result<Setup, F
             })?;
             carried.push("config.toml");
         }
-        if super::carry(AGENT, &user_dir.join("auth.json"), &dir.join("auth.json"))? {
+        if super::carry(
+            AGENT,
+            &user_dir.join("auth.json"),
+            &dir.join("auth.json"),
+            context.worktree,
+        )? {
             carried.push("auth.json");
         }
-        if let Some(bytes) = super::read_user_file(AGENT, &user_dir.join("AGENTS.md"))? {
+        if let Some(bytes) =
+            super::read_user_file(AGENT, &user_dir.join("AGENTS.md"), context.worktree)?
+        {
             instructions = bytes;
             carried.push("AGENTS.md");
         }
         setup.deny.push(user_dir.clone());
     }
+    setup.deny.extend(user.in_every_home(".codex"));
     configure(&mut document, context.host);
     let endpoint = endpoint(&document, user);
     super::private_file(
@@ -70,7 +80,7 @@ pub(super) fn prepare(context: &Context<'_>, user: &User<'_>) -> Result<Setup, F
         agents_md.extend_from_slice(&instructions);
     }
     super::private_file(AGENT, &dir.join("AGENTS.md"), &agents_md)?;
-    setup.ports.extend(super::url_port(&endpoint));
+    setup.ports.push(super::endpoint_port(AGENT, &endpoint)?);
     setup.env.push(("CODEX_HOME".into(), dir.clone().into()));
     setup.summary = format!(
         "CODEX_HOME={} ({}satyrn its only MCP server, approvals and Codex's sandbox off); model endpoint {endpoint}",

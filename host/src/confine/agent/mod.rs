@@ -73,6 +73,8 @@ pub struct Context<'a> {
     pub scratch_paths: &'a [String],
     /// The contract's bytes as read at start (Pi's tools get a frozen copy).
     pub contract_bytes: &'a [u8],
+    /// `--cwd`, when given: the agent reads its project configuration there too.
+    pub cwd: Option<&'a Path>,
 }
 
 /// What an agent's preparation adds to the run.
@@ -84,6 +86,9 @@ pub struct Setup {
     pub ports: Vec<u16>,
     /// The user's own agent files, unreadable by the command.
     pub deny: Vec<PathBuf>,
+    /// Directories under [`Setup::deny`] the command may read (and run programs from): an
+    /// agent installed inside its own directory (`~/.claude/local`).
+    pub read_back: Vec<PathBuf>,
     /// One line for the start-up summary: where the configuration is, what was carried.
     pub summary: String,
 }
@@ -101,21 +106,61 @@ pub fn prepare(
     context: &Context<'_>,
     var: &dyn Fn(&str) -> Option<OsString>,
 ) -> Result<Setup, Failure> {
-    let user_home = var("HOME").filter(|h| !h.is_empty()).map(PathBuf::from);
+    // Every configuration names satyrn-host in text (JSON, TOML).
+    if context.host.to_str().is_none() {
+        return Err(refused(
+            agent,
+            format!(
+                "satyrn-host lies at a path that is not UTF-8 ({}), which the agent's configuration cannot name",
+                context.host.display()
+            ),
+        ));
+    }
+    let homes = crate::os::home::all(var);
     let user = User {
-        home: user_home,
+        home: homes.first().cloned(),
+        homes,
         var,
     };
-    match agent {
+    let mut setup = match agent {
         Agent::Claude => claude::prepare(context, &user),
         Agent::Codex => codex::prepare(context, &user),
         Agent::Pi => pi::prepare(context, &user),
+    }?;
+    // The repository's own configuration of the agent that runs code or redirects it at
+    // start (hooks, extensions, MCP servers, a model endpoint), unreadable to it.
+    for dir in std::iter::once(context.worktree).chain(context.cwd) {
+        setup
+            .deny
+            .extend(repository_config(agent).iter().map(|rel| dir.join(rel)));
+    }
+    if setup.ports.is_empty() {
+        return Err(refused(agent, "no model endpoint port could be derived"));
+    }
+    Ok(setup)
+}
+
+/// The files and directories of a repository (at its root and at the working directory)
+/// through which it would configure `agent`: made unreadable to the agent.
+#[must_use]
+pub fn repository_config(agent: Agent) -> &'static [&'static str] {
+    match agent {
+        Agent::Claude => &[
+            ".claude/settings.json",
+            ".claude/settings.local.json",
+            ".mcp.json",
+        ],
+        Agent::Codex => &[".codex"],
+        Agent::Pi => &[".pi"],
     }
 }
 
 /// The caller's environment, as the agent would read it.
 struct User<'a> {
+    /// Where `~` of the agent's default directory is: `HOME`, else the passwd entry's.
     home: Option<PathBuf>,
+    /// Every home of the caller ([`crate::os::home::all`]).
+    homes: Vec<PathBuf>,
     var: &'a dyn Fn(&str) -> Option<OsString>,
 }
 
@@ -138,6 +183,11 @@ impl User<'_> {
             }
             None => self.home.as_ref().map(|h| h.join(default)),
         }
+    }
+
+    /// `rel` under every home of the caller: the agent's default places, unreadable to it.
+    fn in_every_home(&self, rel: &str) -> Vec<PathBuf> {
+        self.homes.iter().map(|h| h.join(rel)).collect()
     }
 }
 
@@ -173,8 +223,22 @@ fn check_user_dir(agent: Agent, dir: &Path, worktree: &Path) -> Result<(), Failu
 /// The largest user file carried or parsed (configuration, credentials).
 const MAX_CARRIED_BYTES: u64 = 4 * 1024 * 1024;
 
-/// The bytes of a user file, `None` when it does not exist.
-fn read_user_file(agent: Agent, path: &Path) -> Result<Option<Vec<u8>>, Failure> {
+/// The bytes of a user file, `None` when it does not exist. A file that is (or resolves
+/// through a symlink to) a file of the worktree is refused: its content would come from
+/// the repository, or be a private file made readable by the copy.
+fn read_user_file(agent: Agent, path: &Path, worktree: &Path) -> Result<Option<Vec<u8>>, Failure> {
+    if let Ok(real) = std::fs::canonicalize(path)
+        && real.starts_with(worktree)
+    {
+        return Err(refused(
+            agent,
+            format!(
+                "{} resolves to {}, inside the worktree; keep the agent's files outside it",
+                path.display(),
+                real.display()
+            ),
+        ));
+    }
     let meta = match std::fs::metadata(path) {
         Ok(meta) => meta,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -226,35 +290,78 @@ fn private_file(agent: Agent, path: &Path, bytes: &[u8]) -> Result<(), Failure> 
 }
 
 /// Copies a user file into the agent's directory when it exists; whether it did.
-fn carry(agent: Agent, from: &Path, to: &Path) -> Result<bool, Failure> {
-    match read_user_file(agent, from)? {
+fn carry(agent: Agent, from: &Path, to: &Path, worktree: &Path) -> Result<bool, Failure> {
+    match read_user_file(agent, from, worktree)? {
         Some(bytes) => private_file(agent, to, &bytes).map(|()| true),
         None => Ok(false),
     }
 }
 
-/// The TCP port of an `http://` or `https://` URL: the explicit one, else 80 or 443.
-/// `None` for another scheme or a malformed authority.
+/// The TCP port an `http` or `https` URL connects to, read the way a WHATWG URL parser
+/// (Node's, Rust's `url`) reads it: leading and trailing spaces and control characters
+/// dropped, tabs and newlines removed, `\\` as `/`, the slashes after the scheme optional,
+/// userinfo up to the last `@`; the explicit port (digits only, at most 65535, not 0), else
+/// 80 or 443. `None` for another scheme or what such a parser would reject.
 #[must_use]
 pub fn url_port(url: &str) -> Option<u16> {
-    let (scheme, rest) = url.split_once("://")?;
+    let cleaned: String = url
+        .trim_matches(|c: char| c <= ' ')
+        .chars()
+        .filter(|c| !matches!(c, '\t' | '\n' | '\r'))
+        .collect();
+    let (scheme, rest) = cleaned.split_once(':')?;
     let default = match scheme.to_ascii_lowercase().as_str() {
         "http" => 80,
         "https" => 443,
         _ => return None,
     };
-    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    let rest = rest.trim_start_matches(['/', '\\']);
+    let authority = rest.split(['/', '\\', '?', '#']).next().unwrap_or_default();
     let host_port = authority.rsplit('@').next().unwrap_or_default();
     let port = if let Some(bracketed) = host_port.strip_prefix('[') {
-        let (_, after) = bracketed.split_once(']')?;
-        after.strip_prefix(':')
+        let (host, after) = bracketed.split_once(']')?;
+        if host.is_empty() {
+            return None;
+        }
+        match after {
+            "" => None,
+            other => Some(other.strip_prefix(':')?),
+        }
     } else {
-        host_port.split_once(':').map(|(_, p)| p)
+        let (host, port) = match host_port.split_once(':') {
+            Some((host, port)) => (host, Some(port)),
+            None => (host_port, None),
+        };
+        if host.is_empty() {
+            return None;
+        }
+        port
     };
     match port {
         None | Some("") => Some(default),
-        Some(p) => p.parse().ok().filter(|p| *p != 0),
+        Some(p) if p.bytes().all(|b| b.is_ascii_digit()) => {
+            // Leading zeros are allowed; what remains is at most five digits.
+            let significant = p.trim_start_matches('0');
+            if significant.is_empty() || significant.len() > 5 {
+                return None;
+            }
+            significant.parse::<u16>().ok()
+        }
+        Some(_) => None,
     }
+}
+
+/// [`url_port`], or a refusal naming the URL: with `--agent`, TCP connect is limited to
+/// the model endpoint, and a port that cannot be derived must not leave it unlimited.
+fn endpoint_port(agent: Agent, url: &str) -> Result<u16, Failure> {
+    url_port(url).ok_or_else(|| {
+        refused(
+            agent,
+            format!(
+                "cannot tell the TCP port of the model endpoint {url:?} (an http or https URL, port 1 to 65535), so the network rule cannot be limited to it; correct the URL"
+            ),
+        )
+    })
 }
 
 #[cfg(test)]
@@ -274,5 +381,23 @@ mod tests {
         assert_eq!(url_port("host:80"), None);
         assert_eq!(url_port("http://host:99999"), None);
         assert_eq!(url_port("http://host:0"), None);
+        // As a WHATWG parser (Node's, the agents') reads them.
+        assert_eq!(url_port(" http://127.0.0.1:4242/v1 "), Some(4242));
+        assert_eq!(url_port("\thttp://127.0.0.1:4242/v1\n"), Some(4242));
+        assert_eq!(url_port("http://127.0.0.1:42\t42/v1"), Some(4242));
+        assert_eq!(url_port("http://127.0.0.1:4242\\@x:5555/"), Some(4242));
+        assert_eq!(url_port("http://u@127.0.0.1:4242@x:5555/"), Some(5555));
+        assert_eq!(url_port("http:127.0.0.1:4242"), Some(4242));
+        assert_eq!(url_port("http:\\\\127.0.0.1:4242"), Some(4242));
+        assert_eq!(url_port("http://h:0080/"), Some(80));
+        assert_eq!(url_port("http://h:00000000000000000000443/"), Some(443));
+        assert_eq!(url_port("http://h:4242x/"), None);
+        assert_eq!(url_port("http://h:+80/"), None);
+        assert_eq!(url_port("http://:80/"), None);
+        assert_eq!(url_port("http://[]:80/"), None);
+        assert_eq!(url_port("http://[::1]x/"), None);
+        assert_eq!(url_port("http://h:65535"), Some(65535));
+        assert_eq!(url_port("http://h:65536"), None);
+        assert_eq!(url_port(""), None);
     }
 }

@@ -39,17 +39,25 @@ pub(super) fn prepare(context: &Context<'_>, user: &User<'_>) -> Result<Setup, F
     if let Some(user_dir) = user.dir(AGENT_DIR_VAR, ".pi/agent") {
         super::check_user_dir(AGENT, &user_dir, context.worktree)?;
         for name in CARRIED_AGENT_FILES {
-            if super::carry(AGENT, &user_dir.join(name), &dir.join(name))? {
+            if super::carry(
+                AGENT,
+                &user_dir.join(name),
+                &dir.join(name),
+                context.worktree,
+            )? {
                 carried.push(name);
             }
         }
-        models = super::read_user_file(AGENT, &user_dir.join("models.json"))?;
-        if let Some(bytes) = super::read_user_file(AGENT, &user_dir.join("AGENTS.md"))? {
+        models = super::read_user_file(AGENT, &user_dir.join("models.json"), context.worktree)?;
+        if let Some(bytes) =
+            super::read_user_file(AGENT, &user_dir.join("AGENTS.md"), context.worktree)?
+        {
             instructions = bytes;
             carried.push("AGENTS.md");
         }
         setup.deny.push(user_dir);
     }
+    setup.deny.extend(user.in_every_home(".pi/agent"));
     let extensions = dir.join("extensions");
     for (rel, contents) in EXTENSION_FILES {
         let path = extensions.join(rel);
@@ -75,7 +83,7 @@ pub(super) fn prepare(context: &Context<'_>, user: &User<'_>) -> Result<Setup, F
     .map_err(|e| super::refused(AGENT, format!("cannot encode the context: {e}")))?;
     super::private_file(AGENT, &context_file, &bytes)?;
 
-    setup.ports = endpoints(models.as_deref());
+    setup.ports = endpoints(models.as_deref())?;
     setup.env.extend([
         (AGENT_DIR_VAR.into(), dir.clone().into()),
         (CONTEXT_FILE_VAR.into(), context_file.into()),
@@ -95,37 +103,44 @@ pub(super) fn prepare(context: &Context<'_>, user: &User<'_>) -> Result<Setup, F
     Ok(setup)
 }
 
-/// The ports of every provider's `baseUrl` in `models.json`, and 443.
-fn endpoints(models: Option<&[u8]>) -> Vec<u16> {
+/// The ports of every provider's `baseUrl` in `models.json`, and 443. A `models.json`
+/// that does not parse, or a `baseUrl` whose port cannot be derived, is refused (the
+/// network rule would otherwise be decided on a guess).
+fn endpoints(models: Option<&[u8]>) -> Result<Vec<u16>, Failure> {
     let mut ports = vec![443];
-    let parsed: Option<Value> = models.and_then(|b| serde_json::from_slice(b).ok());
-    if let Some(providers) = parsed
-        .as_ref()
-        .and_then(|m| m.get("providers"))
-        .and_then(Value::as_object)
-    {
+    let Some(bytes) = models else {
+        return Ok(ports);
+    };
+    let parsed: Value = serde_json::from_slice(bytes)
+        .map_err(|e| super::refused(AGENT, format!("models.json: {e}")))?;
+    if let Some(providers) = parsed.get("providers").and_then(Value::as_object) {
         for provider in providers.values() {
-            if let Some(port) = provider
-                .get("baseUrl")
-                .and_then(Value::as_str)
-                .and_then(super::url_port)
-            {
-                ports.push(port);
+            match provider.get("baseUrl") {
+                None => {}
+                Some(Value::String(url)) => ports.push(super::endpoint_port(AGENT, url)?),
+                Some(other) => {
+                    return Err(super::refused(
+                        AGENT,
+                        format!("models.json: a baseUrl that is not a string: {other}"),
+                    ));
+                }
             }
         }
     }
     ports.sort_unstable();
     ports.dedup();
-    ports
+    Ok(ports)
 }
 
 #[cfg(test)]
 mod tests {
     #[test]
-    fn every_provider_s_port_and_443() {
+    fn every_provider_s_port_and_443_or_a_refusal() {
         let models = br#"{"providers":{"a":{"baseUrl":"http://127.0.0.1:7000/v1"},"b":{"baseUrl":"https://x.example"},"c":{}}}"#;
-        assert_eq!(super::endpoints(Some(models)), vec![443, 7000]);
-        assert_eq!(super::endpoints(None), vec![443]);
-        assert_eq!(super::endpoints(Some(b"not json")), vec![443]);
+        assert_eq!(super::endpoints(Some(models)).unwrap(), vec![443, 7000]);
+        assert_eq!(super::endpoints(None).unwrap(), vec![443]);
+        assert!(super::endpoints(Some(b"not json")).is_err());
+        assert!(super::endpoints(Some(br#"{"providers":{"a":{"baseUrl":"ftp://x"}}}"#)).is_err());
+        assert!(super::endpoints(Some(br#"{"providers":{"a":{"baseUrl":7}}}"#)).is_err());
     }
 }
