@@ -5,6 +5,7 @@
 //! `tests/agents/test/confined.test.mjs`.
 
 use std::net::TcpListener;
+use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::Output;
 
@@ -390,15 +391,26 @@ fn a_symlink_inside_the_user_s_agent_directory_does_not_make_its_target_readable
     std::fs::write(elsewhere.path().join("ordinary.txt"), "fine\n").expect("write");
     std::fs::remove_dir_all(user.join("sessions")).expect("rm");
     std::os::unix::fs::symlink(&sessions, user.join("sessions")).expect("symlink");
+    // What Codex itself leaves there: its own binary linked under other names.
+    let program = elsewhere.path().join("agent-binary");
+    std::fs::write(&program, "#!/bin/sh\necho agent-ran\n").expect("write");
+    std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    std::fs::create_dir_all(user.join("tmp/arg0")).expect("mkdir");
+    std::os::unix::fs::symlink(&program, user.join("tmp/arg0/apply_patch")).expect("symlink");
     let e = elsewhere.path().display();
     let script = format!(
         "cat {e}/sessions-real/transcript.jsonl >/dev/null 2>&1; echo \"transcript $?\"; \
-         cat {e}/ordinary.txt >/dev/null 2>&1; echo \"ordinary $?\""
+         cat {e}/ordinary.txt >/dev/null 2>&1; echo \"ordinary $?\"; {e}/agent-binary"
     );
     let out = f.confine(&["--agent", "codex"], &script);
     let text = stdout(&out);
     assert!(text.contains("transcript 1"), "{}", describe(&out));
     assert!(text.contains("ordinary 0"), "{}", describe(&out));
+    assert!(
+        text.contains("agent-ran"),
+        "the agent's own program must still run: {}",
+        describe(&out)
+    );
 }
 
 #[test]

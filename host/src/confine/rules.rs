@@ -25,8 +25,10 @@ use satyrn_mutator_core::fnmatch::PatternSet;
 pub const MAX_DENIED_ENTRIES: usize = 100_000;
 
 /// Where `path` and every symlink beneath it lead, when that is elsewhere (canonical
-/// paths; followed on into the directories they name). Looks at no more than
-/// [`MAX_DENIED_ENTRIES`] entries.
+/// paths; followed on into the directories they name). A symlink to an executable file is
+/// a program's name for itself (Codex links its own binary as `apply_patch` under
+/// `~/.codex/tmp`), not a place data was moved to: it is left out, or the agent could not
+/// run. Looks at no more than [`MAX_DENIED_ENTRIES`] entries.
 #[must_use]
 pub fn symlink_targets(path: &Path) -> Vec<PathBuf> {
     let mut found: Vec<PathBuf> = Vec::new();
@@ -58,7 +60,10 @@ pub fn symlink_targets(path: &Path) -> Vec<PathBuf> {
             };
             let at = entry.path();
             if kind.is_symlink() {
-                if let Ok(real) = std::fs::canonicalize(&at)
+                let program =
+                    std::fs::metadata(&at).is_ok_and(|m| m.is_file() && m.mode() & 0o111 != 0);
+                if !program
+                    && let Ok(real) = std::fs::canonicalize(&at)
                     && elsewhere(&real, &found)
                 {
                     if real.is_dir() {
