@@ -512,9 +512,11 @@ fn the_repository_s_own_agent_configuration_is_unreadable_to_the_agent() {
         text.contains(".claude/CLAUDE.md 0") && text.contains("README.md 0"),
         "{text}"
     );
+    // Codex reads a project's .codex/ only when the user's configuration trusts the
+    // project; --agent codex carries no trust (and an unreadable one would stop Codex).
     let text = probe("codex", &[".codex/config.toml", ".claude/settings.json"]);
     assert!(
-        text.contains(".codex/config.toml 1") && text.contains(".claude/settings.json 0"),
+        text.contains(".codex/config.toml 0") && text.contains(".claude/settings.json 0"),
         "{text}"
     );
     let text = probe("pi", &[".pi/extensions/evil.ts", ".mcp.json"]);
@@ -613,5 +615,160 @@ fn satyrn_host_at_a_path_that_is_not_utf8_is_a_named_refusal_not_a_panic() {
             "{stderr}"
         );
         assert!(!marker.exists());
+    }
+}
+
+#[test]
+fn the_repository_s_configuration_is_unreadable_in_every_directory_down_to_the_working_one() {
+    let f = Fixture::new();
+    let root = f.root();
+    for dir in ["", "src/", "src/deep/"] {
+        let p = root.join(format!("{dir}.mcp.json"));
+        std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
+        std::fs::write(&p, "{}\n").expect("write");
+    }
+    // A repository's settings that are a symlink to another file of the repository.
+    std::fs::create_dir_all(root.join("src/deep/.claude")).expect("mkdir");
+    std::fs::write(root.join("docs-settings.json"), "{\"hooks\":{}}\n").expect("write");
+    std::os::unix::fs::symlink(
+        "../../../docs-settings.json",
+        root.join("src/deep/.claude/settings.json"),
+    )
+    .expect("symlink");
+    let cwd = root.join("src/deep");
+    let out = f.confine(
+        &["--agent", "claude", "--cwd", cwd.to_str().expect("utf-8")],
+        "for p in ../../.mcp.json ../.mcp.json .mcp.json .claude/settings.json ../../docs-settings.json ../../README.md; do \
+         cat $p >/dev/null 2>&1; echo \"$p $?\"; done",
+    );
+    assert!(out.status.success(), "{}", describe(&out));
+    let text = stdout(&out);
+    for line in [
+        "../../.mcp.json 1",
+        "../.mcp.json 1",
+        ".mcp.json 1",
+        ".claude/settings.json 1",
+        "../../docs-settings.json 1",
+        "../../README.md 0",
+    ] {
+        assert!(
+            text.lines().any(|l| l == line),
+            "{line}: {}",
+            describe(&out)
+        );
+    }
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("warning: the repository's"),
+        "the user is told: {}",
+        describe(&out)
+    );
+}
+
+#[test]
+fn every_agent_s_login_is_unreadable_whichever_agent_runs_and_without_one() {
+    let f = Fixture::new();
+    let home = f.home.path();
+    for (rel, text) in [
+        (".claude/.credentials.json", "claude login\n"),
+        (".codex/auth.json", "codex key\n"),
+        (".pi/agent/auth.json", "pi key\n"),
+        (".claude/notes.md", "notes\n"),
+    ] {
+        let p = home.join(rel);
+        std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
+        std::fs::write(p, text).expect("write");
+    }
+    let h = home.display();
+    let script = format!(
+        "for p in {h}/.claude/.credentials.json {h}/.codex/auth.json {h}/.pi/agent/auth.json {h}/.claude/notes.md; do \
+         cat $p >/dev/null 2>&1; echo \"$p $?\"; done"
+    );
+    // Under --agent pi the other agents' whole directories are unreadable.
+    let text = stdout(&f.confine(&["--agent", "pi"], &script));
+    for name in [
+        ".claude/.credentials.json 1",
+        ".codex/auth.json 1",
+        ".pi/agent/auth.json 1",
+        ".claude/notes.md 1",
+    ] {
+        assert!(text.contains(name), "{name}: {text}");
+    }
+    // Without --agent, the logins are credential stores; the rest stays readable.
+    let text = stdout(&f.confine(&[], &script));
+    for name in [
+        ".claude/.credentials.json 1",
+        ".codex/auth.json 1",
+        ".pi/agent/auth.json 1",
+        ".claude/notes.md 0",
+    ] {
+        assert!(text.contains(name), "{name}: {text}");
+    }
+}
+
+#[test]
+fn a_key_linked_to_an_executable_file_in_a_credential_store_stays_unreadable() {
+    let f = Fixture::new();
+    let elsewhere = tempfile::tempdir().expect("tempdir");
+    let key = elsewhere.path().join("id_ed25519");
+    std::fs::write(&key, "key\n").expect("write");
+    // As on a vfat or WSL mount, where every file is 0755.
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    std::os::unix::fs::symlink(&key, f.home.path().join(".ssh/id_ed25519")).expect("symlink");
+    let out = f.confine(
+        &[],
+        &format!("cat {} >/dev/null 2>&1; echo \"key $?\"", key.display()),
+    );
+    assert!(stdout(&out).contains("key 1"), "{}", describe(&out));
+}
+
+#[test]
+fn a_symlink_in_another_worktree_denies_nothing_beyond_that_worktree() {
+    let f = Fixture::new();
+    let root = f.root();
+    let other = tempfile::tempdir().expect("tempdir");
+    let second = other.path().join("second");
+    let status = std::process::Command::new("git")
+        .arg("-C")
+        .arg(&root)
+        .args(["worktree", "add", "-q", "--detach"])
+        .arg(&second)
+        .status()
+        .expect("git");
+    assert!(status.success());
+    std::os::unix::fs::symlink("/usr/bin", second.join("ubin")).expect("symlink");
+    let out = f.confine(&[], "ls /usr/bin/sh >/dev/null && echo usr-bin-readable");
+    assert!(
+        stdout(&out).contains("usr-bin-readable"),
+        "{}",
+        describe(&out)
+    );
+}
+
+#[test]
+fn a_refused_home_or_tmpdir_creates_nothing() {
+    let f = Fixture::new();
+    let root = f.root();
+    let contract = crate::support::ContractFile::raw(
+        "id: c\ntask: t\nwritable_paths: ['src/*.rs']\nscratch_paths: [build]\n",
+    );
+    let inside = root.join("src/tmp");
+    std::fs::create_dir_all(&inside).expect("mkdir");
+    let before = tree_state(&root);
+    let home_inside = root.join("src");
+    for (opts, tmpdir) in [
+        (vec!["--home", home_inside.to_str().expect("utf-8")], None),
+        (vec![], Some(&inside)),
+    ] {
+        let mut cmd = f.command_under(&contract.path, &opts, &["true"]);
+        if let Some(t) = tmpdir {
+            cmd.env("TMPDIR", t);
+        }
+        let out = cmd.output().expect("run");
+        assert_eq!(out.status.code(), Some(15), "{}", describe(&out));
+        assert_eq!(
+            tree_state(&root),
+            before,
+            "a refused start changed the worktree"
+        );
     }
 }

@@ -146,6 +146,38 @@ fn prepare(request: &Request) -> Result<Prepared, Failure> {
             ));
         }
     };
+    // Before anything is created: what the writable places may not overlap.
+    let layout = match abi {
+        Some(_) => {
+            let layout = Layout::read(&root)?;
+            if let Some(home) = &request.home {
+                let canonical = std::fs::canonicalize(home).map_err(|e| {
+                    Failure::new(
+                        Code::ConfineUnavailable,
+                        format!("--home {}: {e}", home.display()),
+                    )
+                })?;
+                check_outside("--home", &canonical, &root, &layout)?;
+            }
+            // The scratch is writable whole: under a TMPDIR inside the repository it would
+            // be a place in the worktree the command writes without satyrn's gates.
+            let parent = scratch::parent_path();
+            let canonical = match (parent.parent(), parent.file_name()) {
+                (Some(tmp), Some(name)) => std::fs::canonicalize(tmp)
+                    .map(|t| t.join(name))
+                    .unwrap_or(parent.clone()),
+                _ => parent.clone(),
+            };
+            check_outside(
+                "the run's scratch (under TMPDIR)",
+                &canonical,
+                &root,
+                &layout,
+            )?;
+            Some(layout)
+        }
+        None => None,
+    };
     let run_dir = scratch::RunDir::create().map_err(|e| {
         Failure::new(
             Code::ConfineUnavailable,
@@ -179,15 +211,24 @@ fn prepare(request: &Request) -> Result<Prepared, Failure> {
         run_dir.remove(false);
         return Err(failure);
     }
-    let ruleset =
-        match abi.map(|abi| enforced(request, &contract, &root, &run_dir, agent.as_ref(), abi)) {
-            None => None,
-            Some(Ok(built)) => Some(built),
-            Some(Err(failure)) => {
-                run_dir.remove(false);
-                return Err(failure);
-            }
-        };
+    let ruleset = match abi.zip(layout.as_ref()).map(|(abi, layout)| {
+        enforced(
+            request,
+            &contract,
+            &root,
+            &run_dir,
+            agent.as_ref(),
+            layout,
+            abi,
+        )
+    }) {
+        None => None,
+        Some(Ok(built)) => Some(built),
+        Some(Err(failure)) => {
+            run_dir.remove(false);
+            return Err(failure);
+        }
+    };
     let (ruleset, summary) = match ruleset {
         Some((built, summary)) => {
             let _ = writeln!(std::io::stderr(), "satyrn-host confine: {summary}");
@@ -219,6 +260,13 @@ fn prepare(request: &Request) -> Result<Prepared, Failure> {
             name.name(),
             setup.summary
         );
+        for warning in &setup.warnings {
+            let _ = writeln!(
+                std::io::stderr(),
+                "satyrn-host confine: --agent {}: warning: {warning}",
+                name.name()
+            );
+        }
     }
     Ok(Prepared {
         contract,
@@ -280,10 +328,16 @@ fn enforced(
     root: &Path,
     run_dir: &scratch::RunDir,
     agent: Option<&agent::Setup>,
+    layout: &Layout,
     abi: i32,
 ) -> Result<((std::os::fd::OwnedFd, landlock::Enforced), String), Failure> {
+    use rules::Follow;
     let write = writable(request, contract, root, run_dir);
-    let mut deny: Vec<PathBuf> = request.deny_read.clone();
+    let mut deny: Vec<(PathBuf, Follow)> = request
+        .deny_read
+        .iter()
+        .map(|p| (p.clone(), Follow::Links))
+        .collect();
     let mut connect = request.allow_connect.clone();
     if let Some(agent) = agent {
         deny.extend(agent.deny.iter().cloned());
@@ -294,54 +348,37 @@ fn enforced(
     }
     // HOME's and the password database's home (a command may fall back to the latter).
     for home in crate::os::home::all(&|v| std::env::var_os(v)) {
-        deny.extend(rules::CREDENTIAL_STORES.iter().map(|s| home.join(s)));
+        deny.extend(
+            rules::CREDENTIAL_STORES
+                .iter()
+                .map(|s| (home.join(s), Follow::Links)),
+        );
     }
-    deny.push(run_dir.parent().to_path_buf());
+    deny.push((run_dir.parent().to_path_buf(), Follow::No));
     let uid = rustix::process::getuid().as_raw();
     // A Kerberos ticket cache in its default place.
-    deny.push(PathBuf::from(format!("/tmp/krb5cc_{uid}")));
-    // The walk and git's answers (two processes) do not depend on each other.
-    let (private, worktrees) = std::thread::scope(|scope| {
-        let worktrees = scope.spawn(|| other_worktrees(root));
-        let private = rules::private_in_worktree(root, &contract.private_paths);
-        (private, worktrees.join())
-    });
-    let private = private.map_err(|e| {
+    deny.push((PathBuf::from(format!("/tmp/krb5cc_{uid}")), Follow::Links));
+    let private = rules::private_in_worktree(root, &contract.private_paths).map_err(|e| {
         Failure::new(
             Code::ConfineUnavailable,
             format!("cannot compute the rules: {e}"),
         )
     })?;
-    let (others, common) = worktrees.map_err(|_| {
-        Failure::new(
-            Code::InternalError,
-            "listing the repository's worktrees panicked".to_owned(),
-        )
-    })??;
-    let mounts = mounts::read();
-    if let Some(home) = &request.home {
-        check_outside("--home", home, root, &others, &common, &mounts)?;
-    }
-    // The scratch is writable whole: under a TMPDIR inside the repository it would be a
-    // place in the worktree the command writes without satyrn's gates.
-    check_outside(
-        "the run's scratch (under TMPDIR)",
-        run_dir.parent(),
-        root,
-        &others,
-        &common,
-        &mounts,
-    )?;
-    check_standard_streams(root, &common, &contract.scratch_paths)?;
+    let Layout {
+        others,
+        common,
+        mounts,
+    } = layout;
+    check_standard_streams(root, common, &contract.scratch_paths)?;
     let mut read_back = if others.iter().any(|o| common.starts_with(o)) {
-        vec![common]
+        vec![common.clone()]
     } else {
         Vec::new()
     };
     if let Some(agent) = agent {
         read_back.extend(agent.read_back.iter().cloned());
     }
-    deny.extend(others);
+    deny.extend(others.iter().map(|o| (o.clone(), Follow::No)));
     let devices: Vec<PathBuf> = DEVICES.iter().map(PathBuf::from).collect();
     let inputs = rules::Inputs {
         worktree: root,
@@ -349,7 +386,7 @@ fn enforced(
         deny: &deny,
         write: &write,
         devices: &devices,
-        mounts: &mounts,
+        mounts,
         scratch_parent: run_dir.parent(),
         read_back: &read_back,
     };
@@ -361,6 +398,9 @@ fn enforced(
     })?;
     let built = landlock::build(abi, &plan, &connect)
         .map_err(|e| Failure::new(Code::ConfineUnavailable, e.to_string()))?;
+    for warning in &plan.warnings {
+        let _ = writeln!(std::io::stderr(), "satyrn-host confine: warning: {warning}");
+    }
     let summary = describe(&built.1, &plan, &write);
     Ok((built, summary))
 }
@@ -403,28 +443,16 @@ fn check_standard_streams(root: &Path, common: &Path, scratch: &[String]) -> Res
 /// A directory writable by the command whole (`--home`, the run's scratch) may not overlap
 /// the worktree, another worktree of the repository or the common git directory (it would
 /// grant writes to them).
-fn check_outside(
-    what: &str,
-    home: &Path,
-    root: &Path,
-    others: &[PathBuf],
-    common: &Path,
-    mounts: &[mounts::Mount],
-) -> Result<(), Failure> {
-    let home = std::fs::canonicalize(home).map_err(|e| {
-        Failure::new(
-            Code::ConfineUnavailable,
-            format!("{what} {}: {e}", home.display()),
-        )
-    })?;
+/// `home` must be canonical.
+fn check_outside(what: &str, home: &Path, root: &Path, layout: &Layout) -> Result<(), Failure> {
     let guarded: Vec<PathBuf> = std::iter::once(root)
-        .chain(others.iter().map(PathBuf::as_path))
-        .chain(std::iter::once(common))
+        .chain(layout.others.iter().map(PathBuf::as_path))
+        .chain(std::iter::once(layout.common.as_path()))
         // The same directories under another mount (a bind mount of the worktree).
-        .flat_map(|p| std::iter::once(p.to_path_buf()).chain(mounts::aliases(mounts, p)))
+        .flat_map(|p| std::iter::once(p.to_path_buf()).chain(mounts::aliases(&layout.mounts, p)))
         .collect();
     for place in &guarded {
-        if home.starts_with(place) || place.starts_with(&home) {
+        if home.starts_with(place) || place.starts_with(home) {
             return Err(Failure::new(
                 Code::ConfineUnavailable,
                 format!(
@@ -436,6 +464,25 @@ fn check_outside(
         }
     }
     Ok(())
+}
+
+/// The repository around the worktree, read once before anything is created: its other
+/// worktrees, its common git directory and the mount table.
+struct Layout {
+    others: Vec<PathBuf>,
+    common: PathBuf,
+    mounts: Vec<mounts::Mount>,
+}
+
+impl Layout {
+    fn read(root: &Path) -> Result<Self, Failure> {
+        let (others, common) = other_worktrees(root)?;
+        Ok(Self {
+            others,
+            common,
+            mounts: mounts::read(),
+        })
+    }
 }
 
 /// The repository's other worktrees (the caller's own checkout under `deliver`), whose

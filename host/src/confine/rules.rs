@@ -25,17 +25,18 @@ use satyrn_mutator_core::fnmatch::PatternSet;
 pub const MAX_DENIED_ENTRIES: usize = 100_000;
 
 /// Where `path` and every symlink beneath it lead, when that is elsewhere (canonical
-/// paths; followed on into the directories they name). A symlink to an executable file is
-/// a program's name for itself (Codex links its own binary as `apply_patch` under
-/// `~/.codex/tmp`), not a place data was moved to: it is left out, or the agent could not
-/// run. Looks at no more than [`MAX_DENIED_ENTRIES`] entries.
+/// paths; followed on into the directories they name), and whether every entry was
+/// looked at (at most [`MAX_DENIED_ENTRIES`]). With [`Follow::LinksButPrograms`] a symlink
+/// to an executable file is left out: it is a program's name for itself (Codex links its
+/// own binary as `apply_patch` under `~/.codex/tmp`), not a place data was moved to, and
+/// the agent could not run without it.
 #[must_use]
-pub fn symlink_targets(path: &Path) -> Vec<PathBuf> {
+pub fn symlink_targets(path: &Path, follow: Follow) -> (Vec<PathBuf>, bool) {
     let mut found: Vec<PathBuf> = Vec::new();
     let mut budget = MAX_DENIED_ENTRIES;
     let mut todo: Vec<PathBuf> = Vec::new();
     let Ok(base) = std::fs::canonicalize(path) else {
-        return found;
+        return (found, true);
     };
     if base != path {
         found.push(base.clone());
@@ -52,7 +53,7 @@ pub fn symlink_targets(path: &Path) -> Vec<PathBuf> {
         };
         for entry in entries.flatten() {
             if budget == 0 {
-                return found;
+                return (found, false);
             }
             budget -= 1;
             let Ok(kind) = entry.file_type() else {
@@ -60,8 +61,8 @@ pub fn symlink_targets(path: &Path) -> Vec<PathBuf> {
             };
             let at = entry.path();
             if kind.is_symlink() {
-                let program =
-                    std::fs::metadata(&at).is_ok_and(|m| m.is_file() && m.mode() & 0o111 != 0);
+                let program = follow == Follow::LinksButPrograms
+                    && std::fs::metadata(&at).is_ok_and(|m| m.is_file() && m.mode() & 0o111 != 0);
                 if !program
                     && let Ok(real) = std::fs::canonicalize(&at)
                     && elsewhere(&real, &found)
@@ -76,7 +77,7 @@ pub fn symlink_targets(path: &Path) -> Vec<PathBuf> {
             }
         }
     }
-    found
+    (found, true)
 }
 
 /// The credential stores under the caller's home that a confined command can never read
@@ -97,6 +98,10 @@ pub const CREDENTIAL_STORES: &[&str] = &[
     ".cargo/credentials.toml",
     ".cargo/credentials",
     ".Xauthority",
+    // The agents' own logins (with `--agent`, each agent's whole directory is unreadable).
+    ".claude/.credentials.json",
+    ".codex/auth.json",
+    ".pi/agent/auth.json",
 ];
 
 /// The environment variables that point a process at a credential agent or a session
@@ -180,6 +185,22 @@ pub struct Plan {
     /// The unreadable paths outside the worktree that exist (credential stores, the
     /// scratch parent, `--deny-read`).
     pub outside: Vec<PathBuf>,
+    /// What the caller should tell the user (a denied directory too large to search for
+    /// symlinks whole).
+    pub warnings: Vec<String>,
+}
+
+/// How the symlinks of a denied path are followed ([`symlink_targets`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Follow {
+    /// Not at all: the path is denied as it is (another worktree, the scratch parent).
+    No,
+    /// The path and every symlink beneath it: what they lead to is denied too (the
+    /// caller's credential stores, `--deny-read`).
+    Links,
+    /// As [`Follow::Links`], except a symlink to an executable file, a program's name for
+    /// itself (an agent's own directory: Codex links its binary as `apply_patch` there).
+    LinksButPrograms,
 }
 
 /// A granted path's type: Landlock allows only file rights on a file.
@@ -198,9 +219,9 @@ pub struct Inputs<'a> {
     pub worktree: &'a Path,
     /// The worktree's private paths, as [`private_in_worktree`] found them.
     pub private: &'a [PathBuf],
-    /// Absolute paths never readable (credential stores, the scratch parent, extras);
-    /// those that do not exist are skipped.
-    pub deny: &'a [PathBuf],
+    /// Absolute paths never readable (credential stores, the scratch parent, extras), each
+    /// with how far its symlinks are followed; those that do not exist are skipped.
+    pub deny: &'a [(PathBuf, Follow)],
     /// Absolute directories every access is granted on (the run's scratch, scratch paths,
     /// `--home`).
     pub write: &'a [PathBuf],
@@ -228,14 +249,25 @@ pub fn plan(inputs: &Inputs<'_>) -> io::Result<Plan> {
     let private_count = inputs.private.len();
     unreadable.extend(inputs.private.iter().cloned());
     let mut outside = Vec::new();
-    for path in inputs.deny {
+    let mut warnings = Vec::new();
+    for (path, follow) in inputs.deny {
         if std::fs::symlink_metadata(path).is_ok() {
             unreadable.insert(path.clone());
             outside.push(path.clone());
+            if *follow == Follow::No {
+                continue;
+            }
             // A symlink (`~/.ssh` → elsewhere), a path through one, or a symlink inside
             // (`~/.codex/sessions` → elsewhere): what it names is unreadable under its own
             // path too.
-            for real in symlink_targets(path) {
+            let (targets, complete) = symlink_targets(path, *follow);
+            if !complete {
+                warnings.push(format!(
+                    "{} holds more than {MAX_DENIED_ENTRIES} entries: only the first were searched for symlinks to elsewhere, whose targets are unreadable; a symlink beyond them leads to a readable place",
+                    path.display()
+                ));
+            }
+            for real in targets {
                 if unreadable.insert(real.clone()) {
                     outside.push(real);
                 }
@@ -279,6 +311,7 @@ pub fn plan(inputs: &Inputs<'_>) -> io::Result<Plan> {
     let mut plan = Plan {
         private: private_count,
         outside,
+        warnings,
         ..Plan::default()
     };
     // Write grants are added to, not carved out of, the reads: they may lie under an

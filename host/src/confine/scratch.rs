@@ -13,6 +13,14 @@ use std::path::{Path, PathBuf};
 
 use crate::os::owned_dir;
 
+/// Where every run's directory of this user lies: `<TMPDIR>/satyrn-confine.<uid>` (it
+/// may not exist yet).
+#[must_use]
+pub fn parent_path() -> PathBuf {
+    let uid = rustix::process::getuid().as_raw();
+    std::env::temp_dir().join(format!("satyrn-confine.{uid}"))
+}
+
 /// One run's directory.
 #[derive(Debug)]
 pub struct RunDir {
@@ -31,7 +39,7 @@ impl RunDir {
     /// ours.
     pub fn create() -> io::Result<Self> {
         let uid = rustix::process::getuid().as_raw();
-        let parent = std::env::temp_dir().join(format!("satyrn-confine.{uid}"));
+        let parent = parent_path();
         private_parent(&parent, uid)?;
         for note in owned_dir::sweep(&parent, owned_dir::CONFINE) {
             use std::io::Write;

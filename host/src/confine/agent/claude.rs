@@ -10,13 +10,14 @@
 //! - `.credentials.json`: a copy of the user's login, when there is one.
 //! - `CLAUDE.md`: the note ([`super::note`]), then the user's own `CLAUDE.md`.
 //!
-//! The model endpoint is `ANTHROPIC_BASE_URL` (the environment's, else the settings'), else
-//! `https://api.anthropic.com`.
+//! The model endpoint is `ANTHROPIC_BASE_URL` (the settings' `env`, which Claude Code applies
+//! over the environment, else the environment's), else `https://api.anthropic.com`.
 
 use serde_json::{Map, Value, json};
 
 use super::{Agent, Context, SERVER, Setup, User, note};
 use crate::code::Failure;
+use crate::confine::rules::Follow;
 
 const AGENT: Agent = Agent::Claude;
 
@@ -81,12 +82,10 @@ pub(super) fn prepare(context: &Context<'_>, user: &User<'_>) -> Result<Setup, F
             instructions = bytes;
             carried.push("CLAUDE.md");
         }
-        setup.deny.push(user_dir.clone());
+        setup
+            .deny
+            .push((user_dir.clone(), Follow::LinksButPrograms));
     }
-    // The default places in every home of the caller; without CLAUDE_CONFIG_DIR the
-    // user's state (other projects' history and MCP servers) is `~/.claude.json`.
-    setup.deny.extend(user.in_every_home(".claude"));
-    setup.deny.extend(user.in_every_home(".claude.json"));
     // Claude Code's own installation, when it lives there (`claude migrate-installer`).
     setup.read_back.extend(
         user.in_every_home(".claude/local")
@@ -194,16 +193,17 @@ fn shell_quote(text: &str) -> String {
     format!("'{}'", text.replace('\'', r"'\''"))
 }
 
-/// The model endpoint Claude Code will call.
+/// The model endpoint Claude Code will call: its settings' `env` is applied over the
+/// environment, so `ANTHROPIC_BASE_URL` there wins.
 fn endpoint(settings: &Map<String, Value>, user: &User<'_>) -> String {
-    user.var("ANTHROPIC_BASE_URL")
-        .map(|v| v.to_string_lossy().into_owned())
+    settings
+        .get("env")
+        .and_then(|e| e.get("ANTHROPIC_BASE_URL"))
+        .and_then(Value::as_str)
+        .map(str::to_owned)
         .or_else(|| {
-            settings
-                .get("env")
-                .and_then(|e| e.get("ANTHROPIC_BASE_URL"))
-                .and_then(Value::as_str)
-                .map(str::to_owned)
+            user.var("ANTHROPIC_BASE_URL")
+                .map(|v| v.to_string_lossy().into_owned())
         })
         .unwrap_or_else(|| "https://api.anthropic.com".to_owned())
 }

@@ -1,6 +1,7 @@
 //! Codex CLI: `CODEX_HOME` = `SCRATCH_HOME/.codex`.
 //!
 //! - `config.toml`: the user's (`$CODEX_HOME/config.toml`, else `~/.codex/config.toml`),
+//!   without its `[projects]` trust (so no repository's own `.codex/config.toml` is read),
 //!   with every `[mcp_servers]` entry replaced by satyrn's (its tools approved up front),
 //!   `approval_policy = "never"` and `sandbox_mode = "danger-full-access"`: Codex's own
 //!   sandbox would refuse the writes the contract allows (its scratch paths) and hide the
@@ -17,6 +18,7 @@ use toml_edit::{Array, DocumentMut, Item, Table, value};
 
 use super::{Agent, Context, SERVER, Setup, User, note};
 use crate::code::Failure;
+use crate::confine::rules::Follow;
 
 const AGENT: Agent = Agent::Codex;
 
@@ -64,9 +66,10 @@ pub(super) fn prepare(context: &Context<'_>, user: &User<'_>) -> Result<Setup, F
             instructions = bytes;
             carried.push("AGENTS.md");
         }
-        setup.deny.push(user_dir.clone());
+        setup
+            .deny
+            .push((user_dir.clone(), Follow::LinksButPrograms));
     }
-    setup.deny.extend(user.in_every_home(".codex"));
     configure(&mut document, context.host);
     let endpoint = endpoint(&document, user);
     super::private_file(
@@ -114,6 +117,9 @@ fn configure(document: &mut DocumentMut, host: &Path) {
     document.insert("mcp_servers", Item::Table(servers));
     document.insert("approval_policy", value("never"));
     document.insert("sandbox_mode", value("danger-full-access"));
+    // No project is trusted, so Codex reads no repository's `.codex/config.toml` (whose
+    // MCP servers, `notify` or model provider would act at start).
+    document.remove("projects");
 }
 
 /// The model endpoint Codex will call.
@@ -153,6 +159,9 @@ wire_api = "responses"
 
 [mcp_servers.other]
 command = "other-server"
+
+[projects."/work/repo"]
+trust_level = "trusted"
 "#
         .parse()
         .unwrap();
@@ -163,6 +172,7 @@ command = "other-server"
         assert_eq!(parsed["sandbox_mode"].as_str(), Some("danger-full-access"));
         assert_eq!(parsed["approval_policy"].as_str(), Some("never"));
         assert!(parsed["mcp_servers"].get("other").is_none(), "{text}");
+        assert!(parsed.get("projects").is_none(), "{text}");
         assert_eq!(
             parsed["mcp_servers"]["satyrn"]["command"].as_str(),
             Some("/opt/satyrn-host")

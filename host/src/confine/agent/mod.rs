@@ -33,6 +33,7 @@ use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use crate::code::{Code, Failure};
+use crate::confine::rules::Follow;
 
 /// The agents `confine --agent` prepares for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -84,8 +85,11 @@ pub struct Setup {
     pub env: Vec<(OsString, OsString)>,
     /// The TCP ports of the model endpoint.
     pub ports: Vec<u16>,
-    /// The user's own agent files, unreadable by the command.
-    pub deny: Vec<PathBuf>,
+    /// The user's own agent files and the repository's configuration of the agent,
+    /// unreadable by the command, each with how far its symlinks are followed.
+    pub deny: Vec<(PathBuf, Follow)>,
+    /// What to tell the user at start (a configuration of the repository's that is not read).
+    pub warnings: Vec<String>,
     /// Directories under [`Setup::deny`] the command may read (and run programs from): an
     /// agent installed inside its own directory (`~/.claude/local`).
     pub read_back: Vec<PathBuf>,
@@ -127,12 +131,33 @@ pub fn prepare(
         Agent::Codex => codex::prepare(context, &user),
         Agent::Pi => pi::prepare(context, &user),
     }?;
+    // Every agent's directory of the user, not only this agent's: they hold other logins
+    // and other sessions' transcripts.
+    setup.deny.extend(
+        every_agent_dir(&user)
+            .into_iter()
+            .map(|p| (p, Follow::LinksButPrograms)),
+    );
     // The repository's own configuration of the agent that runs code or redirects it at
-    // start (hooks, extensions, MCP servers, a model endpoint), unreadable to it.
-    for dir in std::iter::once(context.worktree).chain(context.cwd) {
-        setup
-            .deny
-            .extend(repository_config(agent).iter().map(|rel| dir.join(rel)));
+    // start (hooks, extensions, MCP servers, a model endpoint), unreadable to it in every
+    // directory from the worktree's root to the working directory (the agent reads each),
+    // and wherever a symlink there leads.
+    for dir in project_dirs(context.worktree, context.cwd) {
+        for rel in repository_config(agent) {
+            let path = dir.join(rel);
+            if std::fs::symlink_metadata(&path).is_ok() {
+                setup.warnings.push(format!(
+                    "the repository's {} is not read by the agent (it could run code or redirect the agent at start){}",
+                    path.display(),
+                    if agent == Agent::Pi && rel == &".pi" && path.join("extensions").exists() {
+                        "; Pi stops at an extension it cannot read: move what you need to your own agent directory"
+                    } else {
+                        ""
+                    }
+                ));
+            }
+            setup.deny.push((path, Follow::Links));
+        }
     }
     if setup.ports.is_empty() {
         return Err(refused(agent, "no model endpoint port could be derived"));
@@ -140,8 +165,11 @@ pub fn prepare(
     Ok(setup)
 }
 
-/// The files and directories of a repository (at its root and at the working directory)
-/// through which it would configure `agent`: made unreadable to the agent.
+/// The files and directories of a repository (in each directory from its root to the
+/// working directory) through which it would configure `agent` at start: made unreadable
+/// to the agent. Codex's is not listed: Codex reads a project's `.codex/` only for a
+/// project the user's configuration trusts, and `--agent codex` carries no trust ([`codex`]);
+/// an unreadable one would stop Codex.
 #[must_use]
 pub fn repository_config(agent: Agent) -> &'static [&'static str] {
     match agent {
@@ -150,9 +178,38 @@ pub fn repository_config(agent: Agent) -> &'static [&'static str] {
             ".claude/settings.local.json",
             ".mcp.json",
         ],
-        Agent::Codex => &[".codex"],
+        Agent::Codex => &[],
         Agent::Pi => &[".pi"],
     }
+}
+
+/// The worktree's root and every directory down to `cwd` (when it lies inside).
+fn project_dirs(worktree: &Path, cwd: Option<&Path>) -> Vec<PathBuf> {
+    let mut dirs = vec![worktree.to_path_buf()];
+    if let Some(rel) = cwd.and_then(|c| c.strip_prefix(worktree).ok()) {
+        let mut at = worktree.to_path_buf();
+        for part in rel.components() {
+            at.push(part);
+            dirs.push(at.clone());
+        }
+    }
+    dirs
+}
+
+/// Every agent's directory the user may have: each agent's variable when set, and its
+/// default place in every home (with `~/.claude.json`).
+fn every_agent_dir(user: &User<'_>) -> Vec<PathBuf> {
+    let mut dirs = Vec::new();
+    for (var, default) in [
+        ("CLAUDE_CONFIG_DIR", ".claude"),
+        ("CODEX_HOME", ".codex"),
+        (crate::attempt::pi::AGENT_DIR_VAR, ".pi/agent"),
+    ] {
+        dirs.extend(user.dir(var, default));
+        dirs.extend(user.in_every_home(default));
+    }
+    dirs.extend(user.in_every_home(".claude.json"));
+    dirs
 }
 
 /// The caller's environment, as the agent would read it.

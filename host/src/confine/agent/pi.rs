@@ -20,6 +20,7 @@ use super::{Agent, Context, Setup, User, note};
 use crate::attempt::context::{CONTEXT_FILE_VAR, encode};
 use crate::attempt::pi::{AGENT_DIR_VAR, CARRIED_AGENT_FILES, EXTENSION_FILES};
 use crate::code::Failure;
+use crate::confine::rules::Follow;
 
 const AGENT: Agent = Agent::Pi;
 
@@ -55,9 +56,8 @@ pub(super) fn prepare(context: &Context<'_>, user: &User<'_>) -> Result<Setup, F
             instructions = bytes;
             carried.push("AGENTS.md");
         }
-        setup.deny.push(user_dir);
+        setup.deny.push((user_dir, Follow::LinksButPrograms));
     }
-    setup.deny.extend(user.in_every_home(".pi/agent"));
     let extensions = dir.join("extensions");
     for (rel, contents) in EXTENSION_FILES {
         let path = extensions.join(rel);
