@@ -15,9 +15,8 @@
 
 use serde_json::{Map, Value, json};
 
-use super::{Agent, Context, SERVER, Setup, User, note};
+use super::{Agent, Carrier, Context, SERVER, Setup, User, note};
 use crate::code::Failure;
-use crate::confine::rules::Follow;
 
 const AGENT: Agent = Agent::Claude;
 
@@ -43,57 +42,43 @@ fn tool(name: &str) -> String {
 }
 
 pub(super) fn prepare(context: &Context<'_>, user: &User<'_>) -> Result<Setup, Failure> {
-    let dir = context.scratch_home.join(".claude");
-    super::private_dir(AGENT, &dir)?;
     let mut setup = Setup::default();
-    let mut carried = Vec::new();
-    let user_dir = user.dir("CLAUDE_CONFIG_DIR", ".claude");
-    let mut settings = Map::new();
-    let mut instructions = Vec::new();
-    if let Some(user_dir) = &user_dir {
-        super::check_user_dir(AGENT, user_dir, context.worktree)?;
-        let path = user_dir.join("settings.json");
-        if let Some(bytes) = super::read_user_file(AGENT, &path, context.worktree)? {
-            settings = match serde_json::from_slice(&bytes) {
-                Ok(Value::Object(map)) => map,
-                Ok(_) => {
-                    return Err(super::refused(
-                        AGENT,
-                        format!("{} is not a JSON object", path.display()),
-                    ));
-                }
-                Err(e) => {
-                    return Err(super::refused(AGENT, format!("{}: {e}", path.display())));
-                }
-            };
-            carried.push("settings.json");
-        }
-        if super::carry(
-            AGENT,
-            &user_dir.join(".credentials.json"),
-            &dir.join(".credentials.json"),
-            context.worktree,
-        )? {
-            carried.push(".credentials.json");
-        }
-        if let Some(bytes) =
-            super::read_user_file(AGENT, &user_dir.join("CLAUDE.md"), context.worktree)?
-        {
-            instructions = bytes;
-            carried.push("CLAUDE.md");
-        }
-        setup
-            .deny
-            .push((user_dir.clone(), Follow::LinksButPrograms));
-    }
+    let dir = context.scratch_home.join(".claude");
+    let mut carrier = Carrier::open(
+        AGENT,
+        user,
+        ("CLAUDE_CONFIG_DIR", ".claude"),
+        dir.clone(),
+        context,
+        &mut setup,
+    )?;
+    let mut settings = match carrier.read("settings.json")? {
+        None => Map::new(),
+        Some(bytes) => match serde_json::from_slice(&bytes) {
+            Ok(Value::Object(map)) => map,
+            Ok(_) => {
+                return Err(super::refused(
+                    AGENT,
+                    "the user's settings.json is not a JSON object",
+                ));
+            }
+            Err(e) => {
+                return Err(super::refused(
+                    AGENT,
+                    format!("the user's settings.json: {e}"),
+                ));
+            }
+        },
+    };
+    carrier.copy(".credentials.json")?;
+    carrier.instructions("CLAUDE.md", note::text(&tool, context.scratch_paths))?;
     // Claude Code's own installation, when it lives there (`claude migrate-installer`).
     setup.read_back.extend(
         user.in_every_home(".claude/local")
             .into_iter()
             .filter(|p| p.is_dir()),
     );
-    let hint = note::hint(&tool);
-    configure(&mut settings, &hint);
+    configure(&mut settings, &note::hint(&tool));
     let endpoint = endpoint(&settings, user);
     let state = json!({
         "hasCompletedOnboarding": true,
@@ -103,30 +88,15 @@ pub(super) fn prepare(context: &Context<'_>, user: &User<'_>) -> Result<Setup, F
             "args": ["mcp"],
         } },
     });
-    super::private_file(AGENT, &dir.join(".claude.json"), &pretty(&state))?;
-    super::private_file(
-        AGENT,
-        &dir.join("settings.json"),
-        &pretty(&Value::Object(settings)),
-    )?;
-    let mut claude_md = note::text(&tool, context.scratch_paths).into_bytes();
-    if !instructions.is_empty() {
-        claude_md.extend_from_slice(b"\n");
-        claude_md.extend_from_slice(&instructions);
-    }
-    super::private_file(AGENT, &dir.join("CLAUDE.md"), &claude_md)?;
+    carrier.write(".claude.json", &pretty(&state))?;
+    carrier.write("settings.json", &pretty(&Value::Object(settings)))?;
     setup.ports.push(super::endpoint_port(AGENT, &endpoint)?);
-    setup
-        .env
-        .push(("CLAUDE_CONFIG_DIR".into(), dir.clone().into()));
-    setup.summary = format!(
-        "CLAUDE_CONFIG_DIR={} ({}satyrn its only MCP server, built-ins allowed without prompts); model endpoint {endpoint}",
-        dir.display(),
-        if carried.is_empty() {
-            String::new()
-        } else {
-            format!("carried {}; ", carried.join(", "))
-        }
+    setup.env.push(("CLAUDE_CONFIG_DIR".into(), dir.into()));
+    setup.summary = carrier.summary(
+        "CLAUDE_CONFIG_DIR",
+        &format!(
+            "satyrn its only MCP server, built-ins allowed without prompts); model endpoint {endpoint}"
+        ),
     );
     Ok(setup)
 }

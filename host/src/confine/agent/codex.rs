@@ -16,9 +16,8 @@ use std::path::Path;
 
 use toml_edit::{Array, DocumentMut, Item, Table, value};
 
-use super::{Agent, Context, SERVER, Setup, User, note};
+use super::{Agent, Carrier, Context, SERVER, Setup, User, note};
 use crate::code::Failure;
-use crate::confine::rules::Follow;
 
 const AGENT: Agent = Agent::Codex;
 
@@ -29,70 +28,36 @@ fn tool(name: &str) -> String {
 }
 
 pub(super) fn prepare(context: &Context<'_>, user: &User<'_>) -> Result<Setup, Failure> {
-    let dir = context.scratch_home.join(".codex");
-    super::private_dir(AGENT, &dir)?;
     let mut setup = Setup::default();
-    let mut carried = Vec::new();
-    let user_dir = user.dir("CODEX_HOME", ".codex");
+    let dir = context.scratch_home.join(".codex");
+    let mut carrier = Carrier::open(
+        AGENT,
+        user,
+        ("CODEX_HOME", ".codex"),
+        dir.clone(),
+        context,
+        &mut setup,
+    )?;
     let mut document = DocumentMut::new();
-    let mut instructions = Vec::new();
-    if let Some(user_dir) = &user_dir {
-        super::check_user_dir(AGENT, user_dir, context.worktree)?;
-        if let Some(bytes) =
-            super::read_user_file(AGENT, &user_dir.join("config.toml"), context.worktree)?
-        {
-            let text = String::from_utf8(bytes).map_err(|_| {
-                super::refused(
-                    AGENT,
-                    format!("{}/config.toml is not UTF-8", user_dir.display()),
-                )
-            })?;
-            document = text.parse().map_err(|e| {
-                super::refused(AGENT, format!("{}/config.toml: {e}", user_dir.display()))
-            })?;
-            carried.push("config.toml");
-        }
-        if super::carry(
-            AGENT,
-            &user_dir.join("auth.json"),
-            &dir.join("auth.json"),
-            context.worktree,
-        )? {
-            carried.push("auth.json");
-        }
-        if let Some(bytes) =
-            super::read_user_file(AGENT, &user_dir.join("AGENTS.md"), context.worktree)?
-        {
-            instructions = bytes;
-            carried.push("AGENTS.md");
-        }
-        setup
-            .deny
-            .push((user_dir.clone(), Follow::LinksButPrograms));
+    if let Some(bytes) = carrier.read("config.toml")? {
+        let text = String::from_utf8(bytes)
+            .map_err(|_| super::refused(AGENT, "the user's config.toml is not UTF-8"))?;
+        document = text
+            .parse()
+            .map_err(|e| super::refused(AGENT, format!("the user's config.toml: {e}")))?;
     }
+    carrier.copy("auth.json")?;
+    carrier.instructions("AGENTS.md", note::text(&tool, context.scratch_paths))?;
     configure(&mut document, context.host);
     let endpoint = endpoint(&document, user);
-    super::private_file(
-        AGENT,
-        &dir.join("config.toml"),
-        document.to_string().as_bytes(),
-    )?;
-    let mut agents_md = note::text(&tool, context.scratch_paths).into_bytes();
-    if !instructions.is_empty() {
-        agents_md.extend_from_slice(b"\n");
-        agents_md.extend_from_slice(&instructions);
-    }
-    super::private_file(AGENT, &dir.join("AGENTS.md"), &agents_md)?;
+    carrier.write("config.toml", document.to_string().as_bytes())?;
     setup.ports.push(super::endpoint_port(AGENT, &endpoint)?);
-    setup.env.push(("CODEX_HOME".into(), dir.clone().into()));
-    setup.summary = format!(
-        "CODEX_HOME={} ({}satyrn its only MCP server, approvals and Codex's sandbox off); model endpoint {endpoint}",
-        dir.display(),
-        if carried.is_empty() {
-            String::new()
-        } else {
-            format!("carried {}; ", carried.join(", "))
-        }
+    setup.env.push(("CODEX_HOME".into(), dir.into()));
+    setup.summary = carrier.summary(
+        "CODEX_HOME",
+        &format!(
+            "satyrn its only MCP server, approvals and Codex's sandbox off, no project trusted); model endpoint {endpoint}"
+        ),
     );
     Ok(setup)
 }

@@ -248,6 +248,96 @@ impl User<'_> {
     }
 }
 
+/// The user's agent directory, read once into the agent's own: every file carried is
+/// named in the start-up summary.
+struct Carrier<'a> {
+    agent: Agent,
+    /// The user's directory (`None`: neither its variable nor a home is known).
+    from: Option<PathBuf>,
+    /// The agent's directory in the scratch home (created).
+    to: PathBuf,
+    worktree: &'a Path,
+    carried: Vec<&'static str>,
+}
+
+impl<'a> Carrier<'a> {
+    /// The user's directory as the agent finds it (`var`, else `default` under the home),
+    /// refused when relative or inside the worktree and made unreadable to the command;
+    /// `to` is created.
+    fn open(
+        agent: Agent,
+        user: &User<'_>,
+        (var, default): (&str, &str),
+        to: PathBuf,
+        context: &Context<'a>,
+        setup: &mut Setup,
+    ) -> Result<Self, Failure> {
+        private_dir(agent, &to)?;
+        let from = user.dir(var, default);
+        if let Some(dir) = &from {
+            check_user_dir(agent, dir, context.worktree)?;
+            setup.deny.push((dir.clone(), Follow::LinksButPrograms));
+        }
+        Ok(Self {
+            agent,
+            from,
+            to,
+            worktree: context.worktree,
+            carried: Vec::new(),
+        })
+    }
+
+    /// The user's file `name`, not counted as carried.
+    fn peek(&self, name: &str) -> Result<Option<Vec<u8>>, Failure> {
+        match &self.from {
+            Some(dir) => read_user_file(self.agent, &dir.join(name), self.worktree),
+            None => Ok(None),
+        }
+    }
+
+    /// The user's file `name`, carried (the caller writes what it makes of it).
+    fn read(&mut self, name: &'static str) -> Result<Option<Vec<u8>>, Failure> {
+        let bytes = self.peek(name)?;
+        if bytes.is_some() {
+            self.carried.push(name);
+        }
+        Ok(bytes)
+    }
+
+    /// The user's file `name` copied as it is, when there is one.
+    fn copy(&mut self, name: &'static str) -> Result<(), Failure> {
+        if let Some(bytes) = self.read(name)? {
+            private_file(self.agent, &self.to.join(name), &bytes)?;
+        }
+        Ok(())
+    }
+
+    /// Writes `name`: `note`, then the user's own file of that name.
+    fn instructions(&mut self, name: &'static str, note: String) -> Result<(), Failure> {
+        let mut bytes = note.into_bytes();
+        if let Some(own) = self.read(name)? {
+            bytes.push(b'\n');
+            bytes.extend_from_slice(&own);
+        }
+        private_file(self.agent, &self.to.join(name), &bytes)
+    }
+
+    /// Writes `name` in the agent's directory.
+    fn write(&self, name: &str, bytes: &[u8]) -> Result<(), Failure> {
+        private_file(self.agent, &self.to.join(name), bytes)
+    }
+
+    /// `VAR=DIR (carried …; what)`.
+    fn summary(&self, var: &str, what: &str) -> String {
+        let carried = if self.carried.is_empty() {
+            String::new()
+        } else {
+            format!("carried {}; ", self.carried.join(", "))
+        };
+        format!("{var}={} ({carried}{what})", self.to.display())
+    }
+}
+
 /// A refusal of the agent's preparation.
 fn refused(agent: Agent, message: impl std::fmt::Display) -> Failure {
     Failure::new(
@@ -344,14 +434,6 @@ fn private_file(agent: Agent, path: &Path, bytes: &[u8]) -> Result<(), Failure> 
         .open(path)
         .and_then(|mut file| file.write_all(bytes))
         .map_err(|e| refused(agent, format!("cannot write {}: {e}", path.display())))
-}
-
-/// Copies a user file into the agent's directory when it exists; whether it did.
-fn carry(agent: Agent, from: &Path, to: &Path, worktree: &Path) -> Result<bool, Failure> {
-    match read_user_file(agent, from, worktree)? {
-        Some(bytes) => private_file(agent, to, &bytes).map(|()| true),
-        None => Ok(false),
-    }
 }
 
 /// The TCP port an `http` or `https` URL connects to, read the way a WHATWG URL parser

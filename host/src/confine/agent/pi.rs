@@ -16,11 +16,10 @@
 
 use serde_json::Value;
 
-use super::{Agent, Context, Setup, User, note};
+use super::{Agent, Carrier, Context, Setup, User, note};
 use crate::attempt::context::{CONTEXT_FILE_VAR, encode};
 use crate::attempt::pi::{AGENT_DIR_VAR, CARRIED_AGENT_FILES, EXTENSION_FILES};
 use crate::code::Failure;
-use crate::confine::rules::Follow;
 
 const AGENT: Agent = Agent::Pi;
 
@@ -30,34 +29,22 @@ fn tool(name: &str) -> String {
 }
 
 pub(super) fn prepare(context: &Context<'_>, user: &User<'_>) -> Result<Setup, Failure> {
+    let mut setup = Setup::default();
     let pi = context.scratch_home.join(".pi");
     let dir = pi.join("agent");
-    super::private_dir(AGENT, &dir)?;
-    let mut setup = Setup::default();
-    let mut carried = Vec::new();
-    let mut instructions = Vec::new();
-    let mut models = None;
-    if let Some(user_dir) = user.dir(AGENT_DIR_VAR, ".pi/agent") {
-        super::check_user_dir(AGENT, &user_dir, context.worktree)?;
-        for name in CARRIED_AGENT_FILES {
-            if super::carry(
-                AGENT,
-                &user_dir.join(name),
-                &dir.join(name),
-                context.worktree,
-            )? {
-                carried.push(name);
-            }
-        }
-        models = super::read_user_file(AGENT, &user_dir.join("models.json"), context.worktree)?;
-        if let Some(bytes) =
-            super::read_user_file(AGENT, &user_dir.join("AGENTS.md"), context.worktree)?
-        {
-            instructions = bytes;
-            carried.push("AGENTS.md");
-        }
-        setup.deny.push((user_dir, Follow::LinksButPrograms));
+    let mut carrier = Carrier::open(
+        AGENT,
+        user,
+        (AGENT_DIR_VAR, ".pi/agent"),
+        dir.clone(),
+        context,
+        &mut setup,
+    )?;
+    for name in CARRIED_AGENT_FILES {
+        carrier.copy(name)?;
     }
+    let models = carrier.peek("models.json")?;
+    carrier.instructions("AGENTS.md", note::text(&tool, context.scratch_paths))?;
     let extensions = dir.join("extensions");
     for (rel, contents) in EXTENSION_FILES {
         let path = extensions.join(rel);
@@ -66,12 +53,6 @@ pub(super) fn prepare(context: &Context<'_>, user: &User<'_>) -> Result<Setup, F
         }
         super::private_file(AGENT, &path, contents.as_bytes())?;
     }
-    let mut agents_md = note::text(&tool, context.scratch_paths).into_bytes();
-    if !instructions.is_empty() {
-        agents_md.extend_from_slice(b"\n");
-        agents_md.extend_from_slice(&instructions);
-    }
-    super::private_file(AGENT, &dir.join("AGENTS.md"), &agents_md)?;
     let contract = pi.join("contract.yaml");
     super::private_file(AGENT, &contract, context.contract_bytes)?;
     let context_file = pi.join("context.json");
@@ -85,20 +66,15 @@ pub(super) fn prepare(context: &Context<'_>, user: &User<'_>) -> Result<Setup, F
 
     setup.ports = endpoints(models.as_deref())?;
     setup.env.extend([
-        (AGENT_DIR_VAR.into(), dir.clone().into()),
+        (AGENT_DIR_VAR.into(), dir.into()),
         (CONTEXT_FILE_VAR.into(), context_file.into()),
         ("SATYRN_HOST_BIN".into(), context.host.into()),
         // jiti (Pi's TypeScript loader) would cache compiled extensions on disk.
         ("JITI_FS_CACHE".into(), "false".into()),
     ]);
-    setup.summary = format!(
-        "{AGENT_DIR_VAR}={} ({}satyrn's Pi package in extensions/, its tools replacing Pi's file tools; Pi keeps bash)",
-        dir.display(),
-        if carried.is_empty() {
-            String::new()
-        } else {
-            format!("carried {}; ", carried.join(", "))
-        }
+    setup.summary = carrier.summary(
+        AGENT_DIR_VAR,
+        "satyrn's Pi package in extensions/, its tools replacing Pi's file tools; Pi keeps bash",
     );
     Ok(setup)
 }
