@@ -18,6 +18,7 @@ pub mod fnmatch;
 pub mod gates;
 pub mod lines;
 pub mod list;
+pub mod patch;
 pub mod path;
 pub mod read;
 pub mod replace;
