@@ -2,7 +2,23 @@ use alloc::string::{String, ToString};
 use alloc::vec;
 use alloc::vec::Vec;
 
-use super::{HunkProblemCode, Op, PatchErrorCode, apply_update, parse};
+use alloc::collections::BTreeMap;
+
+use super::{
+    Change, Content, HunkProblemCode, Op, OpProblemCode, PatchErrorCode, apply_update, parse, plan,
+};
+
+/// `plan` over an in-memory base.
+fn planned(patch: &str, base: &[(&str, &str)]) -> Result<Vec<Change>, Vec<super::OpProblem>> {
+    let files: BTreeMap<String, String> = base
+        .iter()
+        .map(|(p, t)| ((*p).to_string(), (*t).to_string()))
+        .collect();
+    let ops = parse(patch).expect("parses").ops;
+    plan(&ops, &mut |path: &str| -> Result<Content, String> {
+        Ok(files.get(path).cloned())
+    })
+}
 
 fn lines(text: &str) -> Vec<String> {
     text.lines().map(ToString::to_string).collect()
@@ -272,4 +288,94 @@ fn mixed_line_endings_are_refused_by_name() {
     let err = apply_update("a\r\nb\nc\n", &hunks).unwrap_err();
     assert_eq!(err[0].code, HunkProblemCode::LineEndingsUnsupported);
     assert_eq!(err[0].code.as_str(), "LINE_ENDINGS_UNSUPPORTED");
+}
+
+#[test]
+fn a_patch_is_decided_whole_against_one_base() {
+    let patch = "*** Begin Patch\n*** Add File: new.txt\n+n\n*** Update File: a.txt\n*** Move to: b.txt\n@@\n-a\n+A\n*** Delete File: gone.txt\n*** Delete File: again.txt\n*** Add File: again.txt\n+fresh\n*** End Patch";
+    let base = [
+        ("a.txt", "a\n"),
+        ("gone.txt", "g\n"),
+        ("again.txt", "old\n"),
+    ];
+    let changes = planned(patch, &base).expect("applies");
+    let summary: Vec<(&str, Option<&str>, Option<&str>)> = changes
+        .iter()
+        .map(|c| (c.path.as_str(), c.before.as_deref(), c.after.as_deref()))
+        .collect();
+    assert_eq!(
+        summary,
+        vec![
+            ("a.txt", Some("a\n"), None),
+            ("again.txt", Some("old\n"), Some("fresh\n")),
+            ("b.txt", None, Some("A\n")),
+            ("gone.txt", Some("g\n"), None),
+            ("new.txt", None, Some("n\n")),
+        ]
+    );
+}
+
+#[test]
+fn every_operation_s_problem_is_reported_and_nothing_is_planned() {
+    let patch = "*** Begin Patch\n*** Add File: a.txt\n+x\n*** Delete File: none.txt\n*** Update File: a.txt\n*** Move to: b.txt\n@@\n-a\n+A\n*** Update File: c.txt\n@@\n-missing\n+M\n*** Update File: ghost.txt\n@@\n-x\n+y\n*** End Patch";
+    let base = [("a.txt", "a\n"), ("b.txt", "b\n"), ("c.txt", "c\n")];
+    let problems = planned(patch, &base).expect_err("refused");
+    let codes: Vec<(usize, OpProblemCode)> = problems.iter().map(|p| (p.op, p.code)).collect();
+    assert_eq!(
+        codes,
+        vec![
+            (1, OpProblemCode::AddExists),
+            (2, OpProblemCode::FileMissing),
+            (3, OpProblemCode::MoveExists),
+            (4, OpProblemCode::HunksRefused),
+            (5, OpProblemCode::FileMissing),
+        ]
+    );
+    assert_eq!(problems[3].hunks[0].code, HunkProblemCode::ContextMissing);
+    // The sibling: the same patch without its faults applies.
+    let fixed = "*** Begin Patch\n*** Update File: a.txt\n*** Move to: d.txt\n@@\n-a\n+A\n*** Update File: c.txt\n@@\n-c\n+C\n*** End Patch";
+    assert_eq!(planned(fixed, &base).expect("applies").len(), 3);
+}
+
+#[test]
+fn a_failure_in_the_last_of_five_files_plans_nothing() {
+    let mut patch = String::from("*** Begin Patch\n");
+    for i in 1..=5 {
+        patch.push_str(&alloc::format!(
+            "*** Update File: f{i}.txt\n@@\n-old{i}\n+new{i}\n"
+        ));
+    }
+    patch.push_str("*** End Patch");
+    let base = [
+        ("f1.txt", "old1\n"),
+        ("f2.txt", "old2\n"),
+        ("f3.txt", "old3\n"),
+        ("f4.txt", "old4\n"),
+        ("f5.txt", "changed\n"),
+    ];
+    let problems = planned(&patch, &base).expect_err("the last file fails");
+    assert_eq!(problems.len(), 1);
+    assert_eq!((problems[0].op, problems[0].path.as_str()), (5, "f5.txt"));
+    let base_ok = [
+        ("f1.txt", "old1\n"),
+        ("f2.txt", "old2\n"),
+        ("f3.txt", "old3\n"),
+        ("f4.txt", "old4\n"),
+        ("f5.txt", "old5\n"),
+    ];
+    assert_eq!(planned(&patch, &base_ok).expect("applies").len(), 5);
+}
+
+#[test]
+fn an_unreadable_base_is_a_named_problem() {
+    let ops = parse("*** Begin Patch\n*** Delete File: bin.dat\n*** End Patch")
+        .unwrap()
+        .ops;
+    let problems = plan(&ops, &mut |_: &str| -> Result<Content, String> {
+        Err("bin.dat is not UTF-8".to_string())
+    })
+    .unwrap_err();
+    assert_eq!(problems[0].code, OpProblemCode::Unreadable);
+    assert_eq!(problems[0].code.as_str(), "FILE_UNREADABLE");
+    assert!(problems[0].message.contains("not UTF-8"));
 }
