@@ -8,13 +8,13 @@
  */
 
 import assert from "node:assert/strict";
-import { execFileSync, spawn } from "node:child_process";
+import { execFileSync } from "node:child_process";
 import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
 
-import { hostBin, ROOT } from "./helpers.ts";
+import { hostBin, ROOT, run } from "./helpers.ts";
 import { MODEL, offeredTools, startScriptedModel, toolResults, writeAgentDir, type Step } from "./scripted-model.ts";
 
 const PI = join(ROOT, "pi", "node_modules", ".bin", "pi");
@@ -99,23 +99,6 @@ function story(secret: string): { script: Step[]; expected: Expected[] } {
   return { script: steps.map(([s]) => s), expected: steps.map(([, e]) => e).filter((e) => e.what !== "done") };
 }
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-function run(command: string, args: string[], cwd: string, env: NodeJS.ProcessEnv): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { cwd, env, stdio: ["ignore", "pipe", "pipe"] });
-    const out: Buffer[] = [];
-    const err: Buffer[] = [];
-    child.stdout.on("data", (c: Buffer) => out.push(c));
-    child.stderr.on("data", (c: Buffer) => err.push(c));
-    child.on("error", reject);
-    child.on("close", (code) => resolve({ code, stdout: Buffer.concat(out).toString(), stderr: Buffer.concat(err).toString() }));
-  });
-}
 
 /** The user's environment: a home whose Pi agent directory knows the scripted model. */
 function userEnv(home: string, baseUrl: string): NodeJS.ProcessEnv {
@@ -229,7 +212,7 @@ test("deliver + confine --agent pi: the candidate is exactly satyrn's edit, the 
       userEnv(home, model.baseUrl),
     );
     assert.equal(result.code, 0, result.stderr);
-    const receipt = JSON.parse(result.stdout) as Record<string, unknown>;
+    const receipt = JSON.parse(result.stdout.toString()) as Record<string, unknown>;
     assert.equal(receipt.code, "OK", result.stderr);
     assert.deepEqual(receipt.paths, ["src/a.txt"]);
     const refused = assertStory(model.requests, expected);

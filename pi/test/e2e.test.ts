@@ -13,7 +13,7 @@ import { join } from "node:path";
 import { after, test } from "node:test";
 
 import { SATYRN_TOOLS } from "../lib/context.ts";
-import { hostBin, ROOT } from "./helpers.ts";
+import { hostBin, ROOT, run } from "./helpers.ts";
 import { MODEL, MODEL_ID, PROVIDER, offeredTools, startScriptedModel, toolResults, writeAgentDir, type Step } from "./scripted-model.ts";
 
 const PI = join(ROOT, "pi", "node_modules", ".bin", "pi");
@@ -59,23 +59,6 @@ const SCRIPT: Step[] = [
   { text: "Done: the greeting now says hello satyrn." },
 ];
 
-interface Run {
-  code: number | null;
-  stdout: Buffer;
-  stderr: string;
-}
-
-function run(command: string, args: string[], cwd: string, env: NodeJS.ProcessEnv): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { cwd, env, stdio: ["ignore", "pipe", "pipe"] });
-    const out: Buffer[] = [];
-    const err: Buffer[] = [];
-    child.stdout.on("data", (c: Buffer) => out.push(c));
-    child.stderr.on("data", (c: Buffer) => err.push(c));
-    child.on("error", reject);
-    child.on("close", (code) => resolve({ code, stdout: Buffer.concat(out), stderr: Buffer.concat(err).toString() }));
-  });
-}
 
 function attemptEnv(agentDir: string, extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
   return {

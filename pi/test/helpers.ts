@@ -1,6 +1,6 @@
 import { EventEmitter } from "node:events";
 import { PassThrough } from "node:stream";
-import type { ChildProcess } from "node:child_process";
+import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -42,4 +42,24 @@ export class FakeChild extends EventEmitter {
   asChild(): ChildProcess {
     return this as unknown as ChildProcess;
   }
+}
+
+/** A finished child process: its exit code, its stdout bytes and its stderr text. */
+export interface Run {
+  code: number | null;
+  stdout: Buffer;
+  stderr: string;
+}
+
+/** Runs `command` in `cwd` with `env` (stdin closed) and waits for it. */
+export function run(command: string, args: string[], cwd: string, env: NodeJS.ProcessEnv): Promise<Run> {
+  return new Promise((resolvePromise, reject) => {
+    const child = spawn(command, args, { cwd, env, stdio: ["ignore", "pipe", "pipe"] });
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    child.stdout.on("data", (c: Buffer) => out.push(c));
+    child.stderr.on("data", (c: Buffer) => err.push(c));
+    child.on("error", reject);
+    child.on("close", (code) => resolvePromise({ code, stdout: Buffer.concat(out), stderr: Buffer.concat(err).toString() }));
+  });
 }
