@@ -344,3 +344,73 @@ mod tests {
         );
     }
 }
+
+/// A path as an agent wrote it, made the canonical worktree-relative form before any
+/// gate: a leading `./` (repeated) is dropped, `.` alone is the worktree root (`""`),
+/// trailing `/`s are dropped, and an absolute path whose prefix is exactly `root` (the
+/// worktree's absolute path, as the front end knows it, without a trailing `/`) becomes
+/// relative to it. Nothing else changes, so every other shape (`..`, another absolute
+/// path, a backslash, `a/./b`) still meets [`segments`]' refusals. The agent-facing
+/// front ends (MCP, Pi, `apply_patch`) use it; `protocol` stays strict.
+#[must_use]
+pub fn as_agents_write<'p>(raw: &'p str, root: &str) -> &'p str {
+    let mut path = raw;
+    if !root.is_empty()
+        && let Some(rest) = path.strip_prefix(root)
+        && (rest.is_empty() || rest.starts_with('/'))
+    {
+        path = rest.trim_start_matches('/');
+    }
+    while let Some(rest) = path.strip_prefix("./") {
+        path = rest.trim_start_matches('/');
+    }
+    if path == "." {
+        return "";
+    }
+    // Only when something is left: `/` alone stays absolute (and refused).
+    let trimmed = path.trim_end_matches('/');
+    if trimmed.is_empty() { path } else { trimmed }
+}
+
+#[cfg(test)]
+mod agents_write_tests {
+    use super::as_agents_write;
+
+    #[test]
+    fn paths_as_agents_write_them_become_canonical_and_the_rest_is_left_to_refuse() {
+        let root = "/work/repo";
+        for (raw, canonical) in [
+            ("src/a.rs", "src/a.rs"),
+            ("./src/a.rs", "src/a.rs"),
+            ("././src/a.rs", "src/a.rs"),
+            (".", ""),
+            ("./", ""),
+            ("src/", "src"),
+            ("src//", "src"),
+            ("/work/repo/src/a.rs", "src/a.rs"),
+            ("/work/repo", ""),
+            ("/work/repo/", ""),
+            ("/work/repo/./src", "src"),
+            // Left as they are, for the strict rules to refuse.
+            ("/work/repository/x", "/work/repository/x"),
+            ("/etc/passwd", "/etc/passwd"),
+            ("../x", "../x"),
+            ("src/../x", "src/../x"),
+            ("src/./a.rs", "src/./a.rs"),
+            ("src\\a.rs", "src\\a.rs"),
+            ("/", "/"),
+            ("", ""),
+        ] {
+            assert_eq!(as_agents_write(raw, root), canonical, "{raw:?}");
+        }
+        // Without a known root, absolute paths stay absolute.
+        assert_eq!(as_agents_write("/work/repo/a", ""), "/work/repo/a");
+        // What is left is refused exactly as before.
+        assert!(super::segments(as_agents_write("/etc/passwd", root)).is_err());
+        assert!(super::segments(as_agents_write("src/../x", root)).is_err());
+        assert_eq!(
+            super::segments(as_agents_write("./src/a.rs", root)).unwrap(),
+            ["src", "a.rs"]
+        );
+    }
+}
