@@ -148,34 +148,7 @@ fn prepare(request: &Request) -> Result<Prepared, Failure> {
     };
     // Before anything is created: what the writable places may not overlap.
     let layout = match abi {
-        Some(_) => {
-            let layout = Layout::read(&root)?;
-            if let Some(home) = &request.home {
-                let canonical = std::fs::canonicalize(home).map_err(|e| {
-                    Failure::new(
-                        Code::ConfineUnavailable,
-                        format!("--home {}: {e}", home.display()),
-                    )
-                })?;
-                check_outside("--home", &canonical, &root, &layout)?;
-            }
-            // The scratch is writable whole: under a TMPDIR inside the repository it would
-            // be a place in the worktree the command writes without satyrn's gates.
-            let parent = scratch::parent_path();
-            let canonical = match (parent.parent(), parent.file_name()) {
-                (Some(tmp), Some(name)) => std::fs::canonicalize(tmp)
-                    .map(|t| t.join(name))
-                    .unwrap_or(parent.clone()),
-                _ => parent.clone(),
-            };
-            check_outside(
-                "the run's scratch (under TMPDIR)",
-                &canonical,
-                &root,
-                &layout,
-            )?;
-            Some(layout)
-        }
+        Some(_) => Some(checked_layout(request, &root)?),
         None => None,
     };
     let run_dir = scratch::RunDir::create().map_err(|e| {
@@ -188,43 +161,43 @@ fn prepare(request: &Request) -> Result<Prepared, Failure> {
         .cwd
         .as_ref()
         .map(|c| std::fs::canonicalize(c).unwrap_or_else(|_| c.clone()));
-    let agent = match request.agent.map(|a| {
-        prepare_agent(
-            a,
-            &contract,
-            &contract_bytes,
-            &root,
-            cwd.as_deref(),
-            &run_dir,
-        )
-    }) {
-        None => None,
-        Some(Ok(setup)) => Some(setup),
-        Some(Err(failure)) => {
-            run_dir.remove(false);
-            return Err(failure);
-        }
+    // Every refusal from here on removes the run's directory.
+    let agent_and_rules = || -> Result<_, Failure> {
+        let agent = request
+            .agent
+            .map(|a| {
+                prepare_agent(
+                    a,
+                    &contract,
+                    &contract_bytes,
+                    &root,
+                    cwd.as_deref(),
+                    &run_dir,
+                )
+            })
+            .transpose()?;
+        // After the kernel said yes and the agent was prepared (a refusal of either leaves
+        // the worktree as it was): checking the scratch paths may create them.
+        check_scratch_paths(&root, &contract)?;
+        let ruleset = abi
+            .zip(layout.as_ref())
+            .map(|(abi, layout)| {
+                enforced(
+                    request,
+                    &contract,
+                    &root,
+                    &run_dir,
+                    agent.as_ref(),
+                    layout,
+                    abi,
+                )
+            })
+            .transpose()?;
+        Ok((agent, ruleset))
     };
-    // After the kernel said yes and the agent was prepared (a refusal of either leaves the
-    // worktree as it was): checking the scratch paths may create them.
-    if let Err(failure) = check_scratch_paths(&root, &contract) {
-        run_dir.remove(false);
-        return Err(failure);
-    }
-    let ruleset = match abi.zip(layout.as_ref()).map(|(abi, layout)| {
-        enforced(
-            request,
-            &contract,
-            &root,
-            &run_dir,
-            agent.as_ref(),
-            layout,
-            abi,
-        )
-    }) {
-        None => None,
-        Some(Ok(built)) => Some(built),
-        Some(Err(failure)) => {
+    let (agent, ruleset) = match agent_and_rules() {
+        Ok(done) => done,
+        Err(failure) => {
             run_dir.remove(false);
             return Err(failure);
         }
@@ -276,6 +249,36 @@ fn prepare(request: &Request) -> Result<Prepared, Failure> {
         summary,
         agent,
     })
+}
+
+/// The repository's layout, with `--home` and the scratch's place (under `TMPDIR`) checked
+/// against it: both are writable whole, so neither may overlap the worktree, another
+/// worktree or the common git directory.
+fn checked_layout(request: &Request, root: &Path) -> Result<Layout, Failure> {
+    let layout = Layout::read(root)?;
+    if let Some(home) = &request.home {
+        let canonical = std::fs::canonicalize(home).map_err(|e| {
+            Failure::new(
+                Code::ConfineUnavailable,
+                format!("--home {}: {e}", home.display()),
+            )
+        })?;
+        check_outside("--home", &canonical, root, &layout)?;
+    }
+    let parent = scratch::parent_path();
+    let canonical = match (parent.parent(), parent.file_name()) {
+        (Some(tmp), Some(name)) => std::fs::canonicalize(tmp)
+            .map(|t| t.join(name))
+            .unwrap_or(parent.clone()),
+        _ => parent.clone(),
+    };
+    check_outside(
+        "the run's scratch (under TMPDIR)",
+        &canonical,
+        root,
+        &layout,
+    )?;
+    Ok(layout)
 }
 
 /// `--agent`: the agent's directory in the scratch home, from the caller's environment.
