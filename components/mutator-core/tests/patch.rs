@@ -89,3 +89,88 @@ proptest! {
         }
     }
 }
+
+/// Every file under `dir`, by its `/`-separated relative path.
+fn tree(dir: &std::path::Path) -> std::collections::BTreeMap<String, Vec<u8>> {
+    let mut out = std::collections::BTreeMap::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(at) = todo.pop() {
+        for entry in std::fs::read_dir(&at).expect("read_dir") {
+            let path = entry.expect("entry").path();
+            if path.is_dir() {
+                todo.push(path);
+            } else {
+                let rel = path
+                    .strip_prefix(dir)
+                    .expect("under")
+                    .to_str()
+                    .expect("utf-8")
+                    .to_owned();
+                out.insert(rel, std::fs::read(&path).expect("read"));
+            }
+        }
+    }
+    out
+}
+
+/// `tests/patch_scenarios/NAME/`: `before/` (the tree), `patch`, and either `after/` (the
+/// tree the patch makes) or `refusal` (the first problem's code, and its first hunk's).
+#[test]
+fn every_scenario_gives_its_tree_or_its_refusal() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/patch_scenarios");
+    let mut names: Vec<_> = std::fs::read_dir(&root)
+        .expect("scenarios")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.is_dir())
+        .collect();
+    names.sort();
+    assert!(names.len() >= 15, "only {} scenarios", names.len());
+    let (mut applied, mut refused) = (0, 0);
+    for dir in names {
+        let name = dir
+            .file_name()
+            .expect("name")
+            .to_string_lossy()
+            .into_owned();
+        let before = tree(&dir.join("before"));
+        let patch = std::fs::read_to_string(dir.join("patch")).expect("patch");
+        let outcome: Result<Vec<satyrn_mutator_core::patch::Change>, String> = match parse(&patch) {
+            Err(_) => Err("PATCH_INVALID".to_owned()),
+            Ok(parsed) => satyrn_mutator_core::patch::plan(&parsed.ops, &mut |path: &str| {
+                before
+                    .get(path)
+                    .map(|bytes| {
+                        String::from_utf8(bytes.clone()).map_err(|_| format!("{path} is not UTF-8"))
+                    })
+                    .transpose()
+            })
+            .map_err(|problems| {
+                let first = &problems[0];
+                match first.hunks.first() {
+                    Some(hunk) => format!("{} {}", first.code.as_str(), hunk.code.as_str()),
+                    None => first.code.as_str().to_owned(),
+                }
+            }),
+        };
+        if dir.join("after").exists() {
+            let changes = outcome.unwrap_or_else(|e| panic!("{name}: refused {e}"));
+            let mut now = before.clone();
+            for change in changes {
+                match change.after {
+                    Some(text) => now.insert(change.path, text.into_bytes()),
+                    None => now.remove(&change.path),
+                };
+            }
+            assert_eq!(now, tree(&dir.join("after")), "{name}");
+            applied += 1;
+        } else {
+            let want = std::fs::read_to_string(dir.join("refusal")).expect("refusal");
+            assert_eq!(outcome.err().as_deref(), Some(want.trim()), "{name}");
+            refused += 1;
+        }
+    }
+    assert!(
+        applied >= 8 && refused >= 8,
+        "{applied} applied, {refused} refused"
+    );
+}
