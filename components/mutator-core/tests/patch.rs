@@ -135,7 +135,7 @@ fn every_scenario_gives_its_tree_or_its_refusal() {
         let before = tree(&dir.join("before"));
         let patch = std::fs::read_to_string(dir.join("patch")).expect("patch");
         let outcome: Result<Vec<satyrn_mutator_core::patch::Change>, String> = match parse(&patch) {
-            Err(_) => Err("PATCH_INVALID".to_owned()),
+            Err(_) => Err(satyrn_mutator_core::patch::PatchErrorCode::CODE.to_owned()),
             Ok(parsed) => satyrn_mutator_core::patch::plan(&parsed.ops, &mut |path: &str| {
                 before
                     .get(path)

@@ -106,5 +106,24 @@ pub enum PatchErrorCode {
     EmptyUpdate,
 }
 
+impl PatchErrorCode {
+    /// The protocol's code for every malformed patch (the kind is in the message and in
+    /// [`PatchErrorCode::kind`]).
+    pub const CODE: &'static str = "PATCH_INVALID";
+
+    /// The kind, e.g. `NO_END`.
+    #[must_use]
+    pub fn kind(self) -> &'static str {
+        match self {
+            Self::NoBegin => "NO_BEGIN",
+            Self::NoEnd => "NO_END",
+            Self::BadHeader => "BAD_HEADER",
+            Self::BadHunkLine => "BAD_HUNK_LINE",
+            Self::EmptyHunk => "EMPTY_HUNK",
+            Self::EmptyUpdate => "EMPTY_UPDATE",
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests;
