@@ -446,8 +446,8 @@ fn check_standard_streams(root: &Path, common: &Path, scratch: &[String]) -> Res
 /// A directory writable by the command whole (`--home`, the run's scratch) may not overlap
 /// the worktree, another worktree of the repository or the common git directory (it would
 /// grant writes to them).
-/// `home` must be canonical.
-fn check_outside(what: &str, home: &Path, root: &Path, layout: &Layout) -> Result<(), Failure> {
+/// `dir` must be canonical.
+fn check_outside(what: &str, dir: &Path, root: &Path, layout: &Layout) -> Result<(), Failure> {
     let guarded: Vec<PathBuf> = std::iter::once(root)
         .chain(layout.others.iter().map(PathBuf::as_path))
         .chain(std::iter::once(layout.common.as_path()))
@@ -455,12 +455,12 @@ fn check_outside(what: &str, home: &Path, root: &Path, layout: &Layout) -> Resul
         .flat_map(|p| std::iter::once(p.to_path_buf()).chain(mounts::aliases(&layout.mounts, p)))
         .collect();
     for place in &guarded {
-        if home.starts_with(place) || place.starts_with(home) {
+        if dir.starts_with(place) || place.starts_with(dir) {
             return Err(Failure::new(
                 Code::ConfineUnavailable,
                 format!(
                     "{what} {} overlaps {}, which the command would then write without satyrn's gates; give a directory outside the repository",
-                    home.display(),
+                    dir.display(),
                     place.display()
                 ),
             ));

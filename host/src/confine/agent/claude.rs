@@ -44,14 +44,7 @@ fn tool(name: &str) -> String {
 pub(super) fn prepare(context: &Context<'_>, user: &User<'_>) -> Result<Setup, Failure> {
     let mut setup = Setup::default();
     let dir = context.scratch_home.join(".claude");
-    let mut carrier = Carrier::open(
-        AGENT,
-        user,
-        ("CLAUDE_CONFIG_DIR", ".claude"),
-        dir.clone(),
-        context,
-        &mut setup,
-    )?;
+    let mut carrier = Carrier::open(AGENT, user, dir.clone(), context)?;
     let mut settings = match carrier.read("settings.json")? {
         None => Map::new(),
         Some(bytes) => match serde_json::from_slice(&bytes) {

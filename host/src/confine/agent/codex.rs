@@ -30,14 +30,7 @@ fn tool(name: &str) -> String {
 pub(super) fn prepare(context: &Context<'_>, user: &User<'_>) -> Result<Setup, Failure> {
     let mut setup = Setup::default();
     let dir = context.scratch_home.join(".codex");
-    let mut carrier = Carrier::open(
-        AGENT,
-        user,
-        ("CODEX_HOME", ".codex"),
-        dir.clone(),
-        context,
-        &mut setup,
-    )?;
+    let mut carrier = Carrier::open(AGENT, user, dir.clone(), context)?;
     let mut document = DocumentMut::new();
     if let Some(bytes) = carrier.read("config.toml")? {
         let text = String::from_utf8(bytes)

@@ -56,6 +56,17 @@ impl Agent {
             Self::Pi => "pi",
         }
     }
+
+    /// Where the user's directory of the agent is: its variable, else this path under the
+    /// home.
+    #[must_use]
+    pub fn user_dir(self) -> (&'static str, &'static str) {
+        match self {
+            Self::Claude => ("CLAUDE_CONFIG_DIR", ".claude"),
+            Self::Codex => ("CODEX_HOME", ".codex"),
+            Self::Pi => (crate::attempt::pi::AGENT_DIR_VAR, ".pi/agent"),
+        }
+    }
 }
 
 /// The name satyrn's MCP server has in every configuration written here.
@@ -200,11 +211,8 @@ fn project_dirs(worktree: &Path, cwd: Option<&Path>) -> Vec<PathBuf> {
 /// default place in every home (with `~/.claude.json`).
 fn every_agent_dir(user: &User<'_>) -> Vec<PathBuf> {
     let mut dirs = Vec::new();
-    for (var, default) in [
-        ("CLAUDE_CONFIG_DIR", ".claude"),
-        ("CODEX_HOME", ".codex"),
-        (crate::attempt::pi::AGENT_DIR_VAR, ".pi/agent"),
-    ] {
+    for agent in <Agent as clap::ValueEnum>::value_variants() {
+        let (var, default) = agent.user_dir();
         dirs.extend(user.dir(var, default));
         dirs.extend(user.in_every_home(default));
     }
@@ -261,22 +269,20 @@ struct Carrier<'a> {
 }
 
 impl<'a> Carrier<'a> {
-    /// The user's directory as the agent finds it (`var`, else `default` under the home),
-    /// refused when relative or inside the worktree and made unreadable to the command;
-    /// `to` is created.
+    /// The user's directory as the agent finds it ([`Agent::user_dir`]), refused when
+    /// relative or inside the worktree (it is made unreadable with every agent's, by
+    /// [`prepare`]); `to` is created.
     fn open(
         agent: Agent,
         user: &User<'_>,
-        (var, default): (&str, &str),
         to: PathBuf,
         context: &Context<'a>,
-        setup: &mut Setup,
     ) -> Result<Self, Failure> {
         private_dir(agent, &to)?;
+        let (var, default) = agent.user_dir();
         let from = user.dir(var, default);
         if let Some(dir) = &from {
             check_user_dir(agent, dir, context.worktree)?;
-            setup.deny.push((dir.clone(), Follow::LinksButPrograms));
         }
         Ok(Self {
             agent,

@@ -32,14 +32,7 @@ pub(super) fn prepare(context: &Context<'_>, user: &User<'_>) -> Result<Setup, F
     let mut setup = Setup::default();
     let pi = context.scratch_home.join(".pi");
     let dir = pi.join("agent");
-    let mut carrier = Carrier::open(
-        AGENT,
-        user,
-        (AGENT_DIR_VAR, ".pi/agent"),
-        dir.clone(),
-        context,
-        &mut setup,
-    )?;
+    let mut carrier = Carrier::open(AGENT, user, dir.clone(), context)?;
     for name in CARRIED_AGENT_FILES {
         carrier.copy(name)?;
     }
