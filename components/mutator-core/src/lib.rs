@@ -12,6 +12,7 @@
 extern crate alloc;
 
 pub mod anchor;
+pub mod change_set;
 pub mod delete;
 pub mod edit;
 pub mod fnmatch;

@@ -134,30 +134,31 @@ fn every_scenario_gives_its_tree_or_its_refusal() {
             .into_owned();
         let before = tree(&dir.join("before"));
         let patch = std::fs::read_to_string(dir.join("patch")).expect("patch");
-        let outcome: Result<Vec<satyrn_mutator_core::patch::Change>, String> = match parse(&patch) {
-            Err(_) => Err(satyrn_mutator_core::patch::PatchErrorCode::CODE.to_owned()),
-            Ok(parsed) => satyrn_mutator_core::patch::plan(&parsed.ops, &mut |path: &str| {
-                before
-                    .get(path)
-                    .map(|bytes| {
-                        String::from_utf8(bytes.clone()).map_err(|_| format!("{path} is not UTF-8"))
+        let outcome: Result<Vec<satyrn_mutator_core::change_set::FileChange>, String> =
+            match parse(&patch) {
+                Err(_) => Err(satyrn_mutator_core::patch::PatchErrorCode::CODE.to_owned()),
+                Ok(parsed) => {
+                    use satyrn_mutator_core::change_set::{RevisionPolicy, patch_ops, plan};
+                    let ops = patch_ops(&parsed, "", &|_| None);
+                    let mut read = |path: &str| -> Result<
+                        Option<Vec<u8>>,
+                        satyrn_mutator_core::gates::Refusal,
+                    > { Ok(before.get(path).cloned()) };
+                    plan(&ops, &mut read, RevisionPolicy::Unchecked).map_err(|problems| {
+                        let first = &problems[0];
+                        match first.hunks.first() {
+                            Some(hunk) => format!("{} {}", first.code.as_str(), hunk.code.as_str()),
+                            None => first.code.as_str().to_owned(),
+                        }
                     })
-                    .transpose()
-            })
-            .map_err(|problems| {
-                let first = &problems[0];
-                match first.hunks.first() {
-                    Some(hunk) => format!("{} {}", first.code.as_str(), hunk.code.as_str()),
-                    None => first.code.as_str().to_owned(),
                 }
-            }),
-        };
+            };
         if dir.join("after").exists() {
             let changes = outcome.unwrap_or_else(|e| panic!("{name}: refused {e}"));
             let mut now = before.clone();
             for change in changes {
-                match change.after {
-                    Some(text) => now.insert(change.path, text.into_bytes()),
+                match change.content {
+                    Some(bytes) => now.insert(change.path, bytes),
                     None => now.remove(&change.path),
                 };
             }

@@ -85,6 +85,27 @@ pub(super) fn count(n: usize) -> u32 {
     u32::try_from(n).unwrap_or(u32::MAX)
 }
 
+/// The shape of a batch: between 1 and [`MAX_EDITS`] edits, every occurrence from 1.
+///
+/// # Errors
+///
+/// The message of an `InvalidRequest`, naming the field.
+pub fn check_batch(edits: &[EditOp<'_>]) -> Result<(), String> {
+    if edits.is_empty() {
+        return Err("edits: at least one edit is required".to_string());
+    }
+    if edits.len() > MAX_EDITS {
+        return Err(format!(
+            "edits: at most {MAX_EDITS} edits per batch, got {}",
+            edits.len()
+        ));
+    }
+    if edits.iter().any(|e| e.occurrence() == Some(0)) {
+        return Err("occurrence: occurrences are numbered from 1".to_string());
+    }
+    Ok(())
+}
+
 /// Decides one batch: the gates of [`crate::replace::decide`] in the same order, then
 /// [`apply`].
 ///
@@ -98,22 +119,7 @@ pub fn decide<W: Worktree + ?Sized>(
     let path = request.path;
     let (segments, expected) = crate::gates::request_shape(path, request.expected_sha256)
         .map_err(EditError::InvalidRequest)?;
-    if request.edits.is_empty() {
-        return Err(EditError::InvalidRequest(
-            "edits: at least one edit is required".to_string(),
-        ));
-    }
-    if request.edits.len() > MAX_EDITS {
-        return Err(EditError::InvalidRequest(format!(
-            "edits: at most {MAX_EDITS} edits per batch, got {}",
-            request.edits.len()
-        )));
-    }
-    if request.edits.iter().any(|e| e.occurrence() == Some(0)) {
-        return Err(EditError::InvalidRequest(
-            "occurrence: occurrences are numbered from 1".to_string(),
-        ));
-    }
+    check_batch(request.edits).map_err(EditError::InvalidRequest)?;
     let (expected, bytes) = policy_gates(
         worktree,
         path,

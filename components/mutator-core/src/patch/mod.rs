@@ -9,19 +9,17 @@
 //! diverges) is reported so that one retry succeeds. A hunk of only `+` lines is placed
 //! right after its anchor line, or at the end with `*** End of File`; without either it has
 //! no place and is refused. An Update keeps the file's byte-order mark, its line endings
-//! (the new lines take them) and its final-newline shape. [`plan`] decides a whole patch
-//! against one base: every touched path's content before and after, or every problem.
+//! (the new lines take them) and its final-newline shape. A whole patch is decided against
+//! one base as a change set ([`crate::change_set::decide_patch`]).
 
 use alloc::string::String;
 use alloc::vec::Vec;
 
 mod apply;
 mod parse;
-mod plan;
 
 pub use apply::{HunkProblem, HunkProblemCode, apply_update};
 pub use parse::parse;
-pub use plan::{Change, Content, OpProblem, OpProblemCode, plan};
 
 /// A parsed patch: its file operations in order.
 #[derive(Debug, Clone, PartialEq, Eq)]

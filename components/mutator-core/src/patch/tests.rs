@@ -4,20 +4,21 @@ use alloc::vec::Vec;
 
 use alloc::collections::BTreeMap;
 
-use super::{
-    Change, Content, HunkProblemCode, Op, OpProblemCode, PatchErrorCode, apply_update, parse, plan,
-};
+use super::{HunkProblemCode, Op, PatchErrorCode, apply_update, parse};
+use crate::change_set::{FileChange, OpCode, OpProblem, RevisionPolicy, patch_ops, plan};
+use crate::gates::{Refusal, RefusalCode};
 
-/// `plan` over an in-memory base.
-fn planned(patch: &str, base: &[(&str, &str)]) -> Result<Vec<Change>, Vec<super::OpProblem>> {
-    let files: BTreeMap<String, String> = base
+/// A patch planned as a change set over an in-memory base, revisions unchecked.
+fn planned(patch: &str, base: &[(&str, &str)]) -> Result<Vec<FileChange>, Vec<OpProblem>> {
+    let files: BTreeMap<String, Vec<u8>> = base
         .iter()
-        .map(|(p, t)| ((*p).to_string(), (*t).to_string()))
+        .map(|(p, t)| ((*p).to_string(), t.as_bytes().to_vec()))
         .collect();
-    let ops = parse(patch).expect("parses").ops;
-    plan(&ops, &mut |path: &str| -> Result<Content, String> {
-        Ok(files.get(path).cloned())
-    })
+    let patch = parse(patch).expect("parses");
+    let ops = patch_ops(&patch, "", &|_| None);
+    let mut read =
+        |path: &str| -> Result<Option<Vec<u8>>, Refusal> { Ok(files.get(path).cloned()) };
+    plan(&ops, &mut read, RevisionPolicy::Unchecked)
 }
 
 fn lines(text: &str) -> Vec<String> {
@@ -299,18 +300,25 @@ fn a_patch_is_decided_whole_against_one_base() {
         ("again.txt", "old\n"),
     ];
     let changes = planned(patch, &base).expect("applies");
-    let summary: Vec<(&str, Option<&str>, Option<&str>)> = changes
+    let summary: Vec<(&str, bool, Option<&[u8]>, Option<&str>)> = changes
         .iter()
-        .map(|c| (c.path.as_str(), c.before.as_deref(), c.after.as_deref()))
+        .map(|c| {
+            (
+                c.path.as_str(),
+                c.base.is_some(),
+                c.content.as_deref(),
+                c.mode_from.as_deref(),
+            )
+        })
         .collect();
     assert_eq!(
         summary,
         vec![
-            ("a.txt", Some("a\n"), None),
-            ("again.txt", Some("old\n"), Some("fresh\n")),
-            ("b.txt", None, Some("A\n")),
-            ("gone.txt", Some("g\n"), None),
-            ("new.txt", None, Some("n\n")),
+            ("a.txt", true, None, None),
+            ("again.txt", true, Some(&b"fresh\n"[..]), None),
+            ("b.txt", false, Some(&b"A\n"[..]), Some("a.txt")),
+            ("gone.txt", true, None, None),
+            ("new.txt", false, Some(&b"n\n"[..]), None),
         ]
     );
 }
@@ -320,15 +328,15 @@ fn every_operation_s_problem_is_reported_and_nothing_is_planned() {
     let patch = "*** Begin Patch\n*** Add File: a.txt\n+x\n*** Delete File: none.txt\n*** Update File: a.txt\n*** Move to: b.txt\n@@\n-a\n+A\n*** Update File: c.txt\n@@\n-missing\n+M\n*** Update File: ghost.txt\n@@\n-x\n+y\n*** End Patch";
     let base = [("a.txt", "a\n"), ("b.txt", "b\n"), ("c.txt", "c\n")];
     let problems = planned(patch, &base).expect_err("refused");
-    let codes: Vec<(usize, OpProblemCode)> = problems.iter().map(|p| (p.op, p.code)).collect();
+    let codes: Vec<(u32, OpCode)> = problems.iter().map(|p| (p.index, p.code)).collect();
     assert_eq!(
         codes,
         vec![
-            (1, OpProblemCode::AddExists),
-            (2, OpProblemCode::FileMissing),
-            (3, OpProblemCode::MoveExists),
-            (4, OpProblemCode::HunksRefused),
-            (5, OpProblemCode::FileMissing),
+            (0, OpCode::AddExists),
+            (1, OpCode::FileMissing),
+            (2, OpCode::MoveExists),
+            (3, OpCode::HunksRefused),
+            (4, OpCode::FileMissing),
         ]
     );
     assert_eq!(problems[3].hunks[0].code, HunkProblemCode::ContextMissing);
@@ -355,7 +363,10 @@ fn a_failure_in_the_last_of_five_files_plans_nothing() {
     ];
     let problems = planned(&patch, &base).expect_err("the last file fails");
     assert_eq!(problems.len(), 1);
-    assert_eq!((problems[0].op, problems[0].path.as_str()), (5, "f5.txt"));
+    assert_eq!(
+        (problems[0].index, problems[0].path.as_str()),
+        (4, "f5.txt")
+    );
     let base_ok = [
         ("f1.txt", "old1\n"),
         ("f2.txt", "old2\n"),
@@ -367,15 +378,28 @@ fn a_failure_in_the_last_of_five_files_plans_nothing() {
 }
 
 #[test]
-fn an_unreadable_base_is_a_named_problem() {
-    let ops = parse("*** Begin Patch\n*** Delete File: bin.dat\n*** End Patch")
-        .unwrap()
-        .ops;
-    let problems = plan(&ops, &mut |_: &str| -> Result<Content, String> {
-        Err("bin.dat is not UTF-8".to_string())
-    })
-    .unwrap_err();
-    assert_eq!(problems[0].code, OpProblemCode::Unreadable);
-    assert_eq!(problems[0].code.as_str(), "FILE_UNREADABLE");
-    assert!(problems[0].message.contains("not UTF-8"));
+fn an_unreadable_or_binary_base_is_a_named_problem() {
+    let patch = parse(
+        "*** Begin Patch\n*** Delete File: dir\n*** Update File: bin.dat\n@@\n-a\n+b\n*** End Patch",
+    )
+    .unwrap();
+    let ops = patch_ops(&patch, "", &|_| None);
+    let mut read = |path: &str| -> Result<Option<Vec<u8>>, Refusal> {
+        match path {
+            "dir" => Err(Refusal::new(
+                RefusalCode::MutationFailed,
+                "`dir` is a directory".to_string(),
+            )),
+            _ => Ok(Some(b"a\n\0\n".to_vec())),
+        }
+    };
+    let problems = plan(&ops, &mut read, RevisionPolicy::Unchecked).unwrap_err();
+    assert_eq!(problems[0].code.as_str(), "MUTATION_FAILED");
+    assert!(problems[0].message.contains("directory"));
+    assert_eq!(problems[1].code, OpCode::NotText);
+    assert_eq!(problems[1].code.as_str(), "NOT_TEXT");
+    // The sibling: the same update of a text file applies.
+    let mut text = |_: &str| -> Result<Option<Vec<u8>>, Refusal> { Ok(Some(b"a\n".to_vec())) };
+    let changes = plan(&ops[1..], &mut text, RevisionPolicy::Unchecked).expect("applies");
+    assert_eq!(changes[0].content.as_deref(), Some(&b"b\n"[..]));
 }
