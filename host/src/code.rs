@@ -140,6 +140,18 @@ pub enum Code {
     /// The path is private under the contract's `private_paths` (or their default): it is
     /// never read, listed, searched, written or deleted, even when it is also writable.
     PathPrivate,
+    /// A patch that does not parse (`apply_patch`): the line and what was expected.
+    PatchInvalid,
+    /// A change set's file is not text (not UTF-8, or a patch's Update of a file with a NUL).
+    NotText,
+    /// A patch's Update whose hunks do not apply (each hunk's problem in the details).
+    HunksRefused,
+    /// A patch's Add of a path that exists.
+    AddExists,
+    /// A move onto a path that exists, without its revision.
+    MoveExists,
+    /// A change set's operation on a path that does not exist.
+    FileMissing,
 }
 
 impl Code {
@@ -210,6 +222,12 @@ impl Code {
             Self::PartlySeen => ("PARTLY_SEEN", 9),
             Self::ResultTooLarge => ("RESULT_TOO_LARGE", 9),
             Self::PathPrivate => ("PATH_PRIVATE", 12),
+            Self::PatchInvalid => ("PATCH_INVALID", 7),
+            Self::NotText => ("NOT_TEXT", 9),
+            Self::HunksRefused => ("HUNKS_REFUSED", 9),
+            Self::AddExists => ("ADD_EXISTS", 9),
+            Self::MoveExists => ("MOVE_EXISTS", 9),
+            Self::FileMissing => ("FILE_MISSING", 9),
         }
     }
 }

@@ -41,6 +41,13 @@ pub use bindings::satyrn::mutator::types::{
     Problem, ProblemCode, ReadCode, ReadError, ReadPage, ReadRequest, ReplaceEdit, SelectorMatch,
 };
 
+// The change sets' types: `change-set`, `apply-patch`.
+pub use bindings::satyrn::mutator::types::{
+    ChangeDelete, ChangeEdit, ChangeMove, ChangeOp, ChangeSetError, ChangeSetRejection,
+    ChangeSetRequest, ChangeWrite, FileChange, HunkCode, HunkProblem, OpCode, OpProblem,
+    PatchInvalid, PatchRequest, Rejection,
+};
+
 // The toolbox operations' types: `list`, `search`, `write`, `delete-file`.
 pub use bindings::satyrn::mutator::types::{
     CreatedFile, DeletePlan, DeleteRequest, EntryKind, ListEntry, ListPage, ListRequest,
@@ -479,6 +486,38 @@ impl Mutator {
             .satyrn_mutator_mutator()
             .call_delete_file(&mut self.store, request)
             .map_err(engine_error("the component trapped in delete-file"))
+    }
+
+    /// Decides a change set.
+    ///
+    /// # Errors
+    ///
+    /// [`EngineError`] on a trap; decisions are in the inner `Result`.
+    pub fn change_set(
+        &mut self,
+        request: &ChangeSetRequest,
+    ) -> Result<Result<Vec<FileChange>, ChangeSetError>, EngineError> {
+        let _entered = self.runtime.enter();
+        self.instance
+            .satyrn_mutator_mutator()
+            .call_change_set(&mut self.store, request)
+            .map_err(engine_error("the component trapped in change-set"))
+    }
+
+    /// Parses and decides a patch as a change set.
+    ///
+    /// # Errors
+    ///
+    /// [`EngineError`] on a trap; decisions are in the inner `Result`.
+    pub fn apply_patch(
+        &mut self,
+        request: &PatchRequest,
+    ) -> Result<Result<Vec<FileChange>, ChangeSetError>, EngineError> {
+        let _entered = self.runtime.enter();
+        self.instance
+            .satyrn_mutator_mutator()
+            .call_apply_patch(&mut self.store, request)
+            .map_err(engine_error("the component trapped in apply-patch"))
     }
 }
 

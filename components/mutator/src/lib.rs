@@ -15,7 +15,7 @@ use alloc::string::String;
 use alloc::vec::Vec;
 
 use satyrn_mutator_core::{
-    delete, edit, fnmatch, list, read, replace, revision_map, search, tree, write,
+    change_set, delete, edit, fnmatch, list, read, replace, revision_map, search, tree, write,
 };
 
 wit_bindgen::generate!({
@@ -126,22 +126,7 @@ impl Guest for Component {
                 message: e.0,
             })
         })?;
-        let edits: Vec<edit::EditOp<'_>> = request
-            .edits
-            .iter()
-            .map(|op| match op {
-                wit::EditOp::Replace(r) => edit::EditOp::Replace {
-                    old_text: &r.old_text,
-                    new_text: &r.new_text,
-                    occurrence: r.occurrence,
-                },
-                wit::EditOp::InsertAfter(i) => edit::EditOp::InsertAfter {
-                    anchor_text: &i.anchor_text,
-                    new_text: &i.new_text,
-                    occurrence: i.occurrence,
-                },
-            })
-            .collect();
+        let edits: Vec<edit::EditOp<'_>> = request.edits.iter().map(edit_op).collect();
         let core_request = edit::EditRequest {
             path: &request.path,
             writable_paths: &request.writable_paths,
@@ -182,11 +167,7 @@ impl Guest for Component {
                     current_sha256: current.to_hex(),
                 }))
             }
-            Err(edit::EditError::Rejected(r)) => Err(wit::EditError::Rejected(wit::Rejection {
-                message: r.message,
-                problems: r.problems.into_iter().map(problem).collect(),
-                omitted: r.omitted,
-            })),
+            Err(edit::EditError::Rejected(r)) => Err(wit::EditError::Rejected(rejection(r))),
         }
     }
 
@@ -317,6 +298,193 @@ impl Guest for Component {
             path: plan.path,
             base_sha256: plan.base.to_hex(),
         })
+    }
+
+    fn change_set(
+        request: wit::ChangeSetRequest,
+    ) -> Result<Vec<wit::FileChange>, wit::ChangeSetError> {
+        let worktree = preopen::Preopen::single().map_err(|e| {
+            wit::ChangeSetError::InvalidRequest(alloc::format!("the worktree: {}", e.0))
+        })?;
+        let batches: Vec<Vec<edit::EditOp<'_>>> = request
+            .ops
+            .iter()
+            .map(|op| match op {
+                wit::ChangeOp::Edit(e) => e.edits.iter().map(edit_op).collect(),
+                _ => Vec::new(),
+            })
+            .collect();
+        let ops: Vec<change_set::ChangeOp<'_>> = request
+            .ops
+            .iter()
+            .zip(&batches)
+            .map(|(op, batch)| match op {
+                wit::ChangeOp::Edit(e) => change_set::ChangeOp {
+                    path: &e.path,
+                    expected_sha256: e.expected_sha256.as_deref(),
+                    action: change_set::Action::Edit(batch),
+                    line: None,
+                },
+                wit::ChangeOp::Write(w) => change_set::ChangeOp {
+                    path: &w.path,
+                    expected_sha256: w.expected_sha256.as_deref(),
+                    action: change_set::Action::Write(&w.content),
+                    line: None,
+                },
+                wit::ChangeOp::Delete(d) => change_set::ChangeOp {
+                    path: &d.path,
+                    expected_sha256: d.expected_sha256.as_deref(),
+                    action: change_set::Action::Delete,
+                    line: None,
+                },
+                wit::ChangeOp::Move(m) => change_set::ChangeOp {
+                    path: &m.path,
+                    expected_sha256: m.expected_sha256.as_deref(),
+                    action: change_set::Action::Move {
+                        to: &m.to,
+                        to_expected_sha256: m.to_expected_sha256.as_deref(),
+                    },
+                    line: None,
+                },
+            })
+            .collect();
+        change_set::decide(
+            &worktree,
+            &change_set::ChangeSetRequest {
+                ops: &ops,
+                writable_paths: &request.writable_paths,
+                private_paths: &request.private_paths,
+            },
+        )
+        .map(file_changes)
+        .map_err(change_set_error)
+    }
+
+    fn apply_patch(
+        request: wit::PatchRequest,
+    ) -> Result<Vec<wit::FileChange>, wit::ChangeSetError> {
+        let worktree = preopen::Preopen::single().map_err(|e| {
+            wit::ChangeSetError::InvalidRequest(alloc::format!("the worktree: {}", e.0))
+        })?;
+        change_set::decide_patch(
+            &worktree,
+            &change_set::PatchRequest {
+                patch: &request.patch,
+                expected_sha256: &request.expected_sha256,
+                writable_paths: &request.writable_paths,
+                private_paths: &request.private_paths,
+                agent_root: request.agent_root.as_deref(),
+            },
+        )
+        .map(file_changes)
+        .map_err(change_set_error)
+    }
+}
+
+fn edit_op(op: &wit::EditOp) -> edit::EditOp<'_> {
+    match op {
+        wit::EditOp::Replace(r) => edit::EditOp::Replace {
+            old_text: &r.old_text,
+            new_text: &r.new_text,
+            occurrence: r.occurrence,
+        },
+        wit::EditOp::InsertAfter(i) => edit::EditOp::InsertAfter {
+            anchor_text: &i.anchor_text,
+            new_text: &i.new_text,
+            occurrence: i.occurrence,
+        },
+    }
+}
+
+fn file_changes(changes: Vec<change_set::FileChange>) -> Vec<wit::FileChange> {
+    changes
+        .into_iter()
+        .map(|c| wit::FileChange {
+            path: c.path,
+            base_sha256: c.base.map(|r| r.to_hex()),
+            content: c.content,
+            next_sha256: c.next.map(|r| r.to_hex()),
+            mode_from: c.mode_from,
+        })
+        .collect()
+}
+
+fn rejection(r: edit::Rejection) -> wit::Rejection {
+    wit::Rejection {
+        message: r.message,
+        problems: r.problems.into_iter().map(problem).collect(),
+        omitted: r.omitted,
+    }
+}
+
+fn change_set_error(e: change_set::ChangeSetError) -> wit::ChangeSetError {
+    use satyrn_mutator_core::patch::HunkProblemCode as H;
+    match e {
+        change_set::ChangeSetError::InvalidRequest(m) => wit::ChangeSetError::InvalidRequest(m),
+        change_set::ChangeSetError::Patch(p) => {
+            wit::ChangeSetError::PatchInvalid(wit::PatchInvalid {
+                line: u32::try_from(p.line).unwrap_or(u32::MAX),
+                kind: String::from(p.code.kind()),
+                message: p.message,
+            })
+        }
+        change_set::ChangeSetError::Rejected { message, problems } => {
+            wit::ChangeSetError::Rejected(wit::ChangeSetRejection {
+                message,
+                problems: problems
+                    .into_iter()
+                    .map(|p| wit::OpProblem {
+                        index: p.index,
+                        line: p.line,
+                        path: p.path,
+                        code: op_code(p.code),
+                        message: p.message,
+                        current_sha256: p.current.map(|r| r.to_hex()),
+                        edits: p.edits.map(rejection),
+                        hunks: p
+                            .hunks
+                            .into_iter()
+                            .map(|h| wit::HunkProblem {
+                                hunk: u32::try_from(h.hunk).unwrap_or(u32::MAX),
+                                line: u32::try_from(h.line).unwrap_or(u32::MAX),
+                                code: match h.code {
+                                    H::LineEndingsUnsupported => {
+                                        wit::HunkCode::LineEndingsUnsupported
+                                    }
+                                    H::AnchorMissing => wit::HunkCode::AnchorMissing,
+                                    H::AnchorAmbiguous => wit::HunkCode::AnchorAmbiguous,
+                                    H::ContextMissing => wit::HunkCode::ContextMissing,
+                                    H::ContextAmbiguous => wit::HunkCode::ContextAmbiguous,
+                                    H::NoPosition => wit::HunkCode::NoPosition,
+                                },
+                                message: h.message,
+                            })
+                            .collect(),
+                    })
+                    .collect(),
+            })
+        }
+    }
+}
+
+fn op_code(code: change_set::OpCode) -> wit::OpCode {
+    use satyrn_mutator_core::gates::RefusalCode as R;
+    match code {
+        change_set::OpCode::Refused(R::PathPrivate) => wit::OpCode::PathPrivate,
+        change_set::OpCode::Refused(R::PathUndeclared) => wit::OpCode::PathUndeclared,
+        change_set::OpCode::Refused(R::RevisionUnavailable) => wit::OpCode::RevisionUnavailable,
+        change_set::OpCode::Refused(R::RevisionStale) => wit::OpCode::RevisionStale,
+        change_set::OpCode::Refused(R::TargetExists) => wit::OpCode::TargetExists,
+        change_set::OpCode::Refused(R::MutationFailed | R::AnchorMissing | R::AnchorAmbiguous) => {
+            wit::OpCode::MutationFailed
+        }
+        change_set::OpCode::NotText => wit::OpCode::NotText,
+        change_set::OpCode::EditsRejected => wit::OpCode::EditsRejected,
+        change_set::OpCode::HunksRefused => wit::OpCode::HunksRefused,
+        change_set::OpCode::AddExists => wit::OpCode::AddExists,
+        change_set::OpCode::MoveExists => wit::OpCode::MoveExists,
+        change_set::OpCode::FileMissing => wit::OpCode::FileMissing,
+        change_set::OpCode::TooLarge => wit::OpCode::TooLarge,
     }
 }
 

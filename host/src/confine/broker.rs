@@ -441,7 +441,8 @@ fn reply(mut out: &UnixStream, response: &crate::protocol::Response) -> io::Resu
     out.write_all(framed.as_bytes())
 }
 
-/// Records the publication a successful `replace`, `edit`, `write` or `delete` made.
+/// Records the publications a successful `replace`, `edit`, `write`, `delete`, `change_set` or
+/// `apply_patch` made.
 fn record(ledger: &Ledger, payload: &crate::protocol::Payload) {
     use crate::protocol::Payload;
     match payload {
@@ -449,6 +450,11 @@ fn record(ledger: &Ledger, payload: &crate::protocol::Payload) {
         Payload::Edit(r) => ledger.record(&r.path, Some(&r.sha256)),
         Payload::Write(r) => ledger.record(&r.path, Some(&r.sha256)),
         Payload::Delete(r) => ledger.record(&r.path, None),
+        Payload::ChangeSet(r) => {
+            for file in &r.files {
+                ledger.record(&file.path, file.sha256.as_deref());
+            }
+        }
         Payload::Read(_) | Payload::EditRefused(_) | Payload::List(_) | Payload::Search(_) => {}
     }
 }

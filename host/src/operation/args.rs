@@ -401,3 +401,196 @@ impl RequestShape for DeleteArgs {
         &["seen"]
     }
 }
+
+// The variants carry no doc comments on purpose: the schema is then a plain string `enum`.
+/// The kind of one operation of a change set.
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+#[allow(missing_docs)]
+pub enum ChangeKind {
+    Edit,
+    Write,
+    Delete,
+    Move,
+}
+
+/// One operation of a change set: `{op: "edit", path, edits}`, `{op: "write", path,
+/// content}`, `{op: "delete", path}` or `{op: "move", path, to}`, each with an optional
+/// `expected_sha256` (and `to_expected_sha256` for a move onto an existing file).
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(transform = portable)]
+pub struct ChangeEntry {
+    /// `edit`, `write`, `delete` or `move`.
+    pub op: ChangeKind,
+    /// The file, relative to the repository root (a move's source).
+    pub path: String,
+    /// The revision (SHA-256) of `path` the caller saw.
+    #[serde(default)]
+    #[schemars(with = "String")]
+    pub expected_sha256: Option<String>,
+    /// For `edit`: the batch, as `edit` takes it.
+    #[serde(default)]
+    #[schemars(with = "Vec<EditEntry>")]
+    pub edits: Option<Vec<EditEntry>>,
+    /// For `write`: the whole new content.
+    #[serde(default)]
+    #[schemars(with = "String")]
+    pub content: Option<String>,
+    /// For `move`: the destination.
+    #[serde(default)]
+    #[schemars(with = "String")]
+    pub to: Option<String>,
+    /// For `move` onto an existing file: that file's revision.
+    #[serde(default)]
+    #[schemars(with = "String")]
+    pub to_expected_sha256: Option<String>,
+    /// Set by a session front end: how much of `path` the revision covers.
+    #[serde(default)]
+    #[schemars(skip)]
+    pub seen: Seen,
+}
+
+impl ChangeEntry {
+    /// The component's operation; a field of another kind, or a missing one, is malformed.
+    fn to_op(&self) -> Result<engine::ChangeOp, String> {
+        let fields: [(&str, bool, bool); 4] = [
+            ("edits", self.edits.is_some(), self.op == ChangeKind::Edit),
+            (
+                "content",
+                self.content.is_some(),
+                self.op == ChangeKind::Write,
+            ),
+            ("to", self.to.is_some(), self.op == ChangeKind::Move),
+            (
+                "to_expected_sha256",
+                self.to_expected_sha256.is_some(),
+                self.op == ChangeKind::Move,
+            ),
+        ];
+        for (name, given, belongs) in fields {
+            if given && !belongs {
+                return Err(format!(
+                    "unknown field `{name}` in a {} operation",
+                    self.kind()
+                ));
+            }
+        }
+        let missing = |name: &str| format!("missing field `{name}`");
+        let path = self.path.clone();
+        let expected_sha256 = self.expected_sha256.clone();
+        Ok(match self.op {
+            ChangeKind::Edit => {
+                let edits = self.edits.as_ref().ok_or_else(|| missing("edits"))?;
+                let edits = edits
+                    .iter()
+                    .enumerate()
+                    .map(|(i, e)| e.to_op().map_err(|m| format!("edits[{i}]: {m}")))
+                    .collect::<Result<Vec<_>, _>>()?;
+                engine::ChangeOp::Edit(engine::ChangeEdit {
+                    path,
+                    expected_sha256,
+                    edits,
+                })
+            }
+            ChangeKind::Write => engine::ChangeOp::Write(engine::ChangeWrite {
+                path,
+                expected_sha256,
+                content: self.content.clone().ok_or_else(|| missing("content"))?,
+            }),
+            ChangeKind::Delete => engine::ChangeOp::Delete(engine::ChangeDelete {
+                path,
+                expected_sha256,
+            }),
+            ChangeKind::Move => engine::ChangeOp::Move(engine::ChangeMove {
+                path,
+                expected_sha256,
+                to: self.to.clone().ok_or_else(|| missing("to"))?,
+                to_expected_sha256: self.to_expected_sha256.clone(),
+            }),
+        })
+    }
+
+    fn kind(&self) -> &'static str {
+        match self.op {
+            ChangeKind::Edit => "edit",
+            ChangeKind::Write => "write",
+            ChangeKind::Delete => "delete",
+            ChangeKind::Move => "move",
+        }
+    }
+}
+
+/// `change_set`'s arguments: file operations applied all together or not at all.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(transform = portable)]
+pub struct ChangeSetArgs {
+    /// The operations, in order (1 to 1000); each sees what the earlier ones made.
+    pub ops: Vec<ChangeEntry>,
+}
+
+impl ChangeSetArgs {
+    /// The component's operations.
+    ///
+    /// # Errors
+    ///
+    /// Why an operation is malformed, naming it (`ops[2]: …`).
+    pub fn ops(&self) -> Result<Vec<engine::ChangeOp>, String> {
+        if self.ops.is_empty() {
+            return Err("`ops` must hold at least one operation".to_string());
+        }
+        if self.ops.len() > satyrn_mutator_core::change_set::MAX_OPS {
+            return Err(format!(
+                "`ops` holds {} operations; at most {} are allowed",
+                self.ops.len(),
+                satyrn_mutator_core::change_set::MAX_OPS
+            ));
+        }
+        self.ops
+            .iter()
+            .enumerate()
+            .map(|(i, e)| e.to_op().map_err(|m| format!("ops[{i}]: {m}")))
+            .collect()
+    }
+}
+
+impl RequestShape for ChangeSetArgs {
+    fn shape(&self) -> Result<(), String> {
+        self.ops()?;
+        for (i, entry) in self.ops.iter().enumerate() {
+            request_shape(&entry.path, entry.expected_sha256.as_deref())
+                .map_err(|m| format!("ops[{i}].{m}"))?;
+            if let Some(to) = &entry.to {
+                request_shape(to, entry.to_expected_sha256.as_deref())
+                    .map_err(|m| format!("ops[{i}].to: {m}"))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `apply_patch`'s arguments.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(transform = portable)]
+pub struct PatchArgs {
+    /// The patch: `*** Begin Patch`, then `*** Add File: PATH` (lines `+…`), `*** Delete
+    /// File: PATH`, or `*** Update File: PATH` (optionally `*** Move to: PATH`) with hunks
+    /// (`@@ [exact line text]`, then ` context`, `-removed`, `+added` lines, optionally
+    /// `*** End of File`), then `*** End Patch`.
+    pub patch: String,
+    /// The revision (SHA-256) of each existing file the patch changes, by path, where the
+    /// caller has not read it in this session.
+    #[serde(default)]
+    pub expected_sha256: std::collections::BTreeMap<String, String>,
+}
+
+impl RequestShape for PatchArgs {
+    fn shape(&self) -> Result<(), String> {
+        for (path, sha) in &self.expected_sha256 {
+            request_shape(path, Some(sha)).map_err(|m| format!("expected_sha256[{path}]: {m}"))?;
+        }
+        Ok(())
+    }
+}

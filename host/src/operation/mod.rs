@@ -17,7 +17,9 @@ use crate::engine;
 use crate::lock::WorktreeLock;
 use crate::repo::RepoRoot;
 
+mod apply_patch;
 mod args;
+mod change_set;
 mod delete;
 pub(crate) mod echo;
 mod edit;
@@ -29,9 +31,14 @@ mod search;
 pub(crate) mod strict;
 mod write;
 
+pub use apply_patch::{apply_patch, patch_paths};
 pub use args::{
-    DeleteArgs, EditArgs, EditEntry, EditKind, ListArgs, ReadArgs, ReplaceArgs, RequestShape,
-    SearchArgs, Seen, WriteArgs,
+    ChangeEntry, ChangeKind, ChangeSetArgs, DeleteArgs, EditArgs, EditEntry, EditKind, ListArgs,
+    PatchArgs, ReadArgs, ReplaceArgs, RequestShape, SearchArgs, Seen, WriteArgs,
+};
+pub use change_set::{
+    ChangeSetRejection, ChangeSetResult, ChangedFile, FileStatus, HunkProblem, OpProblem,
+    change_set,
 };
 pub use delete::{DeleteResult, delete};
 pub use edit::{
@@ -77,12 +84,15 @@ impl Scope<'_> {
 ///
 /// `MUTATION_FAILED` when the lock cannot be taken.
 fn lock(root: &RepoRoot) -> Result<WorktreeLock<'_>, Failure> {
-    WorktreeLock::acquire(root.dir()).map_err(|e| {
+    let lock = WorktreeLock::acquire(root.dir()).map_err(|e| {
         Failure::new(
             Code::MutationFailed,
             format!("cannot lock the worktree: {e}"),
         )
-    })
+    })?;
+    // Whoever takes the lock next settles what a killed change set left.
+    crate::publish::recover(root.dir());
+    Ok(lock)
 }
 
 /// `PARTLY_SEEN`: the whole of `path` is about to be replaced (`verb` "overwrite") or

@@ -135,6 +135,10 @@ fn run(scope: Scope<'_>, args: &OperationArgs) -> Result<Payload, operation::Edi
         OperationArgs::Delete(a) => operation::delete(scope, a)
             .map(Payload::Delete)
             .map_err(plain),
+        OperationArgs::ChangeSet(a) => operation::change_set(scope, a).map(Payload::ChangeSet),
+        OperationArgs::ApplyPatch(a) => {
+            operation::apply_patch(scope, a, None).map(Payload::ChangeSet)
+        }
     }
 }
 

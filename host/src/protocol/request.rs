@@ -58,11 +58,24 @@ pub enum OperationArgs {
     Write(operation::WriteArgs),
     /// `delete`.
     Delete(operation::DeleteArgs),
+    /// `change_set`: file operations all together or not at all.
+    ChangeSet(operation::ChangeSetArgs),
+    /// `apply_patch`: a patch, all together or not at all.
+    ApplyPatch(operation::PatchArgs),
 }
 
 /// The operations this build knows, in the order the unknown-operation message lists them.
-const OPERATIONS: [&str; 8] = [
-    "check", "replace", "read", "edit", "list", "search", "write", "delete",
+const OPERATIONS: [&str; 10] = [
+    "check",
+    "replace",
+    "read",
+    "edit",
+    "list",
+    "search",
+    "write",
+    "delete",
+    "change_set",
+    "apply_patch",
 ];
 
 /// Parses a request. On failure, returns the shape the error response takes and why.
@@ -133,6 +146,8 @@ fn operation_args(operation: &str, fields: Vec<(String, Value)>) -> Result<Opera
         "list" => OperationArgs::List(args(operation, fields, false)?),
         "search" => OperationArgs::Search(args(operation, fields, false)?),
         "write" => OperationArgs::Write(args(operation, fields, true)?),
+        "change_set" => OperationArgs::ChangeSet(args(operation, fields, false)?),
+        "apply_patch" => OperationArgs::ApplyPatch(args(operation, fields, true)?),
         _ => OperationArgs::Delete(args(operation, fields, true)?),
     })
 }
@@ -267,7 +282,10 @@ mod tests {
     #[test]
     fn every_field_of_every_operation_is_accepted_and_others_refused() {
         let sha = "a".repeat(64);
-        let sample = |key: &str| match key {
+        let sample = |operation: &str, key: &str| match key {
+            "expected_sha256" if operation == "apply_patch" => json!({"src/a.rs": sha}),
+            "ops" => json!([{"op": "delete", "path": "src/a.rs", "expected_sha256": sha}]),
+            "patch" => json!("*** Begin Patch\n*** Delete File: src/a.rs\n*** End Patch\n"),
             "recursive" | "regex" | "ignore_case" => json!(true),
             "limit" | "context" | "max_matches" | "offset" => json!(3),
             "expected_sha256" => json!(sha),
@@ -293,13 +311,15 @@ mod tests {
                     "cursor",
                 ],
                 "write" => vec!["path", "content", "expected_sha256"],
+                "change_set" => vec!["ops"],
+                "apply_patch" => vec!["patch", "expected_sha256"],
                 _ => vec!["path", "expected_sha256"],
             }
         };
         for operation in &OPERATIONS[1..] {
             let fields: Vec<(String, Value)> = fields_of(operation)
                 .iter()
-                .map(|k| ((*k).to_string(), sample(k)))
+                .map(|k| ((*k).to_string(), sample(operation, k)))
                 .collect();
             let args = operation_args(operation, fields.clone())
                 .unwrap_or_else(|e| panic!("{operation}: {e}"));
@@ -312,6 +332,8 @@ mod tests {
                     | ("search", OperationArgs::Search(_))
                     | ("write", OperationArgs::Write(_))
                     | ("delete", OperationArgs::Delete(_))
+                    | ("change_set", OperationArgs::ChangeSet(_))
+                    | ("apply_patch", OperationArgs::ApplyPatch(_))
             );
             assert!(matches, "{operation}");
             let mut extra = fields;

@@ -28,6 +28,8 @@ pub enum Payload {
     Write(operation::WriteResult),
     /// A `delete` success.
     Delete(operation::DeleteResult),
+    /// A `change_set` or `apply_patch` success.
+    ChangeSet(operation::ChangeSetResult),
 }
 
 /// One protocol response.

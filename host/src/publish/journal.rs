@@ -104,7 +104,7 @@ impl FileId {
     }
 
     /// Whether `found` is this file: the same inode, born at the same time when both know.
-    fn matches(self, found: Self) -> bool {
+    pub(super) fn matches(self, found: Self) -> bool {
         self.ino == found.ino
             && match (self.born, found.born) {
                 (Some(a), Some(b)) => a == b,
@@ -420,7 +420,7 @@ fn open_journal_dir(git_dir: &OwnedFd) -> Option<OwnedFd> {
 
 /// The worktree's own git directory: `.git` when it is a directory, or the administrative
 /// directory an absolute `gitdir:` line of a `.git` file names, if it holds `commondir`.
-fn git_dir_of(root: &OwnedFd) -> Option<OwnedFd> {
+pub(super) fn git_dir_of(root: &OwnedFd) -> Option<OwnedFd> {
     let dir_flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
     match rustix::fs::openat(root, ".git", dir_flags, Mode::empty()) {
         Ok(dir) => return Some(dir),

@@ -27,6 +27,7 @@ use satyrn_mutator_core::revision::Revision;
 
 use crate::code::{Code, Failure};
 
+mod change_set;
 mod commit;
 mod create;
 mod delete;
@@ -39,6 +40,7 @@ mod tests_delete;
 #[cfg(test)]
 mod tests_support;
 
+pub use change_set::{RECORDS_DIR, SetChange, publish_set, recover, recover_with_git_dir};
 pub use create::create;
 pub use delete::delete;
 

@@ -335,7 +335,12 @@ pub(super) fn for_each_candidate_name(
 }
 
 /// Gives the anonymous `file` the name `name` in `dir`; `Ok(false)` when the name is taken.
-fn link(file: &OwnedFd, dir: &OwnedFd, name: &str, path: &str) -> Result<bool, PublishError> {
+pub(super) fn link(
+    file: &OwnedFd,
+    dir: &OwnedFd,
+    name: &str,
+    path: &str,
+) -> Result<bool, PublishError> {
     // AT_EMPTY_PATH needs CAP_DAC_READ_SEARCH; without it the kernel answers ENOENT and the
     // magic link in /proc does the same without privilege.
     let linked = match rustix::fs::linkat(file, "", dir, name, AtFlags::EMPTY_PATH) {

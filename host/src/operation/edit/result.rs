@@ -129,7 +129,7 @@ pub struct StaleDetails {
     pub current_sha256: String,
 }
 
-/// The details a refused `edit` carries besides its code and message.
+/// The details a refused `edit` (or change set) carries besides its code and message.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(untagged)]
 pub enum EditDetails {
@@ -137,6 +137,8 @@ pub enum EditDetails {
     Rejected(EditRejection),
     /// The revision was stale: the current one.
     Stale(StaleDetails),
+    /// A change set was refused: every refused operation's problem.
+    ChangeSet(crate::operation::ChangeSetRejection),
 }
 
 impl From<engine::Problem> for Problem {

@@ -1,0 +1,260 @@
+//! The intent record of a change set: what its publish is about to do, written and synced
+//! before the first name changes, and the mark that commits it.
+//!
+//! The records live in `satyrn-change-sets/` in the worktree's own git directory (the one
+//! the temporaries' journal uses, [`super::super::journal`]), so no candidate can contain
+//! one. A record is a JSON file `<pid>-<nonce>.intent` while its publish may still be
+//! undone; renaming it to `<pid>-<nonce>.committed` (and syncing the directory) is the
+//! change set's **linearization point**. Records are read only under the worktree lock,
+//! which the publish holds throughout: any record found then is a killed publish's.
+
+use std::io::Write;
+use std::os::fd::OwnedFd;
+
+use rustix::fs::{AtFlags, Mode, OFlags};
+use rustix::io::Errno;
+use serde::{Deserialize, Serialize};
+
+use super::super::journal::FileId;
+
+/// The directory of the records, inside the git directory.
+pub const RECORDS_DIR: &str = "satyrn-change-sets";
+
+const INTENT: &str = ".intent";
+const COMMITTED: &str = ".committed";
+
+/// The most bytes of a record read back (1,000 operations with 4 KiB paths fit).
+const RECORD_MAX: u64 = 64 << 20;
+
+/// What a publish does to one path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(super) enum Kind {
+    /// The new content's file and the base exchange names.
+    Replace,
+    /// The new content's file is renamed to the path (which did not exist).
+    Create,
+    /// The base is renamed aside, then removed.
+    Delete,
+}
+
+/// A file's identity as recorded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub(super) struct Id {
+    pub ino: u64,
+    pub born: Option<(i64, u32)>,
+}
+
+impl From<FileId> for Id {
+    fn from(id: FileId) -> Self {
+        Self {
+            ino: id.ino,
+            born: id.born,
+        }
+    }
+}
+
+impl Id {
+    pub(super) fn file_id(self) -> FileId {
+        FileId {
+            ino: self.ino,
+            born: self.born,
+        }
+    }
+}
+
+/// One path of a change set.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(super) struct Entry {
+    /// The worktree-relative path.
+    pub path: String,
+    pub kind: Kind,
+    /// The worktree-relative directory holding `temp` (`""`: the root). For a create whose
+    /// directories are made by the publish, the deepest one that existed.
+    pub home: String,
+    /// The temporary name in `home`: the new content (replace, create; after the exchange of
+    /// a replace, the displaced base) or the base renamed aside (delete).
+    pub temp: String,
+    /// The new content's file (replace, create).
+    pub new: Option<Id>,
+    /// The base's file (replace, delete).
+    pub base: Option<Id>,
+}
+
+/// A change set's intent.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(super) struct Record {
+    /// The format's version: 1.
+    pub version: u32,
+    /// The device of every file named.
+    pub dev: u64,
+    /// The paths, in commit order.
+    pub entries: Vec<Entry>,
+    /// The directories the publish makes, worktree-relative, each after its parent.
+    pub made: Vec<String>,
+}
+
+/// Where a record stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum State {
+    /// Not committed: to roll back.
+    Intent,
+    /// Committed: to roll forward.
+    Committed,
+}
+
+/// The records directory of one worktree.
+pub(super) struct Records {
+    dir: OwnedFd,
+}
+
+/// One record on disk: its id (`<pid>-<nonce>`), state and content (`None` when it does not
+/// parse).
+pub(super) struct Found {
+    pub id: String,
+    pub state: State,
+    pub record: Option<Record>,
+}
+
+impl Records {
+    /// The records directory of `git_dir`, made (mode 0700) when `make` and missing; `None`
+    /// when it does not exist (and is not to be made) or cannot be opened.
+    pub(super) fn open(git_dir: &OwnedFd, make: bool) -> Option<Self> {
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        match rustix::fs::openat(git_dir, RECORDS_DIR, flags, Mode::empty()) {
+            Ok(dir) => return Some(Self { dir }),
+            Err(Errno::NOENT) if make => {}
+            Err(_) => return None,
+        }
+        match rustix::fs::mkdirat(git_dir, RECORDS_DIR, Mode::from_raw_mode(0o700)) {
+            Ok(()) | Err(Errno::EXIST) => {}
+            Err(_) => return None,
+        }
+        let _ = rustix::fs::fsync(git_dir);
+        rustix::fs::openat(git_dir, RECORDS_DIR, flags, Mode::empty())
+            .ok()
+            .map(|dir| Self { dir })
+    }
+
+    /// Writes `record` as a new intent and syncs it and the directory; returns its id.
+    pub(super) fn write_intent(&self, record: &Record) -> std::io::Result<String> {
+        let body = serde_json::to_vec(record).map_err(std::io::Error::other)?;
+        let pid = std::process::id();
+        for attempt in 0u32..64 {
+            let nanos = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.subsec_nanos())
+                .unwrap_or(0);
+            let id = format!("{pid}-{nanos:08x}{attempt:02x}");
+            let file = match rustix::fs::openat(
+                &self.dir,
+                format!("{id}{INTENT}").as_str(),
+                OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                Mode::from_raw_mode(0o600),
+            ) {
+                Ok(file) => file,
+                Err(Errno::EXIST) => continue,
+                Err(e) => return Err(e.into()),
+            };
+            let written = super::super::write_all(&file, &body)
+                .and_then(|()| rustix::fs::fsync(&file).map_err(Into::into))
+                .and_then(|()| rustix::fs::fsync(&self.dir).map_err(Into::into));
+            if let Err(e) = written {
+                let _ = rustix::fs::unlinkat(
+                    &self.dir,
+                    format!("{id}{INTENT}").as_str(),
+                    AtFlags::empty(),
+                );
+                return Err(e);
+            }
+            return Ok(id);
+        }
+        Err(std::io::Error::other("no free record name"))
+    }
+
+    /// Marks the intent `id` committed (a rename) and syncs the directory: the
+    /// linearization point.
+    pub(super) fn commit(&self, id: &str) -> std::io::Result<()> {
+        rustix::fs::renameat(
+            &self.dir,
+            format!("{id}{INTENT}").as_str(),
+            &self.dir,
+            format!("{id}{COMMITTED}").as_str(),
+        )?;
+        rustix::fs::fsync(&self.dir)?;
+        Ok(())
+    }
+
+    /// Removes the record `id` in `state`.
+    pub(super) fn remove(&self, id: &str, state: State) {
+        let suffix = match state {
+            State::Intent => INTENT,
+            State::Committed => COMMITTED,
+        };
+        if let Err(e) = rustix::fs::unlinkat(
+            &self.dir,
+            format!("{id}{suffix}").as_str(),
+            AtFlags::empty(),
+        ) {
+            let _ = writeln!(
+                std::io::stderr(),
+                "satyrn-host: removing the settled change-set record `{id}{suffix}` failed: {}",
+                std::io::Error::from(e)
+            );
+        }
+    }
+
+    /// Every record in the directory.
+    pub(super) fn found(&self) -> Vec<Found> {
+        let Ok(entries) = rustix::fs::Dir::read_from(&self.dir) else {
+            return Vec::new();
+        };
+        let mut found = Vec::new();
+        for entry in entries.flatten() {
+            let Ok(name) = entry.file_name().to_str() else {
+                continue;
+            };
+            let (id, state) = if let Some(id) = name.strip_suffix(INTENT) {
+                (id, State::Intent)
+            } else if let Some(id) = name.strip_suffix(COMMITTED) {
+                (id, State::Committed)
+            } else {
+                continue;
+            };
+            found.push(Found {
+                id: id.to_owned(),
+                state,
+                record: self.read(name),
+            });
+        }
+        found.sort_by(|a, b| a.id.cmp(&b.id));
+        found
+    }
+
+    fn read(&self, name: &str) -> Option<Record> {
+        let file = rustix::fs::openat(
+            &self.dir,
+            name,
+            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .ok()?;
+        let stat = rustix::fs::fstat(&file).ok()?;
+        let size = u64::try_from(stat.st_size).ok()?;
+        if size > RECORD_MAX {
+            return None;
+        }
+        let mut buf = vec![0u8; usize::try_from(size).ok()?];
+        let mut at = 0;
+        while at < buf.len() {
+            match rustix::io::pread(&file, &mut buf[at..], at as u64) {
+                Ok(0) => break,
+                Ok(n) => at += n,
+                Err(Errno::INTR) => {}
+                Err(_) => return None,
+            }
+        }
+        let record: Record = serde_json::from_slice(&buf[..at]).ok()?;
+        (record.version == 1).then_some(record)
+    }
+}

@@ -1,0 +1,138 @@
+//! Settling a change set's record: rolling it back (not committed) or forward (committed).
+//! The live publish uses the same two functions on a failure and after its mark, and so
+//! does the recovery of a killed one; every step is idempotent and acts only on a file
+//! whose device and identity the record holds, so settling twice (a kill during recovery)
+//! is settling once, and nothing the record does not name is ever touched.
+
+use std::os::fd::OwnedFd;
+
+use rustix::fs::{AtFlags, RenameFlags};
+use satyrn_mutator_core::path;
+
+use super::record::{Entry, Id, Kind, Record};
+use crate::publish::journal::FileId;
+
+/// The directory `rel` (worktree-relative, `""`: the root), walked without following a
+/// symbolic link; `None` when it is not there.
+fn dir_at(root: &OwnedFd, rel: &str) -> Option<OwnedFd> {
+    let segments: Vec<&str> = if rel.is_empty() {
+        Vec::new()
+    } else {
+        path::segments(rel).ok()?
+    };
+    crate::publish::open_parent(root, &segments, rel).ok()
+}
+
+/// Whether `name` in `dir` is the recorded file `id` on `dev`.
+fn is(dir: &OwnedFd, name: &str, dev: u64, id: Option<Id>) -> bool {
+    let Some(id) = id else {
+        return false;
+    };
+    FileId::of(dir, Some(name)).is_some_and(|(d, found)| d == dev && id.file_id().matches(found))
+}
+
+fn absent(dir: &OwnedFd, name: &str) -> bool {
+    matches!(
+        rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW),
+        Err(rustix::io::Errno::NOENT)
+    )
+}
+
+/// The parent directory and leaf of an entry's path.
+fn parent_and_leaf<'e>(root: &OwnedFd, entry: &'e Entry) -> Option<(OwnedFd, &'e str)> {
+    let (dir, leaf) = match entry.path.rsplit_once('/') {
+        Some((dir, leaf)) => (dir, leaf),
+        None => ("", entry.path.as_str()),
+    };
+    Some((dir_at(root, dir)?, leaf))
+}
+
+/// Undoes whatever of `record` was done, in reverse: every base is back under its name,
+/// every new file and temporary name gone, every directory made removed (while empty).
+pub(super) fn roll_back(root: &OwnedFd, record: &Record) {
+    let dev = record.dev;
+    for entry in record.entries.iter().rev() {
+        let home = dir_at(root, &entry.home);
+        let target = parent_and_leaf(root, entry);
+        match entry.kind {
+            Kind::Replace => {
+                let (Some(home), Some((dir, leaf))) = (home, target) else {
+                    continue;
+                };
+                if is(&home, &entry.temp, dev, entry.base) && is(&dir, leaf, dev, entry.new) {
+                    // Exchanged: exchange back.
+                    let _ = rustix::fs::renameat_with(
+                        &home,
+                        entry.temp.as_str(),
+                        &dir,
+                        leaf,
+                        RenameFlags::EXCHANGE,
+                    );
+                    let _ = rustix::fs::fsync(&dir);
+                }
+                if is(&home, &entry.temp, dev, entry.new) {
+                    let _ = rustix::fs::unlinkat(&home, entry.temp.as_str(), AtFlags::empty());
+                }
+            }
+            Kind::Create => {
+                if let Some((dir, leaf)) = target
+                    && is(&dir, leaf, dev, entry.new)
+                {
+                    let _ = rustix::fs::unlinkat(&dir, leaf, AtFlags::empty());
+                    let _ = rustix::fs::fsync(&dir);
+                }
+                if let Some(home) = home
+                    && is(&home, &entry.temp, dev, entry.new)
+                {
+                    let _ = rustix::fs::unlinkat(&home, entry.temp.as_str(), AtFlags::empty());
+                }
+            }
+            Kind::Delete => {
+                let Some((dir, leaf)) = target else {
+                    continue;
+                };
+                if is(&dir, &entry.temp, dev, entry.base) && absent(&dir, leaf) {
+                    let _ = rustix::fs::renameat_with(
+                        &dir,
+                        entry.temp.as_str(),
+                        &dir,
+                        leaf,
+                        RenameFlags::NOREPLACE,
+                    );
+                    let _ = rustix::fs::fsync(&dir);
+                }
+            }
+        }
+    }
+    for made in record.made.iter().rev() {
+        let (parent, name) = match made.rsplit_once('/') {
+            Some((parent, name)) => (parent, name),
+            None => ("", made.as_str()),
+        };
+        if let Some(parent) = dir_at(root, parent)
+            && rustix::fs::unlinkat(&parent, name, AtFlags::REMOVEDIR).is_ok()
+        {
+            let _ = rustix::fs::fsync(&parent);
+        }
+    }
+}
+
+/// Finishes a committed `record`: removes the displaced bases (a replace's, under its
+/// temporary name; a delete's, renamed aside).
+pub(super) fn roll_forward(root: &OwnedFd, record: &Record) {
+    for entry in &record.entries {
+        let (dir, name) = match entry.kind {
+            Kind::Replace => (dir_at(root, &entry.home), entry.temp.as_str()),
+            Kind::Delete => (
+                parent_and_leaf(root, entry).map(|(d, _)| d),
+                entry.temp.as_str(),
+            ),
+            Kind::Create => continue,
+        };
+        if let Some(dir) = dir
+            && is(&dir, name, record.dev, entry.base)
+        {
+            let _ = rustix::fs::unlinkat(&dir, name, AtFlags::empty());
+        }
+    }
+}
