@@ -5,6 +5,8 @@
 mod attempt;
 mod candidates;
 mod candidates_remote;
+mod change_set;
+mod change_set_kill;
 mod cli;
 mod component;
 mod confine;

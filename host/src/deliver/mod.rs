@@ -607,6 +607,16 @@ fn run_attempt(
         };
         return Pending::fail(Code::CommandFailed, format!("the command {how}"));
     }
+    // Every process of the command is gone: a change set a killed publish left is settled
+    // (rolled back or forward) before anything of the worktree is looked at, so a candidate
+    // never holds half of one.
+    if let Ok(root) = rustix::fs::open(
+        attempt.worktree(),
+        rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::CLOEXEC,
+        rustix::fs::Mode::empty(),
+    ) {
+        crate::publish::recover_with_git_dir(&root, &layout.own);
+    }
     match scan::scan(&wt, attempt.worktree(), base, deadline) {
         Ok(None) => {}
         Ok(Some(scan::Found::Special { path, kind })) => return special_file(&path, kind),

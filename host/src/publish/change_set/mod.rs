@@ -67,18 +67,22 @@ const DIR_MODE: u32 = 0o755;
 
 /// Debug builds only: `SATYRN_TEST_KILL_AT=N` sends this process `SIGKILL` at the N-th
 /// step of a change set's publish (every step that changes the file system is one), so a
-/// test can kill it at each instant of the timeline; a release build never reads it.
+/// test can kill it at each instant of the timeline; `SATYRN_TEST_STOP_AT=N` stops it
+/// (`SIGSTOP`) there instead, so a test can kill it at a chosen delay after. A release
+/// build never reads either.
 fn step() {
     #[cfg(debug_assertions)]
     {
+        use rustix::process::{Signal, getpid, kill_process};
         use std::sync::atomic::{AtomicU32, Ordering};
         static STEP: AtomicU32 = AtomicU32::new(0);
         let n = STEP.fetch_add(1, Ordering::Relaxed) + 1;
-        if std::env::var("SATYRN_TEST_KILL_AT").is_ok_and(|v| v == n.to_string()) {
-            let _ = rustix::process::kill_process(
-                rustix::process::getpid(),
-                rustix::process::Signal::KILL,
-            );
+        let at = |var: &str| std::env::var(var).is_ok_and(|v| v == n.to_string());
+        if at("SATYRN_TEST_KILL_AT") {
+            let _ = kill_process(getpid(), Signal::KILL);
+        }
+        if at("SATYRN_TEST_STOP_AT") {
+            let _ = kill_process(getpid(), Signal::STOP);
         }
     }
 }
