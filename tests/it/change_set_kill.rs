@@ -15,7 +15,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::protocol_common::Fixture;
 use crate::support::{host_bin, protocol_raw, sha256_hex, tree_state};
@@ -356,21 +356,59 @@ fn random_kills(set: &Set, (from, to): (u64, u64), kills: u32, seed: u64) -> Tal
     tally
 }
 
-/// The records of a killed change set never reach a candidate: they live in the git
-/// directory, which `git add -A` never stages.
+/// A candidate never holds an intent record or half a change set: `deliver` settles what a
+/// publish killed inside the command left before it looks at the worktree. Killed in the
+/// middle of its commits, the set is rolled back (the command changed nothing); killed
+/// after its mark, it is finished (the candidate is exactly the whole set).
 #[test]
-fn a_record_never_reaches_a_commit() {
+fn a_candidate_never_holds_half_a_change_set() {
     let set = five_file_set();
-    let status = set.spawn(Some(6)).wait().expect("wait");
-    assert_eq!(status.signal(), Some(9));
-    let records = set.fx.file(".git/satyrn-change-sets");
-    assert_eq!(
-        std::fs::read_dir(&records).expect("records").count(),
-        1,
-        "the killed publish left its record"
+    // The request, with the attempt's worktree for the repository, from a file outside it.
+    let template = set.request.replace(
+        &serde_json::to_string(&set.fx.repo.path()).expect("json"),
+        "\"@REPO@\"",
     );
+    let outside = tempfile::tempdir().expect("tempdir");
+    let request = outside.path().join("request.json");
+    std::fs::write(&request, template).expect("write");
     crate::support::git_ok(set.fx.repo.path(), &["add", "-A"]);
-    let staged = crate::support::git_ok(set.fx.repo.path(), &["diff", "--cached", "--name-only"]);
-    assert!(!staged.contains("satyrn"), "{staged}");
-    let _: Value = json!(null);
+    crate::support::git_ok(set.fx.repo.path(), &["commit", "-q", "-m", "modes"]);
+    let changed = [
+        "bin/tools/tool.sh",
+        "edit.txt",
+        "fresh/deep/new.txt",
+        "gone.txt",
+        "over.txt",
+        "tool.sh",
+    ];
+    for (step, paths, said) in [
+        (12, &[][..], "rolled back the change set"),
+        (18, &changed[..], "finished the committed change set"),
+    ] {
+        let script = format!(
+            "sed \"s#@REPO@#$PWD#g\" {} | SATYRN_TEST_KILL_AT={step} {} protocol; exit 0",
+            request.display(),
+            host_bin().display()
+        );
+        let run = crate::deliver_support::deliver(
+            set.fx.repo.path(),
+            &set.fx.contract.path,
+            &["sh", "-c", &script],
+        );
+        let listed: Vec<&str> = run.receipt["paths"]
+            .as_array()
+            .map(|a| a.iter().map(|p| p.as_str().expect("path")).collect())
+            .unwrap_or_default();
+        assert_eq!(listed, paths, "killed at step {step}: {}", run.stdout);
+        assert!(
+            run.stderr.contains(said),
+            "killed at step {step}: {}",
+            run.stderr
+        );
+        if paths.is_empty() {
+            assert_eq!(run.code(), "NO_CHANGE", "{}", run.stdout);
+        } else {
+            assert_eq!(run.code(), "OK", "{}", run.stdout);
+        }
+    }
 }

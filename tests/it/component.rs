@@ -58,14 +58,14 @@ fn imports_and_exports() -> (Vec<Item>, Vec<Item>) {
     (imports, exports)
 }
 
-/// `PACKAGE/INTERFACE@0.2.x` (or `@0.4.0` for satyrn's own), with `PACKAGE/INTERFACE`
+/// `PACKAGE/INTERFACE@0.2.x` (or `@0.5.0` for satyrn's own), with `PACKAGE/INTERFACE`
 /// one of `allowed`.
 fn is_allowed(name: &str, allowed: &[&str]) -> bool {
     let Some((interface, version)) = name.split_once('@') else {
         return false;
     };
     if interface.starts_with("satyrn:") {
-        return allowed.contains(&interface) && version == "0.4.0";
+        return allowed.contains(&interface) && version == "0.5.0";
     }
     let Some(patch) = version.strip_prefix("0.2.") else {
         return false;
@@ -161,7 +161,7 @@ fn the_allow_list_check_can_fail() {
 fn exports_exactly_the_mutator_interface() {
     let (_, exports) = imports_and_exports();
     let names: BTreeSet<&str> = exports.iter().map(|e| e.name.as_str()).collect();
-    assert_eq!(names, BTreeSet::from(["satyrn:mutator/mutator@0.4.0"]));
+    assert_eq!(names, BTreeSet::from(["satyrn:mutator/mutator@0.5.0"]));
     let functions: BTreeSet<&str> = exports[0]
         .capabilities
         .as_ref()

@@ -102,7 +102,15 @@ fn tools_are_listed_with_portable_schemas_and_annotations() {
         assert_eq!(
             names,
             [
-                "boundary", "delete", "edit", "list", "read", "search", "write"
+                "apply_patch",
+                "boundary",
+                "change_set",
+                "delete",
+                "edit",
+                "list",
+                "read",
+                "search",
+                "write"
             ]
         );
         for tool in &tools {
@@ -120,7 +128,8 @@ fn tools_are_listed_with_portable_schemas_and_annotations() {
             );
             let annotations = tool.annotations.as_ref().expect("annotations");
             assert_eq!(annotations.open_world_hint, Some(false), "{}", tool.name);
-            let writes = ["edit", "write", "delete"].contains(&tool.name.as_ref());
+            let writes = ["edit", "write", "delete", "apply_patch", "change_set"]
+                .contains(&tool.name.as_ref());
             assert_eq!(annotations.read_only_hint, Some(!writes), "{}", tool.name);
             if writes {
                 assert_eq!(annotations.destructive_hint, Some(true));
@@ -1184,4 +1193,94 @@ fn a_write_that_landed_before_a_signal_is_always_answered() {
         lost, 0,
         "{lost} of {landed} landed writes were never answered"
     );
+}
+
+/// `apply_patch` over MCP: paths as agents write them (`./`, absolute under the worktree),
+/// the session's revisions used; a patch whose last hunk does not match changes nothing and
+/// the model reads the near miss, then the corrected patch lands whole.
+#[test]
+fn apply_patch_takes_agents_paths_and_the_sessions_revisions_all_or_nothing() {
+    let fx = Fixture::new(&["src/*.txt", "src/**"]);
+    std::fs::write(fx.repo.file("src/b.txt"), b"bee\n    indented\n").expect("write");
+    let abs = fx.repo.path().join("src/b.txt");
+    runtime().block_on(async {
+        let client = connect(&fx).await;
+        ok(&client, "read", json!({"path": "src/a.txt"})).await;
+        ok(&client, "read", json!({"path": "src/b.txt"})).await;
+        let before = crate::support::tree_state(fx.repo.path());
+        let patch = |indent: &str| {
+            format!(
+                "*** Begin Patch\n*** Update File: ./src/a.txt\n@@\n-{}\n+changed\n*** Add File: src/new/c.txt\n+sea\n*** Update File: {}\n@@\n bee\n-{indent}indented\n+    dented\n*** End Patch\n",
+                std::str::from_utf8(A).expect("utf-8").lines().next().expect("a line"),
+                abs.display()
+            )
+        };
+        let text = refused(&client, "apply_patch", json!({"patch": patch("  ")})).await;
+        assert!(text.starts_with("HUNKS_REFUSED"), "{text}");
+        assert!(text.contains("HUNK_CONTEXT_MISSING") && text.contains("whitespace"), "{text}");
+        assert_eq!(crate::support::tree_state(fx.repo.path()), before, "a refused patch changed the tree");
+        let done = ok(&client, "apply_patch", json!({"patch": patch("    ")})).await;
+        let paths: Vec<&str> = done["files"].as_array().expect("files").iter().map(|f| f["path"].as_str().expect("path")).collect();
+        assert_eq!(paths, ["src/a.txt", "src/b.txt", "src/new/c.txt"]);
+        assert_eq!(std::fs::read(fx.repo.file("src/b.txt")).expect("read"), b"bee\n    dented\n");
+        assert_eq!(std::fs::read(fx.repo.file("src/new/c.txt")).expect("read"), b"sea\n");
+        // The session knows the new revisions: a change set right after needs none.
+        let set = ok(&client, "change_set", json!({"ops": [
+            {"op": "move", "path": "./src/new/c.txt", "to": "src/c.txt"},
+            {"op": "edit", "path": "src/c.txt", "edits": replace_edit("sea", "see")},
+        ]})).await;
+        assert_eq!(set["files"].as_array().expect("files").len(), 2, "{set}");
+        assert_eq!(std::fs::read(fx.repo.file("src/c.txt")).expect("read"), b"see\n");
+        client.cancel().await.expect("close");
+    });
+}
+
+/// Two conflicting change sets on the same files, one through the protocol and one through
+/// MCP, raced many times: exactly one wins each round, the other is `REVISION_STALE`, and
+/// the files always hold one set's content whole.
+#[test]
+fn of_two_conflicting_change_sets_exactly_one_wins() {
+    const ROUNDS: usize = 20;
+    let fx = Fixture::new(&["src/*.txt"]);
+    let repo = fx.repo.path().to_path_buf();
+    let contract = fx.contract.path.clone();
+    let files = ["src/x.txt", "src/y.txt"];
+    let set = |who: &str, shas: &[String]| {
+        json!([
+            {"op": "write", "path": files[0], "content": format!("{who}\n"), "expected_sha256": shas[0]},
+            {"op": "write", "path": files[1], "content": format!("{who}\n"), "expected_sha256": shas[1]},
+        ])
+    };
+    let (mut protocol_wins, mut mcp_wins) = (0, 0);
+    runtime().block_on(async {
+        let client = connect(&fx).await;
+        for round in 0..ROUNDS {
+            for f in files {
+                std::fs::write(repo.join(f), format!("round {round}\n")).expect("reset");
+            }
+            let shas: Vec<String> = files.iter().map(|f| crate::support::sha256_file(&repo.join(f))).collect();
+            let request = json!({"version": 1, "operation": "change_set", "repo": repo, "contract": contract,
+                "ops": set("protocol", &shas)});
+            let writer = std::thread::spawn(move || protocol_raw(request.to_string().as_bytes()));
+            let mcp = call(&client, "change_set", json!({"ops": set("mcp", &shas)})).await.expect("call");
+            let run = writer.join().expect("writer");
+            let contents: Vec<String> = files.iter().map(|f| std::fs::read_to_string(repo.join(f)).expect("read")).collect();
+            assert_eq!(contents[0], contents[1], "round {round}: a mix: {contents:?}");
+            match (run.response["code"].as_str(), mcp.is_error) {
+                (Some("OK"), Some(true)) => {
+                    assert_eq!(contents[0], "protocol\n");
+                    assert!(format!("{:?}", mcp.content).contains("REVISION_STALE"));
+                    protocol_wins += 1;
+                }
+                (Some("REVISION_STALE"), Some(false)) => {
+                    assert_eq!(contents[0], "mcp\n");
+                    mcp_wins += 1;
+                }
+                other => panic!("round {round}: not exactly one winner: {other:?} {}", run.stdout),
+            }
+        }
+        client.cancel().await.expect("close");
+    });
+    eprintln!("conflicting change sets: protocol won {protocol_wins}, mcp won {mcp_wins}");
+    assert_eq!(protocol_wins + mcp_wins, ROUNDS);
 }

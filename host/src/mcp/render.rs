@@ -137,3 +137,24 @@ mod tests {
         );
     }
 }
+
+/// A published change set: one line per path.
+pub fn change_set(done: &crate::operation::ChangeSetResult) -> String {
+    let mut text = format!(
+        "Changed {} file{} together:",
+        done.files.len(),
+        if done.files.len() == 1 { "" } else { "s" }
+    );
+    for file in &done.files {
+        let status = match file.status {
+            crate::operation::FileStatus::Created => "created",
+            crate::operation::FileStatus::Modified => "modified",
+            crate::operation::FileStatus::Deleted => "deleted",
+        };
+        match &file.sha256 {
+            Some(sha) => text.push_str(&format!("\n- {} ({status}, sha256 {sha})", file.path)),
+            None => text.push_str(&format!("\n- {} ({status})", file.path)),
+        }
+    }
+    text
+}

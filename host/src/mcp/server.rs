@@ -128,6 +128,27 @@ impl Session {
     fn base(&self, path: &str) -> Option<(String, Seen)> {
         self.views().base(path)
     }
+
+    /// Records what a published change set did: in the ledger always, in the views unless
+    /// the client cancelled the call (it never sees the result). A modified file keeps what
+    /// its base (`base_of`) was seen as; a created one is seen whole; a deleted one is gone.
+    fn settled(
+        &self,
+        done: &operation::ChangeSetResult,
+        base_of: &dyn Fn(&str) -> Option<String>,
+        ct: &CancellationToken,
+    ) {
+        for file in &done.files {
+            self.published(&file.path, file.sha256.as_deref());
+            let mut views = self.views();
+            match (&file.sha256, file.status) {
+                (None, _) => views.forget(&file.path),
+                (Some(_), _) if ct.is_cancelled() => {}
+                (Some(sha), operation::FileStatus::Created) => views.wrote(&file.path, sha),
+                (Some(sha), _) => views.edited(&file.path, base_of(&file.path).as_deref(), sha),
+            }
+        }
+    }
 }
 
 /// The server: the session and the tool router.
@@ -200,6 +221,28 @@ fn refused(failure: &Failure, details: Option<&EditDetails>) -> CallToolResult {
         }
         Some(EditDetails::Stale(stale)) => {
             json["current_sha256"] = stale.current_sha256.clone().into();
+        }
+        Some(EditDetails::ChangeSet(rejection)) => {
+            for problem in &rejection.problems {
+                let at = problem
+                    .line
+                    .map(|l| format!(" (patch line {l})"))
+                    .unwrap_or_default();
+                text.push_str(&format!(
+                    "\n- {}{at}: {}: {}",
+                    problem.path, problem.code, problem.message
+                ));
+                for hunk in &problem.hunks {
+                    text.push_str(&format!(
+                        "\n  - hunk {}: {}: {}",
+                        hunk.hunk, hunk.code, hunk.message
+                    ));
+                }
+                for edit in problem.edits.iter().flatten() {
+                    text.push_str(&format!("\n  - {}: {}", edit.code, edit.message));
+                }
+            }
+            json["problems"] = serde_json::to_value(&rejection.problems).unwrap_or_default();
         }
         _ => {}
     }
@@ -330,6 +373,123 @@ impl Server {
                 }
                 structured(&edited, text)
             }
+            Err((failure, details)) => Ok(refused(&failure, details.as_deref())),
+        }
+    }
+
+    #[tool(
+        name = "apply_patch",
+        output_schema = schema_for_output::<operation::ChangeSetResult>(),
+        description = "Change several files at once with a patch, applied all together or not at all. Format:\n\
+                       *** Begin Patch\n\
+                       *** Update File: src/app.py\n\
+                       @@ def greet():\n\
+                       -    print(\"hi\")\n\
+                       +    print(\"hello\")\n\
+                       *** Add File: src/new.py\n\
+                       +x = 1\n\
+                       *** Delete File: src/old.py\n\
+                       *** Update File: a.txt\n\
+                       *** Move to: b.txt\n\
+                       @@\n\
+                       \x20context line\n\
+                       -old line\n\
+                       +new line\n\
+                       *** End Patch\n\
+                       Hunk lines start with a space (context), - (removed) or + (added); context and removed lines \
+                       must match the file exactly and once (an @@ line's text narrows the search to after that exact \
+                       line). Add refuses an existing file, Move to an existing destination. Files you have read use \
+                       the revision you read; pass expected_sha256 {path: sha256} for others. A refused patch changes \
+                       nothing and names every problem (for a hunk that does not match: where the file differs).",
+        annotations(
+            read_only_hint = false,
+            destructive_hint = true,
+            idempotent_hint = false,
+            open_world_hint = false
+        )
+    )]
+    async fn apply_patch(
+        &self,
+        Parameters(mut args): Parameters<operation::PatchArgs>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let root = self.session.root.path().to_string_lossy().into_owned();
+        let given: Vec<String> = args
+            .expected_sha256
+            .keys()
+            .map(|p| satyrn_mutator_core::path::as_agents_write(p, &root).to_owned())
+            .collect();
+        for path in operation::patch_paths(&args.patch, &root) {
+            if !given.contains(&path)
+                && let Some((sha, _)) = self.session.base(&path)
+            {
+                args.expected_sha256.insert(path, sha);
+            }
+        }
+        let bases = args.expected_sha256.clone();
+        let outcome = off_thread(&self.session, context.ct, move |session, ct| {
+            operation::apply_patch(session.scope(), &args, Some(&root))
+                .inspect(|done| session.settled(done, &|p| bases.get(p).cloned(), &ct))
+        })
+        .await?;
+        match outcome {
+            Ok(done) => structured(&done, render::change_set(&done)),
+            Err((failure, details)) => Ok(refused(&failure, details.as_deref())),
+        }
+    }
+
+    #[tool(
+        name = "change_set",
+        output_schema = schema_for_output::<operation::ChangeSetResult>(),
+        description = "Change several files at once, all together or not at all: ops is a list of {op: \"edit\", \
+                       path, edits} (edits as for edit), {op: \"write\", path, content} (create, or overwrite a file \
+                       you have read), {op: \"delete\", path} or {op: \"move\", path, to} (to must not exist unless \
+                       you pass its to_expected_sha256). Each operation sees what the earlier ones made. Files you have \
+                       read use the revision you read. A refused set changes nothing and names every problem.",
+        annotations(
+            read_only_hint = false,
+            destructive_hint = true,
+            idempotent_hint = false,
+            open_world_hint = false
+        )
+    )]
+    async fn change_set(
+        &self,
+        Parameters(mut args): Parameters<operation::ChangeSetArgs>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let root = self.session.root.path().to_string_lossy().into_owned();
+        let agents = |p: &str| satyrn_mutator_core::path::as_agents_write(p, &root).to_owned();
+        let mut touched: Vec<String> = Vec::new();
+        for entry in &mut args.ops {
+            entry.path = agents(&entry.path);
+            entry.to = entry.to.as_deref().map(agents);
+            entry.seen = Seen::Whole;
+            // Only the first operation on a path needs its revision.
+            if entry.expected_sha256.is_none()
+                && !touched.contains(&entry.path)
+                && let Some((sha, seen)) = self.session.base(&entry.path)
+                && (entry.op != operation::ChangeKind::Write
+                    || self.session.root.holds(&entry.path))
+            {
+                entry.expected_sha256 = Some(sha);
+                entry.seen = seen;
+            }
+            touched.push(entry.path.clone());
+            touched.extend(entry.to.clone());
+        }
+        let bases: std::collections::BTreeMap<String, String> = args
+            .ops
+            .iter()
+            .filter_map(|e| e.expected_sha256.clone().map(|s| (e.path.clone(), s)))
+            .collect();
+        let outcome = off_thread(&self.session, context.ct, move |session, ct| {
+            operation::change_set(session.scope(), &args)
+                .inspect(|done| session.settled(done, &|p| bases.get(p).cloned(), &ct))
+        })
+        .await?;
+        match outcome {
+            Ok(done) => structured(&done, render::change_set(&done)),
             Err((failure, details)) => Ok(refused(&failure, details.as_deref())),
         }
     }

@@ -25,14 +25,20 @@ pub enum FileStatus {
 /// One path a change set changed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 #[schemars(transform = super::schema::portable)]
+#[schemars(transform = changed_file_schema)]
 pub struct ChangedFile {
     /// The path, canonical worktree-relative.
     pub path: String,
     /// `created`, `modified` or `deleted` (a move is its source deleted and its destination
     /// created).
     pub status: FileStatus,
-    /// The file's revision now; `null` for a deleted path.
+    /// The file's revision now; none (`null` in the protocol) for a deleted path.
+    #[schemars(with = "String")]
     pub sha256: Option<String>,
+}
+
+fn changed_file_schema(schema: &mut schemars::Schema) {
+    super::schema::optional(schema, &["sha256"]);
 }
 
 /// The result of a published change set.

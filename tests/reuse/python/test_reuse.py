@@ -24,7 +24,7 @@ from wasmtime.component import Component, Linker, Record, Variant
 ROOT = Path(__file__).resolve().parents[3]
 FIXTURES = ROOT / "tests" / "fixtures" / "mutator-cases.json"
 DOC = ROOT / "docs" / "reuse.md"
-INTERFACE = "satyrn:mutator/mutator@0.4.0"
+INTERFACE = "satyrn:mutator/mutator@0.5.0"
 
 
 def make_files(worktree, files):
