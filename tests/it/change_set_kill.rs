@@ -346,7 +346,7 @@ fn random_kills(set: &Set, (from, to): (u64, u64), kills: u32, seed: u64) -> Tal
             tally.kills += 1;
         }
         let is_new = settle_and_check(set, &old, &new, &mut tally);
-        if !is_new && round % 50 == 0 {
+        if !is_new && round.is_multiple_of(50) {
             let next = protocol_raw(set.request.as_bytes());
             assert_eq!(next.response["code"], "OK", "{}", next.stdout);
         }

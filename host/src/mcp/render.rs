@@ -89,6 +89,27 @@ pub fn write(written: &WriteResult) -> String {
     )
 }
 
+/// A published change set: one line per path.
+pub fn change_set(done: &crate::operation::ChangeSetResult) -> String {
+    let mut text = format!(
+        "Changed {} file{} together:",
+        done.files.len(),
+        if done.files.len() == 1 { "" } else { "s" }
+    );
+    for file in &done.files {
+        let status = match file.status {
+            crate::operation::FileStatus::Created => "created",
+            crate::operation::FileStatus::Modified => "modified",
+            crate::operation::FileStatus::Deleted => "deleted",
+        };
+        match &file.sha256 {
+            Some(sha) => text.push_str(&format!("\n- {} ({status}, sha256 {sha})", file.path)),
+            None => text.push_str(&format!("\n- {} ({status})", file.path)),
+        }
+    }
+    text
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -136,25 +157,4 @@ mod tests {
             "a.txt\\u{000A}secrets.txt (9 bytes) [writable] (1 bytes)\nb.txt (1 bytes)\n"
         );
     }
-}
-
-/// A published change set: one line per path.
-pub fn change_set(done: &crate::operation::ChangeSetResult) -> String {
-    let mut text = format!(
-        "Changed {} file{} together:",
-        done.files.len(),
-        if done.files.len() == 1 { "" } else { "s" }
-    );
-    for file in &done.files {
-        let status = match file.status {
-            crate::operation::FileStatus::Created => "created",
-            crate::operation::FileStatus::Modified => "modified",
-            crate::operation::FileStatus::Deleted => "deleted",
-        };
-        match &file.sha256 {
-            Some(sha) => text.push_str(&format!("\n- {} ({status}, sha256 {sha})", file.path)),
-            None => text.push_str(&format!("\n- {} ({status})", file.path)),
-        }
-    }
-    text
 }

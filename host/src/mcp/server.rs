@@ -429,7 +429,7 @@ impl Server {
         let bases = args.expected_sha256.clone();
         let outcome = off_thread(&self.session, context.ct, move |session, ct| {
             operation::apply_patch(session.scope(), &args, Some(&root))
-                .inspect(|done| session.settled(done, &|p| bases.get(p).cloned(), &ct))
+                .inspect(|done| session.settled(done, &|p| bases.get(p).cloned(), ct))
         })
         .await?;
         match outcome {
@@ -485,7 +485,7 @@ impl Server {
             .collect();
         let outcome = off_thread(&self.session, context.ct, move |session, ct| {
             operation::change_set(session.scope(), &args)
-                .inspect(|done| session.settled(done, &|p| bases.get(p).cloned(), &ct))
+                .inspect(|done| session.settled(done, &|p| bases.get(p).cloned(), ct))
         })
         .await?;
         match outcome {

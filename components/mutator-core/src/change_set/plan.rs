@@ -1,5 +1,6 @@
 //! The virtual tree: a change set's operations decided in order against one base.
 
+use alloc::boxed::Box;
 use alloc::collections::BTreeMap;
 use alloc::format;
 use alloc::string::String;
@@ -42,18 +43,18 @@ struct Found {
 }
 
 impl Found {
-    fn new(path: &str, code: OpCode, message: String) -> Self {
-        Self {
+    fn new(path: &str, code: OpCode, message: String) -> Box<Self> {
+        Box::new(Self {
             path: String::from(path),
             code,
             message,
             current: None,
             edits: None,
             hunks: Vec::new(),
-        }
+        })
     }
 
-    fn refused(path: &str, r: Refusal) -> Self {
+    fn refused(path: &str, r: Refusal) -> Box<Self> {
         Self::new(path, OpCode::Refused(r.code), r.message)
     }
 }
@@ -68,7 +69,7 @@ struct Virtual<'b, B: Bases + ?Sized> {
 
 impl<B: Bases + ?Sized> Virtual<'_, B> {
     /// Loads `path` (gates, then its base) the first time it is named.
-    fn load(&mut self, path: &str) -> Result<(), Found> {
+    fn load(&mut self, path: &str) -> Result<(), Box<Found>> {
         if self.slots.contains_key(path) {
             return Ok(());
         }
@@ -109,7 +110,7 @@ impl<B: Bases + ?Sized> Virtual<'_, B> {
     }
 
     /// The gate of the revision for an operation on the existing file at `path`.
-    fn revision(&self, path: &str, expected: Option<&str>) -> Result<(), Found> {
+    fn revision(&self, path: &str, expected: Option<&str>) -> Result<(), Box<Found>> {
         if self.policy == RevisionPolicy::Unchecked {
             return Ok(());
         }
@@ -158,7 +159,12 @@ impl<B: Bases + ?Sized> Virtual<'_, B> {
     }
 
     /// The current content of the existing file `path`, after its revision gate.
-    fn existing(&self, path: &str, expected: Option<&str>, verb: &str) -> Result<Vec<u8>, Found> {
+    fn existing(
+        &self,
+        path: &str,
+        expected: Option<&str>,
+        verb: &str,
+    ) -> Result<Vec<u8>, Box<Found>> {
         let Some(now) = self.slot(path).now.clone() else {
             return Err(missing(path, verb));
         };
@@ -171,7 +177,7 @@ impl<B: Bases + ?Sized> Virtual<'_, B> {
         self.slot(path).origin.clone()
     }
 
-    fn apply(&mut self, op: &ChangeOp<'_>) -> Result<(), Found> {
+    fn apply(&mut self, op: &ChangeOp<'_>) -> Result<(), Box<Found>> {
         let path = op.path;
         self.load(path)?;
         match op.action {
@@ -309,7 +315,7 @@ impl<B: Bases + ?Sized> Virtual<'_, B> {
     }
 }
 
-fn missing(path: &str, verb: &str) -> Found {
+fn missing(path: &str, verb: &str) -> Box<Found> {
     Found::new(
         path,
         OpCode::FileMissing,
@@ -320,7 +326,7 @@ fn missing(path: &str, verb: &str) -> Found {
 }
 
 /// `bytes` as text: UTF-8, and for a patch's hunks without a NUL byte.
-fn text<'t>(path: &str, bytes: &'t [u8], no_nul: bool) -> Result<&'t str, Found> {
+fn text<'t>(path: &str, bytes: &'t [u8], no_nul: bool) -> Result<&'t str, Box<Found>> {
     let text = core::str::from_utf8(bytes).map_err(|_| {
         Found::new(
             path,
@@ -342,7 +348,7 @@ fn text<'t>(path: &str, bytes: &'t [u8], no_nul: bool) -> Result<&'t str, Found>
     Ok(text)
 }
 
-fn sized(path: &str, content: Vec<u8>) -> Result<Vec<u8>, Found> {
+fn sized(path: &str, content: Vec<u8>) -> Result<Vec<u8>, Box<Found>> {
     if content.len() as u64 > MAX_FILE_BYTES {
         return Err(Found::new(
             path,
@@ -379,6 +385,7 @@ pub fn plan<B: Bases + ?Sized>(
     let mut problems = Vec::new();
     for (index, op) in ops.iter().enumerate() {
         if let Err(found) = tree.apply(op) {
+            let found = *found;
             problems.push(OpProblem {
                 index: u32::try_from(index).unwrap_or(u32::MAX),
                 line: op.line,

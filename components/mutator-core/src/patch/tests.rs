@@ -300,7 +300,8 @@ fn a_patch_is_decided_whole_against_one_base() {
         ("again.txt", "old\n"),
     ];
     let changes = planned(patch, &base).expect("applies");
-    let summary: Vec<(&str, bool, Option<&[u8]>, Option<&str>)> = changes
+    type Summary<'c> = (&'c str, bool, Option<&'c [u8]>, Option<&'c str>);
+    let summary: Vec<Summary<'_>> = changes
         .iter()
         .map(|c| {
             (
