@@ -172,6 +172,8 @@ fn exports_exactly_the_mutator_interface() {
     assert_eq!(
         functions,
         BTreeSet::from([
+            "apply-patch",
+            "change-set",
             "delete-file",
             "edit",
             "list",

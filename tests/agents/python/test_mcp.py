@@ -127,7 +127,7 @@ class Tools(McpTest):
 
         async def body(s: ClientSession) -> None:
             tools = (await s.list_tools()).tools
-            self.assertEqual(sorted(t.name for t in tools), ["boundary", "delete", "edit", "list", "read", "search", "write"])
+            self.assertEqual(sorted(t.name for t in tools), ["apply_patch", "boundary", "change_set", "delete", "edit", "list", "read", "search", "write"])
             read = next(t for t in tools if t.name == "read")
             self.assertEqual(read.input_schema.get("required"), ["path"])
             b = self.assert_ok(await s.call_tool("boundary", {}))

@@ -36,7 +36,7 @@ for (const builtin of CODEX_BUILTINS) {
       for (const name of EXEC_TOOLS) assert.ok(!offered.includes(name), `codex offered ${name}: ${offered}`);
       const satyrn = first.body.tools.find((t) => t.type === "namespace" && t.name === NAMESPACE);
       assert.ok(satyrn, `satyrn's tools were not offered: ${offered}`);
-      assert.deepEqual(satyrn.tools.map((t) => t.name).sort(), ["boundary", "delete", "edit", "list", "read", "search", "write"]);
+      assert.deepEqual(satyrn.tools.map((t) => t.name).sort(), ["apply_patch", "boundary", "change_set", "delete", "edit", "list", "read", "search", "write"]);
 
       assertModelSaw(model.requests, client.refusal);
       assertRepoAfterStory(repo, readme);

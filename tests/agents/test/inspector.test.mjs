@@ -30,7 +30,7 @@ test("inspector: tools/list --strict passes and lists exactly the seven tools", 
   // which single-type dialects such as Gemini's reject) is a portability bug too.
   assert.doesNotMatch(result.stderr, /^(Warning|Error): tool /m, describe(result));
   const { tools } = JSON.parse(result.stdout);
-  assert.deepEqual(tools.map((t) => t.name).sort(), ["boundary", "delete", "edit", "list", "read", "search", "write"]);
+  assert.deepEqual(tools.map((t) => t.name).sort(), ["apply_patch", "boundary", "change_set", "delete", "edit", "list", "read", "search", "write"]);
   for (const tool of tools) {
     assert.equal(tool.inputSchema?.type, "object", `${tool.name}: input schema must be an object`);
   }

@@ -31,7 +31,7 @@ pub fn text(name: &dyn Fn(&str) -> String, scratch_paths: &[String]) -> String {
          The kernel (Linux Landlock, through `satyrn-host confine`) holds every process of this \
          session to the task's contract.\n\n\
          - Change files only with satyrn's tools: {edit} (anchored replacements), {write} (create \
-         or replace a whole file) and {delete}. They check that the contract declares the path \
+         or replace a whole file), {delete}, and {apply_patch} (several files in one patch, all          together or not at all). They check that the contract declares the path \
          writable and that you read its current revision; a refusal names its reason and how to \
          recover.\n\
          - Read with {read}, {list} and {search}; {boundary} shows the task and the writable \
@@ -50,6 +50,7 @@ pub fn text(name: &dyn Fn(&str) -> String, scratch_paths: &[String]) -> String {
         list = name("list"),
         search = name("search"),
         boundary = name("boundary"),
+        apply_patch = name("apply_patch"),
     )
 }
 
@@ -68,7 +69,14 @@ mod tests {
         let name = |t: &str| format!("<{t}>");
         let text = super::text(&name, &["target".to_owned()]);
         for tool in [
-            "edit", "write", "delete", "read", "list", "search", "boundary",
+            "edit",
+            "write",
+            "delete",
+            "read",
+            "list",
+            "search",
+            "boundary",
+            "apply_patch",
         ] {
             assert!(text.contains(&format!("<{tool}>")), "{tool} missing");
         }
