@@ -121,6 +121,12 @@ fn precompile_config() -> (wasmtime::Config, &'static str, Vec<&'static str>) {
     }
 }
 
+/// rustup's prebuilt `wasm32-wasip2` `core` leaves `memcmp` and its kin to the C library
+/// (Debian's build-std path gets them from `compiler-builtins-mem` instead): the no_std
+/// guest links wasi-libc's static `libc.a` for them, which brings no import. Arrays given
+/// by `--config` are appended to the crate's own `rustflags` (`+simd128` stays).
+const RUSTUP_LINK_LIBC: &str = r#"target.wasm32-wasip2.rustflags=["-Clink-arg=-lc"]"#;
+
 fn build_component(root: &Path, target_dir: &Path) -> PathBuf {
     let toolchain = env::var("SATYRN_COMPONENT_TOOLCHAIN").ok();
     let rustup_has_target = Command::new("rustup")
@@ -153,6 +159,8 @@ fn build_component(root: &Path, target_dir: &Path) -> PathBuf {
             "--locked",
             "--target",
             "wasm32-wasip2",
+            "--config",
+            RUSTUP_LINK_LIBC,
         ]);
     } else {
         if !debian {

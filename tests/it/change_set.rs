@@ -308,3 +308,86 @@ fn a_move_replaces_only_at_the_revision_given_and_a_lacking_file_system_refuses_
         [("b.txt".to_owned(), b"a\n".to_vec())]
     );
 }
+
+/// `"paths": "agent"` takes a patch's and a change set's paths as agents write them
+/// (`./`, an absolute path under `repo`, a trailing `/`) and echoes the canonical ones; the
+/// protocol's default stays strict, and a path the rule does not cover (`..`, another
+/// absolute path) is refused either way, the tree unchanged. Another `paths` value is named.
+#[test]
+fn agent_paths_are_taken_only_when_asked_for_and_never_widen_the_strict_rules() {
+    let fx = Fixture::new(
+        &[("src/a.txt", b"one\n"), ("src/b.txt", b"bee\n")],
+        &["src/*"],
+    );
+    let root = fx.repo.path().display().to_string();
+    let sha_a = sha256_hex(b"one\n");
+    let patch = format!(
+        "*** Begin Patch\n*** Update File: ./src/a.txt\n@@\n-one\n+two\n*** Add File: {root}/src/c.txt\n+sea\n*** End Patch\n"
+    );
+    let fields = |paths: Option<&str>, patch: &str| {
+        let mut f =
+            json!({"patch": patch, "expected_sha256": {format!("{root}/src/a.txt"): sha_a}});
+        if let Some(p) = paths {
+            f["paths"] = json!(p);
+        }
+        f
+    };
+    let before = whole_state(fx.repo.path());
+    for paths in [None, Some("strict")] {
+        let done = run(&request(&fx, "apply_patch", fields(paths, &patch)));
+        assert_eq!(
+            done.response["code"], "INVALID_REQUEST",
+            "{paths:?}: {}",
+            done.stdout
+        );
+        assert_eq!(whole_state(fx.repo.path()), before, "{paths:?}");
+    }
+    let done = run(&request(&fx, "apply_patch", fields(Some("loose"), &patch)));
+    assert_eq!(done.response["code"], "INVALID_REQUEST", "{}", done.stdout);
+    assert!(
+        done.response["message"]
+            .as_str()
+            .expect("message")
+            .contains("`paths` must be \"strict\" or \"agent\""),
+        "{}",
+        done.stdout
+    );
+    for outside in ["../src/a.txt", "/etc/passwd", "src/./a.txt"] {
+        let bad = patch.replace("./src/a.txt", outside);
+        let done = run(&request(&fx, "apply_patch", fields(Some("agent"), &bad)));
+        assert_ne!(done.response["code"], "OK", "{outside}: {}", done.stdout);
+        assert_eq!(whole_state(fx.repo.path()), before, "{outside}");
+    }
+    let done = run(&request(&fx, "apply_patch", fields(Some("agent"), &patch)));
+    assert_eq!(done.response["code"], "OK", "{}", done.stdout);
+    let paths: Vec<&str> = done.response["result"]["files"]
+        .as_array()
+        .expect("files")
+        .iter()
+        .map(|f| f["path"].as_str().expect("path"))
+        .collect();
+    assert_eq!(paths, ["src/a.txt", "src/c.txt"]);
+    assert_eq!(worktree_files(fx.repo.path())["src/a.txt"], b"two\n");
+    // A change set: the same rule on `path` and `to`.
+    let set = json!({"paths": "agent", "ops": [
+        {"op": "move", "path": format!("{root}/src/b.txt"), "to": "./src/d.txt",
+         "expected_sha256": sha256_hex(b"bee\n")},
+    ]});
+    let strict = {
+        let mut s = set.clone();
+        s.as_object_mut().expect("object").remove("paths");
+        s
+    };
+    let before = whole_state(fx.repo.path());
+    let done = run(&request(&fx, "change_set", strict));
+    assert_eq!(done.response["code"], "INVALID_REQUEST", "{}", done.stdout);
+    assert_eq!(whole_state(fx.repo.path()), before);
+    let done = run(&request(&fx, "change_set", set));
+    assert_eq!(done.response["code"], "OK", "{}", done.stdout);
+    assert_eq!(
+        done.response["result"]["files"][1]["path"], "src/d.txt",
+        "{}",
+        done.stdout
+    );
+    assert_eq!(worktree_files(fx.repo.path())["src/d.txt"], b"bee\n");
+}

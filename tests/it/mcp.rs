@@ -1284,3 +1284,143 @@ fn of_two_conflicting_change_sets_exactly_one_wins() {
     eprintln!("conflicting change sets: protocol won {protocol_wins}, mcp won {mcp_wins}");
     assert_eq!(protocol_wins + mcp_wins, ROUNDS);
 }
+
+/// A change set or patch never replaces or removes whole a file the session saw only in
+/// part (one page of a long file): `write` and `delete` in a change set, `*** Delete File:`
+/// and a delete-then-add in a patch are `PARTLY_SEEN`, the file unchanged (bytes, mode,
+/// inode). The siblings on the same view: an anchored edit in a set, a patch's hunks, and a
+/// move (the content kept whole at its destination) all land.
+#[test]
+fn a_change_set_never_replaces_or_removes_a_file_seen_in_part() {
+    let fx = Fixture::new(&["src/*"]);
+    let long: String = (1..=3000).map(|i| format!("line {i}\n")).collect();
+    std::fs::write(fx.repo.file("src/long.txt"), &long).expect("write");
+    runtime().block_on(async {
+        let client = connect(&fx).await;
+        let page = ok(&client, "read", json!({"path": "src/long.txt"})).await;
+        assert_eq!(page["lines"], 2000, "{page}");
+        let before = snapshot(&fx.repo.file("src/long.txt"));
+        let whole = |ops: Value| json!({"ops": ops});
+        for ops in [
+            json!([{"op": "write", "path": "src/long.txt", "content": "x\n"}]),
+            json!([{"op": "delete", "path": "src/long.txt"}]),
+            json!([
+                {"op": "edit", "path": "src/long.txt", "edits": replace_edit("line 9\n", "nine\n")},
+                {"op": "write", "path": "src/long.txt", "content": "x\n"},
+            ]),
+        ] {
+            let text = refused(&client, "change_set", whole(ops.clone())).await;
+            assert!(text.starts_with("PARTLY_SEEN: "), "{ops}: {text}");
+            assert_eq!(snapshot(&fx.repo.file("src/long.txt")), before, "{ops}");
+        }
+        for patch in [
+            "*** Begin Patch\n*** Delete File: src/long.txt\n*** End Patch\n",
+            "*** Begin Patch\n*** Delete File: src/long.txt\n*** Add File: src/long.txt\n+x\n*** End Patch\n",
+        ] {
+            let text = refused(&client, "apply_patch", json!({"patch": patch})).await;
+            assert!(text.starts_with("PARTLY_SEEN: "), "{patch}: {text}");
+            assert_eq!(snapshot(&fx.repo.file("src/long.txt")), before, "{patch}");
+        }
+        ok(&client, "change_set", whole(json!([
+            {"op": "edit", "path": "src/long.txt", "edits": replace_edit("line 7\n", "line seven\n")},
+        ]))).await;
+        ok(
+            &client,
+            "apply_patch",
+            json!({"patch": "*** Begin Patch\n*** Update File: src/long.txt\n@@\n-line 8\n+line eight\n*** End Patch\n"}),
+        )
+        .await;
+        ok(&client, "change_set", whole(json!([
+            {"op": "move", "path": "src/long.txt", "to": "src/moved.txt"},
+        ]))).await;
+        let moved = std::fs::read_to_string(fx.repo.file("src/moved.txt")).expect("read");
+        assert_eq!(moved.lines().count(), 3000);
+        assert!(moved.contains("line seven\nline eight\nline 9\n"), "the content moved whole");
+        assert!(!fx.repo.file("src/long.txt").exists());
+        client.cancel().await.expect("close");
+    });
+}
+
+/// Every tool takes paths as agents write them — `./`, `.`, a trailing `/`, an absolute
+/// path under the worktree — and echoes the canonical path; a path the rule does not cover
+/// (`..`, another absolute path, `a/./b`) is refused by the strict rules as before, the
+/// tree unchanged.
+#[test]
+fn every_tool_takes_paths_as_agents_write_them_and_nothing_more() {
+    let fx = Fixture::new(&["src/*"]);
+    let root = fx.repo.path().display().to_string();
+    runtime().block_on(async {
+        let client = connect(&fx).await;
+        let page = ok(&client, "read", json!({"path": "./src/a.txt"})).await;
+        assert_eq!(page["path"], "src/a.txt", "{page}");
+        let page = ok(
+            &client,
+            "read",
+            json!({"path": format!("{root}/src/a.txt")}),
+        )
+        .await;
+        assert_eq!(page["path"], "src/a.txt", "{page}");
+        for dir in [".", "./", root.as_str()] {
+            let listed = ok(&client, "list", json!({"path": dir})).await;
+            let names: Vec<&str> = listed["entries"]
+                .as_array()
+                .expect("entries")
+                .iter()
+                .map(|e| e["path"].as_str().expect("path"))
+                .collect();
+            assert_eq!(names, ["README.md", "src"], "{dir}: {listed}");
+        }
+        let listed = ok(&client, "list", json!({"path": "src/"})).await;
+        assert_eq!(listed["entries"][0]["path"], "src/a.txt", "{listed}");
+        let found = ok(
+            &client,
+            "search",
+            json!({"query": "hello", "path": "./src/"}),
+        )
+        .await;
+        assert_eq!(found["files"][0]["path"], "src/a.txt", "{found}");
+        let edited = ok(
+            &client,
+            "edit",
+            json!({"path": format!("{root}/src/a.txt"), "edits": replace_edit("world", "agents")}),
+        )
+        .await;
+        assert_eq!(edited["path"], "src/a.txt", "{edited}");
+        let written = ok(
+            &client,
+            "write",
+            json!({"path": "./src/new.txt", "content": "n\n"}),
+        )
+        .await;
+        assert_eq!(written["path"], "src/new.txt", "{written}");
+        let before = crate::support::tree_state(fx.repo.path());
+        for path in [
+            "../README.md",
+            "/etc/hostname",
+            "src/./a.txt",
+            "src/../README.md",
+        ] {
+            let strict = |text: &str| {
+                text.starts_with("INVALID_REQUEST: path: ") || text.starts_with("PATH_")
+            };
+            let text = refused(&client, "read", json!({"path": path})).await;
+            assert!(strict(&text), "{path}: {text}");
+            let text = refused(&client, "write", json!({"path": path, "content": "x\n"})).await;
+            assert!(strict(&text), "{path}: {text}");
+        }
+        assert_eq!(
+            crate::support::tree_state(fx.repo.path()),
+            before,
+            "a refused path changed the tree"
+        );
+        let deleted = ok(
+            &client,
+            "delete",
+            json!({"path": format!("{root}/src/new.txt")}),
+        )
+        .await;
+        assert_eq!(deleted["path"], "src/new.txt", "{deleted}");
+        assert!(!fx.repo.file("src/new.txt").exists());
+        client.cancel().await.expect("close");
+    });
+}

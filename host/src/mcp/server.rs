@@ -290,6 +290,12 @@ impl Server {
         &self.session
     }
 
+    /// `args` with every path taken as agents write them, relative to the worktree root.
+    fn as_agents_write<T: operation::AgentPaths>(&self, mut args: T) -> T {
+        args.as_agents_write(&self.session.root.path().to_string_lossy());
+        args
+    }
+
     #[tool(
         name = "read",
         description = "Read a text file of the repository, at most 2000 lines or 50 KiB per call; the result says \
@@ -304,6 +310,7 @@ impl Server {
         Parameters(args): Parameters<ReadArgs>,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
+        let args = self.as_agents_write(args);
         let outcome = off_thread(&self.session, context.ct, move |session, ct| {
             operation::read(session.scope(), &args).inspect(|page| {
                 if !ct.is_cancelled() {
@@ -348,7 +355,7 @@ impl Server {
     ) -> Result<CallToolResult, ErrorData> {
         // The revision the model has seen when it sends the call, not when a slot frees up:
         // a concurrent edit's result, which the model never saw, must not become the base.
-        let mut args = args;
+        let mut args = self.as_agents_write(args);
         if args.expected_sha256.is_none() {
             args.expected_sha256 = self.session.base(&args.path).map(|(sha, _)| sha);
         }
@@ -410,25 +417,24 @@ impl Server {
     )]
     async fn apply_patch(
         &self,
-        Parameters(mut args): Parameters<operation::PatchArgs>,
+        Parameters(args): Parameters<operation::PatchArgs>,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        let root = self.session.root.path().to_string_lossy().into_owned();
-        let given: Vec<String> = args
-            .expected_sha256
-            .keys()
-            .map(|p| satyrn_mutator_core::path::as_agents_write(p, &root).to_owned())
-            .collect();
+        let mut args = self.as_agents_write(args);
+        // A revision the model passed itself is its word that it knows the file.
+        args.seen.clear();
+        let root = args.agent_root.clone().unwrap_or_default();
         for path in operation::patch_paths(&args.patch, &root) {
-            if !given.contains(&path)
-                && let Some((sha, _)) = self.session.base(&path)
+            if !args.expected_sha256.contains_key(&path)
+                && let Some((sha, seen)) = self.session.base(&path)
             {
-                args.expected_sha256.insert(path, sha);
+                args.expected_sha256.insert(path.clone(), sha);
+                args.seen.insert(path, seen);
             }
         }
         let bases = args.expected_sha256.clone();
         let outcome = off_thread(&self.session, context.ct, move |session, ct| {
-            operation::apply_patch(session.scope(), &args, Some(&root))
+            operation::apply_patch(session.scope(), &args)
                 .inspect(|done| session.settled(done, &|p| bases.get(p).cloned(), ct))
         })
         .await?;
@@ -455,15 +461,12 @@ impl Server {
     )]
     async fn change_set(
         &self,
-        Parameters(mut args): Parameters<operation::ChangeSetArgs>,
+        Parameters(args): Parameters<operation::ChangeSetArgs>,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        let root = self.session.root.path().to_string_lossy().into_owned();
-        let agents = |p: &str| satyrn_mutator_core::path::as_agents_write(p, &root).to_owned();
+        let mut args = self.as_agents_write(args);
         let mut touched: Vec<String> = Vec::new();
         for entry in &mut args.ops {
-            entry.path = agents(&entry.path);
-            entry.to = entry.to.as_deref().map(agents);
             entry.seen = Seen::Whole;
             // Only the first operation on a path needs its revision.
             if entry.expected_sha256.is_none()
@@ -509,6 +512,7 @@ impl Server {
         Parameters(args): Parameters<ListArgs>,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
+        let args = self.as_agents_write(args);
         let outcome = off_thread(&self.session, context.ct, move |session, _| {
             operation::list(session.scope(), &args)
         })
@@ -535,6 +539,7 @@ impl Server {
         Parameters(args): Parameters<SearchArgs>,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
+        let args = self.as_agents_write(args);
         let outcome = off_thread(&self.session, context.ct, move |session, ct| {
             operation::search(session.scope(), &args).inspect(|found| {
                 if !ct.is_cancelled() {
@@ -568,9 +573,10 @@ impl Server {
     )]
     async fn write(
         &self,
-        Parameters(mut args): Parameters<WriteArgs>,
+        Parameters(args): Parameters<WriteArgs>,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
+        let mut args = self.as_agents_write(args);
         // A revision the model passed itself is its word that it knows the file; the one
         // filled in is as much as the session saw of it.
         args.seen = Seen::Whole;
@@ -615,9 +621,10 @@ impl Server {
     )]
     async fn delete(
         &self,
-        Parameters(mut args): Parameters<DeleteArgs>,
+        Parameters(args): Parameters<DeleteArgs>,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
+        let mut args = self.as_agents_write(args);
         args.seen = Seen::Whole;
         if args.expected_sha256.is_none()
             && let Some((sha, seen)) = self.session.base(&args.path)

@@ -3,7 +3,7 @@
 //! all (the publish of `change_set`).
 
 use super::change_set::{ChangeSetResult, change_set_refusal, publish_changes};
-use super::{EditRefusal, PatchArgs, Scope, internal, lock};
+use super::{EditRefusal, PatchArgs, Scope, Seen, internal, lock};
 use crate::code::{Code, Failure};
 use crate::engine;
 
@@ -34,19 +34,33 @@ pub fn patch_paths(patch: &str, root: &str) -> Vec<String> {
     paths
 }
 
-/// Decides and publishes a patch under the worktree lock. `agent_root` (the worktree's
-/// absolute path, from an agent-facing front end) takes the patch's paths as agents write
-/// them; `None` (the protocol) takes them strictly.
+/// The paths `patch` deletes (`*** Delete File:`), as agents write them relative to `root`.
+fn deleted_paths(patch: &str, root: &str) -> Vec<String> {
+    let Ok(parsed) = satyrn_mutator_core::patch::parse(patch) else {
+        return Vec::new();
+    };
+    parsed
+        .ops
+        .iter()
+        .filter_map(|op| match op {
+            satyrn_mutator_core::patch::Op::Delete { path, .. } => {
+                Some(satyrn_mutator_core::path::as_agents_write(path, root).to_owned())
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// Decides and publishes a patch under the worktree lock. With `args.agent_root` (set by
+/// [`super::AgentPaths`]: an agent-facing front end) the patch's paths are taken as agents
+/// write them; without it (the protocol's default), strictly.
 ///
 /// # Errors
 ///
-/// `PATCH_INVALID` for a patch that does not parse (the line and what was expected); every
-/// refused operation otherwise, as for `change_set`.
-pub fn apply_patch(
-    scope: Scope<'_>,
-    args: &PatchArgs,
-    agent_root: Option<&str>,
-) -> Result<ChangeSetResult, EditRefusal> {
+/// `PATCH_INVALID` for a patch that does not parse (the line and what was expected);
+/// `PARTLY_SEEN` for a `*** Delete File:` of a file whose revision the agent saw only in
+/// part (`args.seen`); every refused operation otherwise, as for `change_set`.
+pub fn apply_patch(scope: Scope<'_>, args: &PatchArgs) -> Result<ChangeSetResult, EditRefusal> {
     let plain = |f: Failure| (f, None);
     if args.patch.len() > crate::protocol::MAX_REQUEST_BYTES {
         return Err(plain(Failure::new(
@@ -65,14 +79,18 @@ pub fn apply_patch(
             .collect(),
         writable_paths: scope.contract.writable_paths.clone(),
         private_paths: scope.contract.private_paths.clone(),
-        agent_root: agent_root.map(str::to_owned),
+        agent_root: args.agent_root.clone(),
     };
     let changes = mutator
         .call(|m| m.apply_patch(&request))
         .map_err(internal)
         .map_err(plain)?
         .map_err(change_set_refusal)?;
-    let named = patch_paths(&args.patch, agent_root.unwrap_or(""));
+    let root = args.agent_root.as_deref().unwrap_or("");
+    let named = patch_paths(&args.patch, root);
     let asked: Vec<&str> = named.iter().map(String::as_str).collect();
-    publish_changes(scope, &changes, &asked, &|_| false).map_err(plain)
+    let deleted = deleted_paths(&args.patch, root);
+    let partly =
+        |path: &str| args.seen.get(path) == Some(&Seen::Part) && deleted.iter().any(|d| d == path);
+    publish_changes(scope, &changes, &asked, &partly).map_err(plain)
 }

@@ -584,6 +584,16 @@ pub struct PatchArgs {
     /// caller has not read it in this session.
     #[serde(default)]
     pub expected_sha256: std::collections::BTreeMap<String, String>,
+    /// Set by a session front end: how much of each file at its revision the agent saw
+    /// ([`Seen`]; a path not named: whole). A `*** Delete File:` of a file seen in part is
+    /// `PARTLY_SEEN`; an update's hunks are anchored and need no whole view.
+    #[serde(default)]
+    #[schemars(skip)]
+    pub seen: std::collections::BTreeMap<String, Seen>,
+    /// The worktree's absolute path as the agent sees it, when the patch's paths are taken
+    /// as agents write them ([`super::AgentPaths`]); `None`: strictly.
+    #[serde(skip)]
+    pub agent_root: Option<String>,
 }
 
 impl RequestShape for PatchArgs {
@@ -592,5 +602,9 @@ impl RequestShape for PatchArgs {
             request_shape(path, Some(sha)).map_err(|m| format!("expected_sha256[{path}]: {m}"))?;
         }
         Ok(())
+    }
+
+    fn session_fields() -> &'static [&'static str] {
+        &["seen"]
     }
 }

@@ -291,10 +291,28 @@ pub fn change_set(scope: Scope<'_>, args: &ChangeSetArgs) -> Result<ChangeSetRes
         .iter()
         .flat_map(|e| std::iter::once(e.path.as_str()).chain(e.to.as_deref()))
         .collect();
-    let partly = |path: &str| {
-        args.ops
-            .iter()
-            .any(|e| e.path == path && e.seen == Seen::Part && e.expected_sha256.is_some())
-    };
+    let partly = |path: &str| replaces_unseen(&args.ops, path);
     publish_changes(scope, &changes, &asked, &partly).map_err(plain)
+}
+
+/// Whether the set replaces or removes the content of `path` the agent saw only in part:
+/// its revision was seen in part ([`Seen::Part`]), and a `write` or `delete` of `path`
+/// comes before any `move` away from it (a move keeps the content, at its destination; an
+/// `edit` keeps the rest of it).
+fn replaces_unseen(ops: &[super::ChangeEntry], path: &str) -> bool {
+    let seen_in_part = ops
+        .iter()
+        .find(|e| e.path == path)
+        .is_some_and(|e| e.seen == Seen::Part && e.expected_sha256.is_some());
+    if !seen_in_part {
+        return false;
+    }
+    for entry in ops.iter().filter(|e| e.path == path) {
+        match entry.op {
+            super::ChangeKind::Write | super::ChangeKind::Delete => return true,
+            super::ChangeKind::Move => return false,
+            super::ChangeKind::Edit => {}
+        }
+    }
+    false
 }

@@ -17,6 +17,7 @@ use crate::engine;
 use crate::lock::WorktreeLock;
 use crate::repo::RepoRoot;
 
+mod agent_paths;
 mod apply_patch;
 mod args;
 mod change_set;
@@ -31,6 +32,7 @@ mod search;
 pub(crate) mod strict;
 mod write;
 
+pub use agent_paths::AgentPaths;
 pub use apply_patch::{apply_patch, patch_paths};
 pub use args::{
     ChangeEntry, ChangeKind, ChangeSetArgs, DeleteArgs, EditArgs, EditEntry, EditKind, ListArgs,

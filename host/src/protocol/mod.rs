@@ -19,7 +19,9 @@
 //! ```
 //!
 //! (`offset`, `limit` and `occurrence` are optional, and so is every field of `list` and
-//! `search` but `query`; see `docs/protocol.md`.)
+//! `search` but `query`; so is the envelope's `paths`: `"strict"` by default, `"agent"` to
+//! take every path as agents write them, `./a`, `dir/` or absolute inside `repo`
+//! ([`crate::operation::AgentPaths`]); see `docs/protocol.md`.)
 //!
 //! Responses, one compact line, fields in this order:
 //! `{"version":1,"ok":…,"code":…,"message":…,"result":…}`. `check` responses have no
@@ -136,9 +138,7 @@ fn run(scope: Scope<'_>, args: &OperationArgs) -> Result<Payload, operation::Edi
             .map(Payload::Delete)
             .map_err(plain),
         OperationArgs::ChangeSet(a) => operation::change_set(scope, a).map(Payload::ChangeSet),
-        OperationArgs::ApplyPatch(a) => {
-            operation::apply_patch(scope, a, None).map(Payload::ChangeSet)
-        }
+        OperationArgs::ApplyPatch(a) => operation::apply_patch(scope, a).map(Payload::ChangeSet),
     }
 }
 

@@ -120,6 +120,7 @@ pub(super) fn parse(input: &[u8]) -> Result<Request, (Shape, String)> {
     let fail = |m: String| (shape, m);
     let repo = take_absolute(&mut fields, "repo").map_err(fail)?;
     let contract = take_absolute(&mut fields, "contract").map_err(fail)?;
+    let agent_paths = take_paths(&mut fields).map_err(fail)?;
     if shape == Shape::Check {
         if let Some((key, _)) = fields.first() {
             return Err(fail(format!(
@@ -129,7 +130,12 @@ pub(super) fn parse(input: &[u8]) -> Result<Request, (Shape, String)> {
         }
         return Ok(Request::Check { repo, contract });
     }
-    let args = operation_args(&operation, fields).map_err(fail)?;
+    let root = repo.to_string_lossy();
+    let root = agent_paths.then(|| match root.trim_end_matches('/') {
+        "" => "/",
+        trimmed => trimmed,
+    });
+    let args = operation_args(&operation, fields, root).map_err(fail)?;
     Ok(Request::Operation(Operation {
         repo,
         contract,
@@ -138,18 +144,44 @@ pub(super) fn parse(input: &[u8]) -> Result<Request, (Shape, String)> {
 }
 
 /// An operation's arguments from the request's remaining fields.
-fn operation_args(operation: &str, fields: Vec<(String, Value)>) -> Result<OperationArgs, String> {
+/// With `root` (`"paths": "agent"`), every path is first taken as agents write them
+/// ([`operation::AgentPaths`]).
+fn operation_args(
+    operation: &str,
+    fields: Vec<(String, Value)>,
+    root: Option<&str>,
+) -> Result<OperationArgs, String> {
     Ok(match operation {
-        "replace" => OperationArgs::Replace(args(operation, fields, true)?),
-        "read" => OperationArgs::Read(args(operation, fields, false)?),
-        "edit" => OperationArgs::Edit(args(operation, fields, true)?),
-        "list" => OperationArgs::List(args(operation, fields, false)?),
-        "search" => OperationArgs::Search(args(operation, fields, false)?),
-        "write" => OperationArgs::Write(args(operation, fields, true)?),
-        "change_set" => OperationArgs::ChangeSet(args(operation, fields, false)?),
-        "apply_patch" => OperationArgs::ApplyPatch(args(operation, fields, true)?),
-        _ => OperationArgs::Delete(args(operation, fields, true)?),
+        "replace" => OperationArgs::Replace(args(operation, fields, true, root)?),
+        "read" => OperationArgs::Read(args(operation, fields, false, root)?),
+        "edit" => OperationArgs::Edit(args(operation, fields, true, root)?),
+        "list" => OperationArgs::List(args(operation, fields, false, root)?),
+        "search" => OperationArgs::Search(args(operation, fields, false, root)?),
+        "write" => OperationArgs::Write(args(operation, fields, true, root)?),
+        "change_set" => OperationArgs::ChangeSet(args(operation, fields, false, root)?),
+        "apply_patch" => OperationArgs::ApplyPatch(args(operation, fields, true, root)?),
+        _ => OperationArgs::Delete(args(operation, fields, true, root)?),
     })
+}
+
+/// The optional `paths` field: `"strict"` (the default: every path exactly as the rules
+/// take it) or `"agent"` (paths as agents write them, made canonical first).
+fn take_paths(fields: &mut Vec<(String, Value)>) -> Result<bool, String> {
+    if !fields.iter().any(|(k, _)| k == "paths") {
+        return Ok(false);
+    }
+    match take(fields, "paths")? {
+        Value::String(s) if s == "strict" => Ok(false),
+        Value::String(s) if s == "agent" => Ok(true),
+        Value::String(s) => Err(format!(
+            "`paths` must be \"strict\" or \"agent\", not `{}`",
+            echo(&s)
+        )),
+        other => Err(format!(
+            "`paths` must be \"strict\" or \"agent\", not {}",
+            kind(&other)
+        )),
+    }
 }
 
 /// Deserializes one operation's arguments (the fields besides `version`, `operation`,
@@ -165,9 +197,10 @@ fn args<T>(
     operation: &str,
     fields: Vec<(String, Value)>,
     requires_revision: bool,
+    root: Option<&str>,
 ) -> Result<T, String>
 where
-    T: DeserializeOwned + JsonSchema + RequestShape,
+    T: DeserializeOwned + JsonSchema + RequestShape + operation::AgentPaths,
 {
     let schema = schemars::schema_for!(T);
     let known = schema
@@ -188,7 +221,7 @@ where
     }
     foreign_selectors(&fields)?;
     let object = Value::Object(fields.into_iter().collect());
-    let args: T = serde_path_to_error::deserialize(object).map_err(|e| {
+    let mut args: T = serde_path_to_error::deserialize(object).map_err(|e| {
         let inner = e.inner().to_string();
         // An unknown field's own key ends the path, and the message names it already.
         let unknown = inner.starts_with("unknown field");
@@ -200,6 +233,9 @@ where
             format!("`{path}`: {inner}")
         }
     })?;
+    if let Some(root) = root {
+        args.as_agents_write(root);
+    }
     args.shape()?;
     Ok(args)
 }
@@ -321,7 +357,7 @@ mod tests {
                 .iter()
                 .map(|k| ((*k).to_string(), sample(operation, k)))
                 .collect();
-            let args = operation_args(operation, fields.clone())
+            let args = operation_args(operation, fields.clone(), None)
                 .unwrap_or_else(|e| panic!("{operation}: {e}"));
             let matches = matches!(
                 (*operation, args),
@@ -338,7 +374,7 @@ mod tests {
             assert!(matches, "{operation}");
             let mut extra = fields;
             extra.push(("anchor_text".to_string(), json!("x")));
-            let refused = operation_args(operation, extra).expect_err("an unknown field");
+            let refused = operation_args(operation, extra, None).expect_err("an unknown field");
             assert_eq!(
                 refused,
                 format!("unknown field `anchor_text` in a {operation} request")
@@ -363,13 +399,13 @@ mod tests {
             };
             let plain = json!({"op": op, own: "a", "new_text": "b"});
             assert!(
-                operation_args("edit", fields(plain.clone())).is_ok(),
+                operation_args("edit", fields(plain.clone()), None).is_ok(),
                 "{op}"
             );
             for value in [Value::Null, json!("a")] {
                 let mut edit = plain.clone();
                 edit[foreign] = value;
-                let refused = operation_args("edit", fields(edit)).expect_err("refused");
+                let refused = operation_args("edit", fields(edit), None).expect_err("refused");
                 assert_eq!(
                     refused,
                     format!("edits[0]: unknown field `{foreign}` in a {op} edit")
@@ -388,7 +424,7 @@ mod tests {
                 json!([{"op": "replace", "old_text": "a", "new_text": 7}]),
             ),
         ];
-        let message = operation_args("edit", fields).expect_err("refused");
+        let message = operation_args("edit", fields, None).expect_err("refused");
         assert!(
             message.starts_with("`edits[0].new_text`: invalid type: integer `7`"),
             "{message}"
