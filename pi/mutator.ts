@@ -1,5 +1,6 @@
 /**
- * satyrn's tools for Pi: `read`, `edit`, `ls`, `find`, `grep`, `write` and `delete`
+ * satyrn's tools for Pi: `read`, `edit`, `ls`, `find`, `grep`, `write`, `delete` and
+ * `apply_patch`
  * (lib/context.ts's `SATYRN_TOOLS`), each one protocol request (lib/channel.ts: over the confined run's broker
  * connection, else one `satyrn-host protocol` process). Active only when the attempt's mutation context is
  * present (`SATYRN_MUTATION_CONTEXT_FILE` and `SATYRN_HOST_BIN`, see lib/context.ts); without
@@ -52,6 +53,7 @@ export default function satyrnMutator(pi: ExtensionAPI): void {
       "When edit reports ANCHOR_MISSING, use the nearest text the refusal quotes, or read the file again.",
       "Use read to look at files; it only reads inside the repository. Use ls, find and grep to find files.",
       "Use write only to create a new file or to rewrite a whole file you have read; use delete to remove a file you have read.",
+      "Use apply_patch for a change that spans several files: it lands whole or not at all.",
     ],
     parameters: Type.Object({
       path: Type.String({ description: "Path of the file to edit, relative to the repository root" }),
@@ -163,6 +165,25 @@ export default function satyrnMutator(pi: ExtensionAPI): void {
       path: Type.String({ description: "Path of the file, relative to the repository root" }),
     }),
     execute: async (_id, params) => reply(await toolbox.delete(params)),
+  });
+  pi.registerTool({
+    name: "apply_patch",
+    label: "Apply patch (satyrn)",
+    description:
+      "Change several files at once with a patch, applied all together or not at all. Format:\n" +
+      "*** Begin Patch\n*** Update File: src/app.py\n@@ def greet():\n-    print(\"hi\")\n+    print(\"hello\")\n" +
+      "*** Add File: src/new.py\n+x = 1\n*** Delete File: src/old.py\n*** Update File: a.txt\n*** Move to: b.txt\n@@\n" +
+      " context line\n-old line\n+new line\n*** End Patch\n" +
+      "Hunk lines start with a space (context), - (removed) or + (added); context and removed lines must match the file " +
+      "exactly and once (an @@ line's text narrows the search to after that exact line). Add refuses an existing file, " +
+      "Move to an existing destination; every path must be declared writable by the task contract. Read a file before " +
+      "you update, move or delete it (delete only one you have read in full). A refused patch changes nothing and names " +
+      "every problem (for a hunk that does not match: where the file differs).",
+    promptSnippet: "A multi-file patch (*** Begin Patch … *** End Patch), all files or none",
+    parameters: Type.Object({
+      patch: Type.String({ description: "The whole patch, from *** Begin Patch to *** End Patch" }),
+    }),
+    execute: async (_id, params) => reply(await toolbox.applyPatch(params)),
   });
   // Only now may engine.ts let tool calls through (lib/guard.ts): without all of satyrn's
   // tools, Pi's `--tools` allow-list would hand the model its own unconfined built-ins.

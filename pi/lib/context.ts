@@ -137,7 +137,7 @@ export function parseContext(env: NodeJS.ProcessEnv): ContextResult {
  * (host/src/attempt/pi.rs). Inside an attempt engine.ts blocks every other tool name, and
  * every call at all until mutator.ts has registered all of these.
  */
-export const SATYRN_TOOLS: readonly string[] = ["read", "edit", "ls", "find", "grep", "write", "delete"];
+export const SATYRN_TOOLS: readonly string[] = ["read", "edit", "ls", "find", "grep", "write", "delete", "apply_patch"];
 
 /**
  * The process-wide marker mutator.ts sets once all of its tools ([`SATYRN_TOOLS`]) are

@@ -126,8 +126,13 @@ export class Editor {
     this.views.set(path, view);
   }
 
+  /** Every revision this attempt knows, by path. */
+  revisions(): Array<[string, string]> {
+    return [...this.views].map(([path, view]) => [path, view.sha]);
+  }
+
   /** An edit from `base` to `sha`: whole if the view of `base` was. */
-  private edited(path: string, base: string | null, sha: string): void {
+  edited(path: string, base: string | null, sha: string): void {
     const view = this.views.get(path);
     const whole = view !== undefined && view.whole && view.sha === base;
     this.views.set(path, { sha, lines: [], whole });

@@ -2,7 +2,7 @@
  * engine.ts's `tool_call` guard inside an attempt. An attempt is recognised by
  * `SATYRN_MUTATION_CONTEXT_FILE` (or the older inline `SATYRN_MUTATION_CONTEXT`) being set
  * at all — even to a missing or malformed file — because that is exactly when Pi runs with
- * `--tools read,edit,ls,find,grep,write,delete`, and in Pi 0.73.1 that allow-list also
+ * `--tools read,edit,ls,find,grep,write,delete,apply_patch`, and in Pi 0.73.1 that allow-list also
  * enables Pi's built-in `read`, `edit`, `ls`, `find`, `grep` and `write`, which are not
  * confined to the worktree. So the guard fails closed: until mutator.ts has registered
  * satyrn's tools (lib/context.ts's marker), every tool call is blocked; after that, a call

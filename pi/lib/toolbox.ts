@@ -1,6 +1,7 @@
 /**
- * satyrn's `ls`, `find`, `grep`, `write` and `delete` for Pi: Pi's argument shapes in (where
- * Pi has the tool), one protocol request out (`list`, `search`, `write`, `delete`) over the
+ * satyrn's `ls`, `find`, `grep`, `write`, `delete` and `apply_patch` for Pi: Pi's argument
+ * shapes in (where Pi has the tool), one protocol request out (`list`, `search`, `write`,
+ * `delete`, `apply_patch`) over the
  * editor's channel (lib/channel.ts), concise text back for the model, as the MCP server renders the same results
  * (host/src/mcp/render.rs).
  *
@@ -89,6 +90,7 @@ const FIND_KEYS = ["pattern", "path", "limit", "cursor"] as const;
 const GREP_KEYS = ["pattern", "path", "glob", "ignoreCase", "literal", "context", "limit", "cursor"] as const;
 const WRITE_KEYS = ["path", "content"] as const;
 const DELETE_KEYS = ["path"] as const;
+const PATCH_KEYS = ["patch"] as const;
 
 /** The largest `limit` of `ls`/`find` (the host's page maximum). */
 export const MAX_LIST_LIMIT = 1000;
@@ -185,6 +187,57 @@ export class Toolbox {
     return request;
   }
 
+  /**
+   * `apply_patch {patch}` → `apply_patch` with `"paths": "agent"` (the host takes the
+   * patch's paths as agents write them, by the rule its MCP server uses) and every revision
+   * this session knows (the host uses those of the files the patch names), with the ones
+   * seen only in part marked so (a `*** Delete File:` of one is `PARTLY_SEEN`).
+   */
+  patchRequest(params: unknown): Args {
+    const p = object(params, "apply_patch", PATCH_KEYS);
+    const request = this.base("apply_patch");
+    request.paths = "agent";
+    request.patch = requiredString(p, "patch");
+    const expected: Record<string, string> = {};
+    const seen: Record<string, string> = {};
+    for (const [path, sha] of this.editor.revisions()) {
+      expected[path] = sha;
+      if (this.editor.seen(path) === "part") seen[path] = "part";
+    }
+    request.expected_sha256 = expected;
+    request.seen = seen;
+    return request;
+  }
+
+  /**
+   * Applies a patch (several files, all together or not at all); records each changed
+   * file's new revision and forgets each deleted one. Rejects only with `EditRefused`,
+   * every problem of a refused patch in its text.
+   */
+  applyPatch(params: unknown): Promise<string> {
+    return this.mutate("PATCH", () => this.patchRequest(params), (request, result) => {
+      const changed = array(result.files);
+      const bases = request.expected_sha256 as Record<string, string>;
+      const lines: string[] = [];
+      for (const f of changed) {
+        const { path, status, sha256 } = f;
+        if (typeof path !== "string") return undefined;
+        if (status === "deleted") {
+          this.editor.forget(path);
+          lines.push(`deleted ${shown(path)}`);
+        } else if ((status === "created" || status === "modified") && typeof sha256 === "string") {
+          if (status === "created") this.editor.wrote(path, sha256);
+          else this.editor.edited(path, bases[path] ?? null, sha256);
+          lines.push(`${status} ${shown(path)} (sha256 ${sha256})`);
+        } else {
+          return undefined;
+        }
+      }
+      if (lines.length === 0) return undefined;
+      return `Applied the patch to ${lines.length} file${lines.length === 1 ? "" : "s"}:\n${lines.join("\n")}`;
+    });
+  }
+
   /** Lists one directory. Rejects only with `EditRefused`. */
   ls(params: unknown): Promise<string> {
     return this.query("LIST", () => this.lsRequest(params), renderList);
@@ -264,7 +317,7 @@ export class Toolbox {
       if (!response.ok) {
         // The host's advice names the protocol field; this tool passes the revision itself.
         const exists = response.code === "TARGET_EXISTS" ? " With this tool: read the file first, then write again." : "";
-        throw new EditRefused(response.code, `${response.message}${exists}`);
+        throw new EditRefused(response.code, `${response.message}${exists}${problems(response.result)}`);
       }
       const text = render(request, response.result ?? {});
       if (text === undefined) {
@@ -277,6 +330,23 @@ export class Toolbox {
       throw new EditRefused(`${kind}_FAILED`, `unexpected error: ${describe(error)}`);
     }
   }
+}
+
+/**
+ * A refused change set's problems, one per line, as the MCP server renders them
+ * (host/src/mcp/server.rs `refused`): the operation, its path and code, each hunk's or
+ * edit's problem with where the file differs. Empty for any other refusal.
+ */
+export function problems(result: Args | null | undefined): string {
+  let text = "";
+  for (const p of array(result?.problems)) {
+    if (typeof p.path !== "string") continue;
+    const at = typeof p.line === "number" ? ` (patch line ${p.line})` : "";
+    text += `\n- ${shown(p.path)}${at}: ${p.code}: ${p.message}`;
+    for (const h of array(p.hunks)) text += `\n  - hunk ${h.hunk}: ${h.code}: ${h.message}`;
+    for (const e of array(p.edits)) text += `\n  - ${e.code}: ${e.message}`;
+  }
+  return text;
 }
 
 function array(value: unknown): Args[] {

@@ -271,6 +271,68 @@ test("deliver + attempt + real Pi: the toolbox adds, deletes and edits files; un
 });
 
 /**
+ * apply_patch through deliver with the real Pi: a three-file patch whose last hunk does not
+ * match changes nothing and the model reads where the file differs; the corrected patch lands
+ * whole, and the candidate is exactly that change.
+ */
+test("deliver + attempt + real Pi: a refused patch changes nothing and names the near miss; the retry's three files are the candidate", async () => {
+  const { base, repo, contract } = repository();
+  writeFileSync(join(repo, "src", "names.ts"), "export const names = [\n  \"world\",\n];\n");
+  git(repo, ["add", "-A"]);
+  git(repo, ["commit", "-q", "-m", "names"]);
+  const patch = (indent: string) =>
+    [
+      "*** Begin Patch",
+      "*** Update File: ./src/greeting.ts",
+      "@@",
+      '-  return "hello world";',
+      '+  return "hello satyrn";',
+      "*** Add File: src/farewell.ts",
+      '+export const farewell = "bye";',
+      "*** Update File: src/names.ts",
+      "@@",
+      `-${indent}"world",`,
+      `+${indent}"satyrn",`,
+      "*** End Patch",
+      "",
+    ].join("\n");
+  const model = await startScriptedModel([
+    { toolCalls: [{ name: "read", arguments: { path: "src/greeting.ts" } }] },
+    { toolCalls: [{ name: "read", arguments: { path: "src/names.ts" } }] },
+    { toolCalls: [{ name: "apply_patch", arguments: { patch: patch("    ") } }] },
+    { toolCalls: [{ name: "apply_patch", arguments: { patch: patch("  ") } }] },
+    { text: "Done." },
+  ]);
+  try {
+    const head = git(repo, ["rev-parse", "HEAD"]).trim();
+    const host = hostBin();
+    const result = await run(
+      host,
+      ["deliver", "--repo", repo, "--timeout", "120", contract, "--", host, "attempt", "--model", MODEL, contract],
+      repo,
+      attemptEnv(writeAgentDir(join(base, "agent"), model.baseUrl)),
+    );
+    const receipt = JSON.parse(result.stdout.toString("utf8")) as Record<string, unknown>;
+    assert.equal(receipt.code, "OK", result.stderr);
+    const seen = model.requests.map((r) => toolResults(r).at(-1) ?? "");
+    assert.match(seen[3], /HUNKS_REFUSED/);
+    assert.match(seen[3], /- src\/names\.ts \(patch line 8\): HUNKS_REFUSED: /);
+    assert.match(seen[3], /hunk 1: HUNK_CONTEXT_MISSING: .*whitespace/);
+    assert.match(seen[4], /^Applied the patch to 3 files:/);
+    const candidate = String(receipt.candidate_commit);
+    assert.equal(
+      git(repo, ["diff", "--name-status", head, candidate]),
+      "A\tsrc/farewell.ts\nM\tsrc/greeting.ts\nM\tsrc/names.ts\n",
+    );
+    assert.equal(git(repo, ["show", `${candidate}:src/names.ts`]), "export const names = [\n  \"satyrn\",\n];\n");
+    assert.equal(git(repo, ["show", `${candidate}:src/greeting.ts`]), GREETING.replace("hello world", "hello satyrn"));
+    assert.equal(git(repo, ["status", "--porcelain=v1", "--untracked-files=all"]), "");
+  } finally {
+    await model.close();
+  }
+});
+
+/**
  * A hostile repository and a hostile user agent directory, and no PI_OFFLINE: Pi must load
  * nothing from either except the user's model definitions. The repository's `.pi/settings.json`
  * declares a package and an `npmCommand` (which Pi would run at start-up), and extensions,

@@ -59,13 +59,13 @@ test("once satyrn's tools are registered, calls pass and the loop breaker still 
 });
 
 test("once registered, exactly satyrn's tools pass; every other name is blocked", () => {
-  assert.deepEqual([...SATYRN_TOOLS].sort(), ["delete", "edit", "find", "grep", "ls", "read", "write"]);
+  assert.deepEqual([...SATYRN_TOOLS].sort(), ["apply_patch", "delete", "edit", "find", "grep", "ls", "read", "write"]);
   const guard = new AttemptGuard(() => true);
   for (const name of SATYRN_TOOLS) assert.equal(guard.check(name, { path: name }), undefined, name);
   for (const name of ["bash", "Read", "read ", "", "multi_edit", "ls,find", "toString", "__proto__"]) {
     const reason = guard.check(name, { path: "a" });
     assert.equal(reason, unknownToolReason(name), JSON.stringify(name));
-    assert.match(reason ?? "", /is not one of this attempt's tools \(read, edit, ls, find, grep, write, delete\)/);
+    assert.match(reason ?? "", /is not one of this attempt's tools \(read, edit, ls, find, grep, write, delete, apply_patch\)/);
   }
 });
 

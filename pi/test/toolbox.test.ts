@@ -273,6 +273,82 @@ test("real host: a file seen only in part is never overwritten or deleted whole 
   assert.equal(readFileSync(join(w.repo, "src", "long.ts"), "utf8"), "short\n");
 });
 
+test("real host: apply_patch lands several files at once with paths as models write them, and records their revisions", async () => {
+  const w = worktree();
+  const { editor, toolbox } = w.tools();
+  await editor.read({ path: "src/a.ts" });
+  await editor.read({ path: "src/old.ts" });
+  const patch = [
+    "*** Begin Patch",
+    "*** Update File: ./src/a.ts",
+    "@@",
+    "-export const greeting = 'hello world';",
+    "+export const greeting = 'hello satyrn';",
+    `*** Delete File: ${join(w.repo, "src", "old.ts")}`,
+    "*** Add File: src/deep/new.ts",
+    "+export const n = 1;",
+    "*** End Patch",
+    "",
+  ].join("\n");
+  const done = await toolbox.applyPatch({ patch });
+  const next = A.replace("hello world", "hello satyrn");
+  assert.equal(
+    done,
+    `Applied the patch to 3 files:\nmodified src/a.ts (sha256 ${sha(next)})\ncreated src/deep/new.ts (sha256 ${sha("export const n = 1;\n")})\ndeleted src/old.ts`,
+  );
+  assert.equal(readFileSync(join(w.repo, "src", "a.ts"), "utf8"), next);
+  assert.equal(existsSync(join(w.repo, "src", "old.ts")), false);
+  assert.equal(readFileSync(join(w.repo, "src", "deep", "new.ts"), "utf8"), "export const n = 1;\n");
+  assert.equal(editor.revision("src/a.ts"), sha(next));
+  assert.equal(editor.seen("src/a.ts"), "whole", "a whole view edited stays whole");
+  assert.equal(editor.revision("src/old.ts"), undefined);
+  assert.equal(editor.seen("src/deep/new.ts"), "whole");
+  // The map serves the next patch: no read needed.
+  assert.match(await toolbox.applyPatch({ patch: "*** Begin Patch\n*** Delete File: src/deep/new.ts\n*** End Patch\n" }), /^Applied the patch to 1 file:\ndeleted src\/deep\/new\.ts$/);
+});
+
+test("real host: a refused apply_patch changes nothing and tells the model every problem, the near miss included", async () => {
+  const w = worktree();
+  const long = Array.from({ length: 3000 }, (_, i) => `line ${i + 1}\n`).join("");
+  writeFileSync(join(w.repo, "src", "long.ts"), long);
+  const { editor, toolbox } = w.tools();
+  await editor.read({ path: "src/a.ts" });
+  await editor.read({ path: "src/long.ts" });
+  const before = w.snapshot();
+  const inode = lstatSync(join(w.repo, "src", "a.ts")).ino;
+  const patch = (indent: string) =>
+    [
+      "*** Begin Patch",
+      "*** Add File: src/b.ts",
+      "+export const b = 2;",
+      "*** Update File: src/a.ts",
+      "@@",
+      `-export const greeting =${indent}'hello world';`,
+      "+export const greeting = 'hello satyrn';",
+      "*** End Patch",
+      "",
+    ].join("\n");
+  const refused = await refusal(toolbox.applyPatch({ patch: patch("  ") }));
+  assert.equal(refused.code, "HUNKS_REFUSED");
+  assert.match(refused.message, /\n- src\/a\.ts \(patch line 4\): HUNKS_REFUSED: /);
+  assert.match(refused.message, /\n {2}- hunk 1: HUNK_CONTEXT_MISSING: .*whitespace/);
+  const cases: Array<[string, string]> = [
+    ["*** Begin Patch\n*** Add File: notes.md\n+x\n*** End Patch\n", "PATH_UNDECLARED"],
+    ["*** Begin Patch\n*** Add File: src/a.ts\n+x\n*** End Patch\n", "ADD_EXISTS"],
+    ["*** Begin Patch\n*** Delete File: src/long.ts\n*** End Patch\n", "PARTLY_SEEN"],
+    ["*** Begin Patch\n*** Delete File: ../repo/src/a.ts\n*** End Patch\n", "INVALID_REQUEST"],
+    ["*** Begin Patch\n*** Frobnicate File: src/a.ts\n*** End Patch\n", "PATCH_INVALID"],
+  ];
+  for (const [bad, code] of cases) assert.equal((await refusal(toolbox.applyPatch({ patch: bad }))).code, code, bad);
+  assert.equal(w.snapshot(), before);
+  assert.equal(lstatSync(join(w.repo, "src", "a.ts")).ino, inode);
+  assert.equal(editor.poisoned, undefined, "a refusal poisons nothing");
+  // Sibling: the corrected patch lands whole.
+  assert.match(await toolbox.applyPatch({ patch: patch(" ") }), /^Applied the patch to 2 files:/);
+  assert.equal(readFileSync(join(w.repo, "src", "b.ts"), "utf8"), "export const b = 2;\n");
+  assert.equal(readFileSync(join(w.repo, "src", "a.ts"), "utf8"), A.replace("hello world", "hello satyrn"));
+});
+
 test("real host: a file read, then deleted by someone else, is created again by a write", async () => {
   const w = worktree();
   const { editor, toolbox } = w.tools();

@@ -208,7 +208,7 @@ fn pi_gets_the_exact_argv_context_and_environment() {
             "--no-themes",
             "--no-context-files",
             "--tools",
-            "read,edit,ls,find,grep,write,delete"
+            "read,edit,ls,find,grep,write,delete,apply_patch"
         ]
     );
     assert!(

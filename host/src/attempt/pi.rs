@@ -184,7 +184,7 @@ fn user_agent_dir() -> Option<PathBuf> {
 /// The tools Pi may offer the model (`--tools`): exactly satyrn's, which `pi/mutator.ts`
 /// registers over Pi's built-ins of the same names and `pi/engine.ts` enforces
 /// (`SATYRN_TOOLS` in `pi/lib/context.ts`).
-pub const TOOLS: &str = "read,edit,ls,find,grep,write,delete";
+pub const TOOLS: &str = "read,edit,ls,find,grep,write,delete,apply_patch";
 
 /// Pi's argv (after the program name). There is no prompt argument: the prompt is Pi's
 /// standard input (Pi reads a piped stdin as the first message), so no task or path text

@@ -23,7 +23,7 @@ function inspector(args) {
   );
 }
 
-test("inspector: tools/list --strict passes and lists exactly the seven tools", async () => {
+test("inspector: tools/list --strict passes and lists exactly the nine tools", async () => {
   const result = await inspector(["--method", "tools/list", "--strict"]);
   assert.equal(result.code, 0, describe(result));
   // Exit 0 only rules out error-severity issues; a warning (e.g. `"type": ["integer","null"]`,
