@@ -8,7 +8,7 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -16,68 +16,6 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 const ROUNDS: usize = 200;
-
-struct Session {
-    child: std::process::Child,
-    stdin: std::process::ChildStdin,
-    stdout: BufReader<std::process::ChildStdout>,
-    next: u64,
-}
-
-impl Session {
-    fn start(host: &Path, repo: &Path, contract: &Path) -> Self {
-        let mut child = Command::new(host)
-            .arg("mcp")
-            .arg("--repo")
-            .arg(repo)
-            .arg(contract)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("spawn satyrn-host mcp");
-        let stdin = child.stdin.take().expect("stdin");
-        let stdout = BufReader::new(child.stdout.take().expect("stdout"));
-        let mut session = Self {
-            child,
-            stdin,
-            stdout,
-            next: 0,
-        };
-        session.request(
-            "initialize",
-            json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}),
-        );
-        writeln!(
-            session.stdin,
-            r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#
-        )
-        .expect("initialized");
-        session
-    }
-
-    fn request(&mut self, method: &str, params: Value) -> Value {
-        self.next += 1;
-        let id = self.next;
-        writeln!(
-            self.stdin,
-            "{}",
-            json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
-        )
-        .expect("write");
-        self.stdin.flush().expect("flush");
-        let mut line = String::new();
-        self.stdout.read_line(&mut line).expect("read");
-        let value: Value = serde_json::from_str(&line).expect("json");
-        assert_eq!(value["id"], id, "{line}");
-        value
-    }
-
-    fn call(&mut self, tool: &str, arguments: Value) -> Value {
-        let answer = self.request("tools/call", json!({"name": tool, "arguments": arguments}));
-        assert_eq!(answer["result"]["isError"], false, "{answer}");
-        answer["result"]["structuredContent"].clone()
-    }
-}
 
 fn protocol(host: &Path, request: &Value) -> Value {
     let child = common::spawn_protocol(host, &request.to_string(), Stdio::piped());
@@ -111,7 +49,7 @@ fn main() {
         text.len()
     );
 
-    let mut session = Session::start(host, &repo, &contract);
+    let mut session = common::McpSession::start(host, &repo, &contract);
     let (mut reads, mut edits, mut pairs, mut baseline, mut durable) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let mut marker = 0u64;

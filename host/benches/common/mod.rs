@@ -2,7 +2,9 @@
 //! baselines end with.
 #![allow(dead_code)] // each bench uses its own subset
 
-use std::io::Write;
+use std::io::{BufRead, BufReader, Write};
+
+use serde_json::{Value, json};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -175,4 +177,72 @@ pub fn wall_and_cpu(cmd: &mut Command) -> (Duration, Duration) {
             + Duration::from_micros(u64::try_from(t.tv_usec).unwrap_or(0))
     };
     (wall, time(usage.ru_utime) + time(usage.ru_stime))
+}
+
+/// A long-lived `satyrn-host mcp` session driven over stdio, one JSON-RPC request at a time.
+pub struct McpSession {
+    /// The server process.
+    pub child: std::process::Child,
+    /// Its stdin (drop it to end the session).
+    pub stdin: std::process::ChildStdin,
+    stdout: BufReader<std::process::ChildStdout>,
+    next: u64,
+}
+
+impl McpSession {
+    /// Starts the server over `repo` under `contract` and completes the handshake.
+    pub fn start(host: &Path, repo: &Path, contract: &Path) -> Self {
+        let mut child = Command::new(host)
+            .arg("mcp")
+            .arg("--repo")
+            .arg(repo)
+            .arg(contract)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("spawn satyrn-host mcp");
+        let stdin = child.stdin.take().expect("stdin");
+        let stdout = BufReader::new(child.stdout.take().expect("stdout"));
+        let mut session = Self {
+            child,
+            stdin,
+            stdout,
+            next: 0,
+        };
+        session.request(
+            "initialize",
+            json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}),
+        );
+        writeln!(
+            session.stdin,
+            r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#
+        )
+        .expect("initialized");
+        session
+    }
+
+    /// One request; its answer.
+    pub fn request(&mut self, method: &str, params: Value) -> Value {
+        self.next += 1;
+        let id = self.next;
+        writeln!(
+            self.stdin,
+            "{}",
+            json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+        )
+        .expect("write");
+        self.stdin.flush().expect("flush");
+        let mut line = String::new();
+        self.stdout.read_line(&mut line).expect("read");
+        let value: Value = serde_json::from_str(&line).expect("json");
+        assert_eq!(value["id"], id, "{line}");
+        value
+    }
+
+    /// One successful tool call's structured content (panics on a tool error).
+    pub fn call(&mut self, tool: &str, arguments: Value) -> Value {
+        let answer = self.request("tools/call", json!({"name": tool, "arguments": arguments}));
+        assert_eq!(answer["result"]["isError"], false, "{answer}");
+        answer["result"]["structuredContent"].clone()
+    }
 }
