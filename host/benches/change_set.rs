@@ -74,7 +74,11 @@ fn main() {
         let started = Instant::now();
         let done = session.call("apply_patch", json!({"patch": patch}));
         let set = started.elapsed();
-        assert_eq!(done["files"].as_array().map(Vec::len), Some(FILES), "{done}");
+        assert_eq!(
+            done["files"].as_array().map(Vec::len),
+            Some(FILES),
+            "{done}"
+        );
         k += 1;
 
         let started = Instant::now();
@@ -108,8 +112,16 @@ fn main() {
         format!("| {what} | {} | {} |", common::ms(p50), common::ms(p95))
     };
     let _ = writeln!(out, "\n| measure | p50 | p95 |\n|---|---|---|");
-    let _ = writeln!(out, "{}", row("MCP `apply_patch`: 10 files in one call", &sets));
-    let _ = writeln!(out, "{}", row("MCP `edit` × 10: the same changes", &singles));
+    let _ = writeln!(
+        out,
+        "{}",
+        row("MCP `apply_patch`: 10 files in one call", &sets)
+    );
+    let _ = writeln!(
+        out,
+        "{}",
+        row("MCP `edit` × 10: the same changes", &singles)
+    );
     let _ = writeln!(
         out,
         "{}",
@@ -241,7 +253,10 @@ fn recovery(out: &mut impl Write, repo: &Path, contract: &Path) {
             let started = Instant::now();
             let said = satyrn_host::publish::recover(&root);
             idle.push(started.elapsed());
-            assert!(said.is_empty(), "step {n}: a second recovery found {said:?}");
+            assert!(
+                said.is_empty(),
+                "step {n}: a second recovery found {said:?}"
+            );
         }
     }
     let (p50, _) = common::percentiles(&times);

@@ -184,10 +184,22 @@ struct Tally {
     completed: u32,
 }
 
+/// The set's contract, `writable_paths: ['*']`, as a recovery's boundary.
+fn everything() -> satyrn_host::publish::Boundary<'static> {
+    static WRITABLE: std::sync::LazyLock<Vec<String>> =
+        std::sync::LazyLock::new(|| vec!["*".to_owned()]);
+    satyrn_host::publish::Boundary {
+        writable_paths: &WRITABLE,
+        private_paths: &[],
+    }
+}
+
 /// Settles what the kill left as the next lock taker does, then checks the state is
 /// exactly the old or the new one; returns whether it was the new one.
 fn settle_and_check(set: &Set, old: &State, new: &State, tally: &mut Tally) -> bool {
-    let said = satyrn_host::publish::recover(&set.root_fd());
+    let said = satyrn_host::publish::recover(&set.root_fd(), everything());
+    assert_eq!(said.kept, 0, "a record was kept: {:?}", said.said);
+    let said = said.said;
     let now = state(set.fx.repo.path());
     let is_new = if now == *new {
         true
@@ -411,4 +423,34 @@ fn a_candidate_never_holds_half_a_change_set() {
             assert_eq!(run.code(), "OK", "{}", run.stdout);
         }
     }
+    for line in crate::support::git_ok(
+        set.fx.repo.path(),
+        &["for-each-ref", "--format=%(refname)", "refs/satyrn"],
+    )
+    .lines()
+    {
+        crate::support::git_ok(set.fx.repo.path(), &["update-ref", "-d", line]);
+    }
+    // Killed with every name changed but before the mark, then the command writes a deleted
+    // path again: the base renamed aside cannot go back, so the set cannot be rolled back
+    // whole. The record is kept and no candidate is made (never one holding the aside file).
+    let script = format!(
+        "sed \"s#@REPO@#$PWD#g\" {} | SATYRN_TEST_KILL_AT=17 {} protocol; echo again > gone.txt; exit 0",
+        request.display(),
+        host_bin().display()
+    );
+    let run = crate::deliver_support::deliver(
+        set.fx.repo.path(),
+        &set.fx.contract.path,
+        &["sh", "-c", &script],
+    );
+    assert_eq!(run.code(), "MUTATION_FAILED", "{}", run.stdout);
+    assert!(
+        run.receipt["message"].as_str().is_some_and(
+            |m| m.contains("could not be settled") && m.contains("no candidate was made")
+        ),
+        "{}",
+        run.stdout
+    );
+    assert!(run.receipt["candidate_commit"].is_null(), "{}", run.stdout);
 }

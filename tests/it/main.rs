@@ -7,6 +7,7 @@ mod candidates;
 mod candidates_remote;
 mod change_set;
 mod change_set_kill;
+mod change_set_records;
 mod cli;
 mod component;
 mod confine;

@@ -609,13 +609,37 @@ fn run_attempt(
     }
     // Every process of the command is gone: a change set a killed publish left is settled
     // (rolled back or forward) before anything of the worktree is looked at, so a candidate
-    // never holds half of one.
+    // never holds half of one. Under the worktree lock, as every publish is: a satyrn-host
+    // outside the command's tree may still be publishing there.
     if let Ok(root) = rustix::fs::open(
         attempt.worktree(),
         rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::CLOEXEC,
         rustix::fs::Mode::empty(),
     ) {
-        crate::publish::recover_with_git_dir(&root, &layout.own);
+        let boundary = crate::publish::Boundary {
+            writable_paths: &contract.writable_paths,
+            private_paths: &contract.private_paths,
+        };
+        let recovered = match crate::lock::WorktreeLock::acquire(&root) {
+            Ok(_lock) => crate::publish::recover_with_git_dir(&root, &layout.own, boundary),
+            Err(e) => {
+                return Pending::fail(
+                    Code::MutationFailed,
+                    format!(
+                        "cannot lock the attempt's worktree to settle its change sets: {e}; no candidate was made"
+                    ),
+                );
+            }
+        };
+        if recovered.kept > 0 {
+            return Pending::fail(
+                Code::MutationFailed,
+                format!(
+                    "a change set left in the attempt's worktree could not be settled ({}); the worktree may hold part of it, so no candidate was made",
+                    recovered.said.join("; ")
+                ),
+            );
+        }
     }
     match scan::scan(&wt, attempt.worktree(), base, deadline) {
         Ok(None) => {}

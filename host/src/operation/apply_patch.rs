@@ -68,7 +68,7 @@ pub fn apply_patch(scope: Scope<'_>, args: &PatchArgs) -> Result<ChangeSetResult
             "patch: larger than a request may be",
         )));
     }
-    let _lock = lock(scope.root).map_err(plain)?;
+    let _lock = lock(scope).map_err(plain)?;
     let mut mutator = scope.mutator().map_err(plain)?;
     let request = engine::PatchRequest {
         patch: args.patch.clone(),

@@ -245,7 +245,7 @@ pub(super) fn publish_changes(
             mode_from: c.mode_from.as_deref(),
         })
         .collect();
-    publish::publish_set(scope.root.dir(), &set)?;
+    publish::publish_set(scope.root.dir(), &set, scope.boundary())?;
     Ok(ChangeSetResult {
         files: changes
             .iter()
@@ -274,7 +274,7 @@ pub fn change_set(scope: Scope<'_>, args: &ChangeSetArgs) -> Result<ChangeSetRes
     let ops = args
         .ops()
         .map_err(|m| plain(Failure::new(Code::InvalidRequest, m)))?;
-    let _lock = lock(scope.root).map_err(plain)?;
+    let _lock = lock(scope).map_err(plain)?;
     let mut mutator = scope.mutator().map_err(plain)?;
     let request = engine::ChangeSetRequest {
         ops,

@@ -25,7 +25,7 @@ pub struct DeleteResult {
 /// The first refusal, as a [`Failure`] with its code (`PARTLY_SEEN` when a delete that
 /// passed every gate is of a revision seen only in part).
 pub fn delete(scope: Scope<'_>, args: &DeleteArgs) -> Result<DeleteResult, Failure> {
-    let _lock = lock(scope.root)?;
+    let _lock = lock(scope)?;
     let mut mutator = scope.mutator()?;
     let request = engine::DeleteRequest {
         path: args.path.clone(),

@@ -69,7 +69,7 @@ pub struct Scope<'a> {
     pub instances: &'a engine::Instances,
 }
 
-impl Scope<'_> {
+impl<'a> Scope<'a> {
     /// A component instance over the worktree for one operation.
     ///
     /// # Errors
@@ -78,6 +78,15 @@ impl Scope<'_> {
     fn mutator(&self) -> Result<engine::Lent<'_>, Failure> {
         self.instances.lend().map_err(internal)
     }
+
+    /// What a recovery of this worktree may change: the contract's writable, not private,
+    /// paths.
+    fn boundary(&self) -> crate::publish::Boundary<'a> {
+        crate::publish::Boundary {
+            writable_paths: &self.contract.writable_paths,
+            private_paths: &self.contract.private_paths,
+        }
+    }
 }
 
 /// Takes the worktree lock for a writing operation.
@@ -85,15 +94,15 @@ impl Scope<'_> {
 /// # Errors
 ///
 /// `MUTATION_FAILED` when the lock cannot be taken.
-fn lock(root: &RepoRoot) -> Result<WorktreeLock<'_>, Failure> {
-    let lock = WorktreeLock::acquire(root.dir()).map_err(|e| {
+fn lock<'a>(scope: Scope<'a>) -> Result<WorktreeLock<'a>, Failure> {
+    let lock = WorktreeLock::acquire(scope.root.dir()).map_err(|e| {
         Failure::new(
             Code::MutationFailed,
             format!("cannot lock the worktree: {e}"),
         )
     })?;
     // Whoever takes the lock next settles what a killed change set left.
-    crate::publish::recover(root.dir());
+    crate::publish::recover(scope.root.dir(), scope.boundary());
     Ok(lock)
 }
 

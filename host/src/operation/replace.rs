@@ -22,7 +22,7 @@ pub struct ReplaceResult {
 ///
 /// The first refusal, as a [`Failure`] with its code.
 pub fn replace(scope: Scope<'_>, args: &ReplaceArgs) -> Result<ReplaceResult, Failure> {
-    let _lock = lock(scope.root)?;
+    let _lock = lock(scope)?;
     let mut mutator = scope.mutator()?;
     let request = engine::ReplaceRequest {
         path: args.path.clone(),

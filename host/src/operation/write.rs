@@ -31,7 +31,7 @@ pub struct WriteResult {
 /// the path taken, by the decision or by a concurrent creator at the commit; `PARTLY_SEEN`
 /// when an overwrite that passed every gate is of a revision seen only in part).
 pub fn write(scope: Scope<'_>, args: &WriteArgs) -> Result<WriteResult, Failure> {
-    let _lock = lock(scope.root)?;
+    let _lock = lock(scope)?;
     let mut mutator = scope.mutator()?;
     let request = engine::WriteRequest {
         path: args.path.clone(),

@@ -40,7 +40,9 @@ mod tests_delete;
 #[cfg(test)]
 mod tests_support;
 
-pub use change_set::{RECORDS_DIR, SetChange, publish_set, recover, recover_with_git_dir};
+pub use change_set::{
+    Boundary, RECORDS_DIR, Recovered, SetChange, publish_set, recover, recover_with_git_dir,
+};
 pub use create::create;
 pub use delete::delete;
 

@@ -52,7 +52,7 @@ pub fn edit(scope: Scope<'_>, args: &EditArgs) -> Result<EditResult, EditRefusal
     let edits = args
         .ops()
         .map_err(|m| plain(Failure::new(Code::InvalidRequest, m)))?;
-    let _lock = lock(scope.root).map_err(plain)?;
+    let _lock = lock(scope).map_err(plain)?;
     let mut mutator = scope.mutator().map_err(plain)?;
     let request = engine::EditRequest {
         path: args.path.clone(),

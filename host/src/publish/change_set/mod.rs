@@ -43,9 +43,22 @@ use crate::os::signals::HeldSignals;
 
 mod record;
 mod settle;
+mod trust;
 
 pub use record::RECORDS_DIR;
-use record::{Entry, Id, Kind, Record, Records, State};
+use record::{Content, Entry, Id, Kind, Record, Records, State};
+pub use trust::Boundary;
+
+/// What a recovery did: each record's outcome as said on stderr, and how many records it
+/// had to keep (one it may not act on, or could not settle: the worktree may hold a mix of
+/// that set, and a candidate must not be built from it).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Recovered {
+    /// One line per record, as written to stderr.
+    pub said: Vec<String>,
+    /// The records kept unsettled.
+    pub kept: usize,
+}
 
 /// One path of a decided change set.
 #[derive(Debug, Clone, Copy)]
@@ -88,60 +101,86 @@ fn step() {
 }
 
 /// Settles every change-set record a killed publish left under `root` (rolled back when
-/// not committed, forward when committed) and says each on stderr; returns what was said.
-/// The caller holds the worktree lock. Fails nothing; a record that does not parse is kept
-/// (and said) unless it is an intent, which is written whole before anything it names
-/// exists.
-pub fn recover(root: &OwnedFd) -> Vec<String> {
-    super::journal::git_dir_of(root).map_or_else(Vec::new, |git| recover_in(root, &git))
+/// not committed, forward when committed) and says each on stderr. The caller holds the
+/// worktree lock. Fails nothing. A record is acted on only when every field is one this
+/// worktree's publish could have written, within `boundary` ([`trust`]); one that is not, one
+/// that cannot be read whole, and one whose settling did not reach its end state are kept
+/// (and said, and counted in [`Recovered::kept`]); an intent cut short while it was written
+/// (before anything it names was done) is removed. A record of another root (a copied
+/// worktree's) is left alone.
+pub fn recover(root: &OwnedFd, boundary: Boundary<'_>) -> Recovered {
+    super::journal::git_dir_of(root)
+        .map_or_else(Recovered::default, |git| recover_in(root, &git, boundary))
 }
 
 /// [`recover`] with the worktree's git directory given (`deliver` knows its attempt's).
-pub fn recover_with_git_dir(root: &OwnedFd, git_dir: &std::path::Path) -> Vec<String> {
+pub fn recover_with_git_dir(
+    root: &OwnedFd,
+    git_dir: &std::path::Path,
+    boundary: Boundary<'_>,
+) -> Recovered {
     let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
     match rustix::fs::open(git_dir, flags, Mode::empty()) {
-        Ok(git) => recover_in(root, &git),
-        Err(_) => Vec::new(),
+        Ok(git) => recover_in(root, &git, boundary),
+        Err(_) => Recovered::default(),
     }
 }
 
-fn recover_in(root: &OwnedFd, git: &OwnedFd) -> Vec<String> {
+fn recover_in(root: &OwnedFd, git: &OwnedFd, boundary: Boundary<'_>) -> Recovered {
+    let mut done = Recovered::default();
     let Some(records) = Records::open(git, false) else {
-        return Vec::new();
+        return done;
     };
-    let mut said = Vec::new();
+    let Some((dev, root_id)) = FileId::of(root, None) else {
+        return done;
+    };
     for found in records.found() {
-        let message = match (&found.record, found.state) {
-            (Some(record), State::Intent) => {
-                settle::roll_back(root, record);
-                format!(
-                    "rolled back the change set of {} files a killed satyrn-host left unfinished",
-                    record.entries.len()
-                )
+        let name = format!("`{}`", found.id);
+        let kept = |why: String| format!("the change-set record {name} is kept, untouched: {why}");
+        let (message, settled) = match (&found.content, found.state) {
+            (Content::Record(record), state) => {
+                match trust::check(record, dev, Id::from(root_id), boundary) {
+                    Err(why) if record.root != Id::from(root_id) => {
+                        let _ = why;
+                        continue;
+                    }
+                    Err(why) => (kept(why), false),
+                    Ok(()) if state == State::Intent => {
+                        let settled = settle::roll_back(root, record);
+                        let message = if settled {
+                            format!("rolled back the change set of {} files a killed satyrn-host left unfinished", record.entries.len())
+                        } else {
+                            kept(format!("rolling back its change set of {} files did not finish (a file is unreachable, or was changed since); the worktree may hold part of it", record.entries.len()))
+                        };
+                        (message, settled)
+                    }
+                    Ok(()) => {
+                        let settled = records.sync() && settle::roll_forward(root, record);
+                        let message = if settled {
+                            format!("finished the committed change set of {} files a killed satyrn-host left", record.entries.len())
+                        } else {
+                            kept(format!("finishing its committed change set of {} files did not finish (a displaced file is left)", record.entries.len()))
+                        };
+                        (message, settled)
+                    }
+                }
             }
-            (Some(record), State::Committed) => {
-                settle::roll_forward(root, record);
-                format!(
-                    "finished the committed change set of {} files a killed satyrn-host left",
-                    record.entries.len()
-                )
-            }
-            (None, State::Intent) => "removed a change-set record a killed satyrn-host left half written (nothing it names existed yet)".to_owned(),
-            (None, State::Committed) => {
-                let message = format!(
-                    "the committed change-set record `{}` cannot be read; it is kept for inspection",
-                    found.id
-                );
-                let _ = writeln!(std::io::stderr(), "satyrn-host: {message}");
-                said.push(message);
-                continue;
-            }
+            (Content::Torn, State::Intent) => (
+                "removed a change-set record a killed satyrn-host left half written (nothing it names existed yet)".to_owned(),
+                true,
+            ),
+            (Content::Torn, State::Committed) => (kept("it is cut short".to_owned()), false),
+            (Content::Unusable(why), _) => (kept(why.clone()), false),
         };
-        records.remove(&found.id, found.state);
+        if settled {
+            records.remove(&found.id, found.state);
+        } else {
+            done.kept += 1;
+        }
         let _ = writeln!(std::io::stderr(), "satyrn-host: {message}");
-        said.push(message);
+        done.said.push(message);
     }
-    said
+    done
 }
 
 /// One path, checked and prepared.
@@ -186,13 +225,17 @@ fn join(dir: &str, name: &str) -> String {
 /// without what the publish needs, no git directory, or any write, sync or rename that
 /// fails before the mark. In every case the worktree is as it was (every name done rolled
 /// back).
-pub fn publish_set(root: &OwnedFd, changes: &[SetChange<'_>]) -> Result<(), PublishError> {
+pub fn publish_set(
+    root: &OwnedFd,
+    changes: &[SetChange<'_>],
+    boundary: Boundary<'_>,
+) -> Result<(), PublishError> {
     let git = super::journal::git_dir_of(root).ok_or_else(|| {
         PublishError::Failed(
             "the worktree has no git directory of its own to hold a change set's intent record; nothing was written (change the files one at a time)".to_owned(),
         )
     })?;
-    recover_in(root, &git);
+    recover_in(root, &git, boundary);
     let _ = super::swept(root);
     let records = Records::open(&git, true).ok_or_else(|| {
         PublishError::Failed(format!(
@@ -214,9 +257,11 @@ fn publish_checked(
     for change in changes {
         prepared.push(check(root, change)?);
     }
-    let dev = rustix::fs::fstat(root)
-        .map_err(|e| failed("the worktree", "inspecting the root", e))?
-        .st_dev;
+    let (dev, root_id) = FileId::of(root, None).ok_or_else(|| {
+        PublishError::Failed(
+            "the worktree's root cannot be inspected; nothing was written".to_owned(),
+        )
+    })?;
     let modes: Vec<(&str, Mode)> = prepared
         .iter()
         .filter_map(|p| p.target.as_ref().map(|t| (p.change.path, t.mode)))
@@ -282,6 +327,7 @@ fn publish_checked(
     let record = Record {
         version: 1,
         dev,
+        root: Id::from(root_id),
         entries,
         made,
     };
@@ -290,9 +336,11 @@ fn publish_checked(
         .write_intent(&record)
         .map_err(|e| failed("the change set", "writing its intent record", e))?;
     step();
+    // Not settled (a file unreachable now): the record stays, for the next lock to finish.
     let undo = |e: PublishError| {
-        settle::roll_back(root, &record);
-        records.remove(&id, State::Intent);
+        if settle::roll_back(root, &record) {
+            records.remove(&id, State::Intent);
+        }
         e
     };
     make_dirs(root, &record.made).map_err(undo)?;
@@ -316,14 +364,17 @@ fn publish_checked(
         }
     }
     step();
-    records
+    let durable = records
         .commit(&id)
         .map_err(|e| failed("the change set", "marking its record committed", e))
         .map_err(undo)?;
     step();
-    settle::roll_forward(root, &record);
-    step();
-    records.remove(&id, State::Committed);
+    // Committed. Until the mark is durable no displaced base may go: a power loss could
+    // still undo the mark, and rolling back needs them. The next lock finishes it.
+    if durable && settle::roll_forward(root, &record) {
+        step();
+        records.remove(&id, State::Committed);
+    }
     Ok(())
 }
 

@@ -88,6 +88,8 @@ pub(super) struct Record {
     pub version: u32,
     /// The device of every file named.
     pub dev: u64,
+    /// The worktree root's identity: a record is settled only under the root it names.
+    pub root: Id,
     /// The paths, in commit order.
     pub entries: Vec<Entry>,
     /// The directories the publish makes, worktree-relative, each after its parent.
@@ -108,12 +110,22 @@ pub(super) struct Records {
     dir: OwnedFd,
 }
 
-/// One record on disk: its id (`<pid>-<nonce>`), state and content (`None` when it does not
-/// parse).
+/// What a record file holds.
+pub(super) enum Content {
+    /// A whole record.
+    Record(Record),
+    /// A write cut short (no final line feed: the process died while writing it, before
+    /// anything it names was done).
+    Torn,
+    /// Whole, but not a record this build writes, or it cannot be read: why.
+    Unusable(String),
+}
+
+/// One record on disk: its id (`<pid>-<nonce>`), state and content.
 pub(super) struct Found {
     pub id: String,
     pub state: State,
-    pub record: Option<Record>,
+    pub content: Content,
 }
 
 impl Records {
@@ -136,9 +148,18 @@ impl Records {
             .map(|dir| Self { dir })
     }
 
-    /// Writes `record` as a new intent and syncs it and the directory; returns its id.
+    /// Writes `record` as a new intent and syncs it and the directory; returns its id. The
+    /// JSON is compact (no raw line feed), then one line feed: a record without it was cut
+    /// short. A record over [`RECORD_MAX`] bytes is refused (it could not be read back).
     pub(super) fn write_intent(&self, record: &Record) -> std::io::Result<String> {
-        let body = serde_json::to_vec(record).map_err(std::io::Error::other)?;
+        let mut body = serde_json::to_vec(record).map_err(std::io::Error::other)?;
+        body.push(b'\n');
+        if body.len() as u64 > RECORD_MAX {
+            return Err(std::io::Error::other(format!(
+                "the record would be {} bytes, over {RECORD_MAX}",
+                body.len()
+            )));
+        }
         let pid = std::process::id();
         for attempt in 0u32..64 {
             let nanos = std::time::SystemTime::now()
@@ -172,17 +193,24 @@ impl Records {
         Err(std::io::Error::other("no free record name"))
     }
 
-    /// Marks the intent `id` committed (a rename) and syncs the directory: the
-    /// linearization point.
-    pub(super) fn commit(&self, id: &str) -> std::io::Result<()> {
+    /// Marks the intent `id` committed (a rename): the linearization point. `Err` when the
+    /// rename failed (not committed); `Ok(false)` when it succeeded but syncing the directory
+    /// failed (committed, but a power loss could still undo the mark: nothing may be removed
+    /// until a later recovery syncs it); `Ok(true)` when the mark is durable.
+    pub(super) fn commit(&self, id: &str) -> std::io::Result<bool> {
         rustix::fs::renameat(
             &self.dir,
             format!("{id}{INTENT}").as_str(),
             &self.dir,
             format!("{id}{COMMITTED}").as_str(),
         )?;
-        rustix::fs::fsync(&self.dir)?;
-        Ok(())
+        Ok(rustix::fs::fsync(&self.dir).is_ok())
+    }
+
+    /// Syncs the records directory (a committed mark found at recovery is made durable
+    /// before anything it names is removed).
+    pub(super) fn sync(&self) -> bool {
+        rustix::fs::fsync(&self.dir).is_ok()
     }
 
     /// Removes the record `id` in `state`.
@@ -224,37 +252,52 @@ impl Records {
             found.push(Found {
                 id: id.to_owned(),
                 state,
-                record: self.read(name),
+                content: self.read(name),
             });
         }
         found.sort_by(|a, b| a.id.cmp(&b.id));
         found
     }
 
-    fn read(&self, name: &str) -> Option<Record> {
-        let file = rustix::fs::openat(
+    fn read(&self, name: &str) -> Content {
+        let unusable =
+            |why: &str, e: Errno| Content::Unusable(format!("{why}: {}", std::io::Error::from(e)));
+        let file = match rustix::fs::openat(
             &self.dir,
             name,
             OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
             Mode::empty(),
-        )
-        .ok()?;
-        let stat = rustix::fs::fstat(&file).ok()?;
-        let size = u64::try_from(stat.st_size).ok()?;
-        if size > RECORD_MAX {
-            return None;
+        ) {
+            Ok(file) => file,
+            Err(e) => return unusable("it cannot be opened", e),
+        };
+        let stat = match rustix::fs::fstat(&file) {
+            Ok(stat) => stat,
+            Err(e) => return unusable("it cannot be inspected", e),
+        };
+        if rustix::fs::FileType::from_raw_mode(stat.st_mode) != rustix::fs::FileType::RegularFile {
+            return Content::Unusable("it is not a regular file".to_owned());
         }
-        let mut buf = vec![0u8; usize::try_from(size).ok()?];
+        let size = u64::try_from(stat.st_size).unwrap_or(0);
+        if size > RECORD_MAX {
+            return Content::Unusable(format!("it is {size} bytes, over {RECORD_MAX}"));
+        }
+        let mut buf = vec![0u8; usize::try_from(size).unwrap_or(0)];
         let mut at = 0;
         while at < buf.len() {
             match rustix::io::pread(&file, &mut buf[at..], at as u64) {
                 Ok(0) => break,
                 Ok(n) => at += n,
                 Err(Errno::INTR) => {}
-                Err(_) => return None,
+                Err(e) => return unusable("it cannot be read", e),
             }
         }
-        let record: Record = serde_json::from_slice(&buf[..at]).ok()?;
-        (record.version == 1).then_some(record)
+        let Some(body) = buf[..at].strip_suffix(b"\n") else {
+            return Content::Torn;
+        };
+        match serde_json::from_slice::<Record>(body) {
+            Ok(record) => Content::Record(record),
+            Err(e) => Content::Unusable(format!("it is not a change-set record: {e}")),
+        }
     }
 }

@@ -1,8 +1,10 @@
 //! Settling a change set's record: rolling it back (not committed) or forward (committed).
 //! The live publish uses the same two functions on a failure and after its mark, and so
-//! does the recovery of a killed one; every step is idempotent and acts only on a file
-//! whose device and identity the record holds, so settling twice (a kill during recovery)
-//! is settling once, and nothing the record does not name is ever touched.
+//! does the recovery of a killed one; every step is idempotent and acts only on a regular
+//! single-link file whose device and identity the record holds, so settling twice (a kill
+//! during recovery) is settling once, and nothing the record does not name is ever touched.
+//! Each says whether it reached its end state (nothing of the set's left under a temporary
+//! name; rolled back: no new file at a path); every directory it changed is synced first.
 
 use std::os::fd::OwnedFd;
 
@@ -23,12 +25,33 @@ fn dir_at(root: &OwnedFd, rel: &str) -> Option<OwnedFd> {
     crate::publish::open_parent(root, &segments, rel).ok()
 }
 
-/// Whether `name` in `dir` is the recorded file `id` on `dev`.
+/// Whether `name` in `dir` is the recorded file `id` on `dev`: a regular file with one link
+/// (every file a publish names is one) of that identity.
 fn is(dir: &OwnedFd, name: &str, dev: u64, id: Option<Id>) -> bool {
     let Some(id) = id else {
         return false;
     };
-    FileId::of(dir, Some(name)).is_some_and(|(d, found)| d == dev && id.file_id().matches(found))
+    let regular = rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW).is_ok_and(|st| {
+        rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::RegularFile
+            && st.st_nlink == 1
+    });
+    regular
+        && FileId::of(dir, Some(name))
+            .is_some_and(|(d, found)| d == dev && id.file_id().matches(found))
+}
+
+/// Whether `name` in `dir` may hold one of the recorded files (`None`: the directory is
+/// gone, so nothing of the set is there). Fails closed: an error other than "no such file"
+/// counts as present.
+fn holds_any(dir: Option<&OwnedFd>, name: &str, dev: u64, ids: [Option<Id>; 2]) -> bool {
+    let Some(dir) = dir else {
+        return false;
+    };
+    match rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+        Err(rustix::io::Errno::NOENT) => false,
+        Err(_) => true,
+        Ok(_) => ids.into_iter().any(|id| is(dir, name, dev, id)),
+    }
 }
 
 fn absent(dir: &OwnedFd, name: &str) -> bool {
@@ -49,8 +72,10 @@ fn parent_and_leaf<'e>(root: &OwnedFd, entry: &'e Entry) -> Option<(OwnedFd, &'e
 
 /// Undoes whatever of `record` was done, in reverse: every base is back under its name,
 /// every new file and temporary name gone, every directory made removed (while empty).
-pub(super) fn roll_back(root: &OwnedFd, record: &Record) {
+/// `true` when that end state was reached for every path.
+pub(super) fn roll_back(root: &OwnedFd, record: &Record) -> bool {
     let dev = record.dev;
+    let mut settled = true;
     for entry in record.entries.iter().rev() {
         let home = dir_at(root, &entry.home);
         let target = parent_and_leaf(root, entry);
@@ -72,7 +97,10 @@ pub(super) fn roll_back(root: &OwnedFd, record: &Record) {
                 }
                 if is(&home, &entry.temp, dev, entry.new) {
                     let _ = rustix::fs::unlinkat(&home, entry.temp.as_str(), AtFlags::empty());
+                    let _ = rustix::fs::fsync(&home);
                 }
+                settled &= !holds_any(Some(&home), &entry.temp, dev, [entry.new, entry.base])
+                    && !is(&dir, leaf, dev, entry.new);
             }
             Kind::Create => {
                 if let Some((dir, leaf)) = target
@@ -81,11 +109,15 @@ pub(super) fn roll_back(root: &OwnedFd, record: &Record) {
                     let _ = rustix::fs::unlinkat(&dir, leaf, AtFlags::empty());
                     let _ = rustix::fs::fsync(&dir);
                 }
-                if let Some(home) = home
-                    && is(&home, &entry.temp, dev, entry.new)
+                if let Some(home) = &home
+                    && is(home, &entry.temp, dev, entry.new)
                 {
-                    let _ = rustix::fs::unlinkat(&home, entry.temp.as_str(), AtFlags::empty());
+                    let _ = rustix::fs::unlinkat(home, entry.temp.as_str(), AtFlags::empty());
+                    let _ = rustix::fs::fsync(home);
                 }
+                settled &= !holds_any(home.as_ref(), &entry.temp, dev, [entry.new, None])
+                    && !parent_and_leaf(root, entry)
+                        .is_some_and(|(dir, leaf)| is(&dir, leaf, dev, entry.new));
             }
             Kind::Delete => {
                 let Some((dir, leaf)) = target else {
@@ -101,6 +133,7 @@ pub(super) fn roll_back(root: &OwnedFd, record: &Record) {
                     );
                     let _ = rustix::fs::fsync(&dir);
                 }
+                settled &= !holds_any(Some(&dir), &entry.temp, dev, [entry.base, None]);
             }
         }
     }
@@ -115,11 +148,13 @@ pub(super) fn roll_back(root: &OwnedFd, record: &Record) {
             let _ = rustix::fs::fsync(&parent);
         }
     }
+    settled
 }
 
 /// Finishes a committed `record`: removes the displaced bases (a replace's, under its
-/// temporary name; a delete's, renamed aside).
-pub(super) fn roll_forward(root: &OwnedFd, record: &Record) {
+/// temporary name; a delete's, renamed aside). `true` when none is left.
+pub(super) fn roll_forward(root: &OwnedFd, record: &Record) -> bool {
+    let mut settled = true;
     for entry in &record.entries {
         let (dir, name) = match entry.kind {
             Kind::Replace => (dir_at(root, &entry.home), entry.temp.as_str()),
@@ -129,10 +164,13 @@ pub(super) fn roll_forward(root: &OwnedFd, record: &Record) {
             ),
             Kind::Create => continue,
         };
-        if let Some(dir) = dir
-            && is(&dir, name, record.dev, entry.base)
+        if let Some(dir) = &dir
+            && is(dir, name, record.dev, entry.base)
         {
-            let _ = rustix::fs::unlinkat(&dir, name, AtFlags::empty());
+            let _ = rustix::fs::unlinkat(dir, name, AtFlags::empty());
+            let _ = rustix::fs::fsync(dir);
         }
+        settled &= !holds_any(dir.as_ref(), name, record.dev, [entry.base, None]);
     }
+    settled
 }
