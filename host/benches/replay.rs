@@ -6,9 +6,10 @@
 //! with the revision, the text found exactly once, the splice, a temporary written and
 //! fsynced, renamed, the directory fsynced), interleaved change by change in the same run.
 //!
-//! Run: `cargo bench -p satyrn-host --bench replay [-- --runs N]` (N changes, default 3000;
-//! the checkout needs its history: a shallow clone has too few changes and the bench says
-//! so). Goal: MCP `edit` ≤ 1.5× the native apply (p50 per change).
+//! Run: `cargo bench -p satyrn-host --bench replay [-- --runs N]` (N changes, default 3000,
+//! or all the history holds when fewer: about 1,400 at 387 commits; the checkout needs its
+//! history, and a shallow clone with under 100 changes is refused by name). Goal: MCP
+//! `edit` ≤ 1.5× the native apply (p50 per change).
 
 mod common;
 
@@ -37,11 +38,18 @@ fn main() {
     let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let changes = history(&source, wanted);
     assert!(
-        changes.len() == wanted,
-        "the history of {} holds only {} replayable changes of the {wanted} asked for (a shallow clone?)",
+        changes.len() >= 100,
+        "the history of {} holds only {} replayable changes (a shallow clone?)",
         source.display(),
         changes.len()
     );
+    if changes.len() < wanted {
+        let _ = writeln!(
+            out,
+            "the history holds {} replayable changes of the {wanted} asked for: all of them are replayed",
+            changes.len()
+        );
+    }
     let bytes: usize = changes.iter().map(|c| c.old.len()).sum();
     let _ = writeln!(
         out,
