@@ -147,16 +147,7 @@ fn native_apply(file: &Path, expected: &str, change: &Change) -> Duration {
     next.push_str(&text[..at]);
     next.push_str(&change.new_text);
     next.push_str(&text[at + change.old_text.len()..]);
-    let dir = file.parent().expect("parent");
-    let temp = dir.join(".replay.tmp");
-    let mut f = std::fs::File::create(&temp).expect("create");
-    f.write_all(next.as_bytes()).expect("write");
-    f.sync_all().expect("fsync");
-    drop(f);
-    std::fs::rename(&temp, file).expect("rename");
-    std::fs::File::open(dir)
-        .and_then(|d| d.sync_all())
-        .expect("fsync the directory");
+    common::write_atomically(file, next.as_bytes());
     started.elapsed()
 }
 

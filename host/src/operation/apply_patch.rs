@@ -7,48 +7,48 @@ use super::{EditRefusal, PatchArgs, Scope, Seen, internal, lock};
 use crate::code::{Code, Failure};
 use crate::engine;
 
+/// The paths a patch names, as agents write them relative to a root: every one (each
+/// operation's, each `*** Move to:`, in order, once) and those it deletes.
+#[derive(Default)]
+struct Named {
+    paths: Vec<String>,
+    deleted: Vec<String>,
+}
+
+/// Parses `patch` once for the paths it names relative to `root` (`""`: as written);
+/// nothing when it does not parse (the component then names why).
+fn named(patch: &str, root: &str) -> Named {
+    use satyrn_mutator_core::patch::Op;
+    let Ok(parsed) = satyrn_mutator_core::patch::parse(patch) else {
+        return Named::default();
+    };
+    let canonical = |p: &str| satyrn_mutator_core::path::as_agents_write(p, root).to_owned();
+    let mut named = Named::default();
+    for op in &parsed.ops {
+        let (path, dest) = match op {
+            Op::Add { path, .. } => (path, None),
+            Op::Delete { path, .. } => {
+                named.deleted.push(canonical(path));
+                (path, None)
+            }
+            Op::Update { path, move_to, .. } => (path, move_to.as_ref()),
+        };
+        for p in std::iter::once(path).chain(dest) {
+            let p = canonical(p);
+            if !named.paths.contains(&p) {
+                named.paths.push(p);
+            }
+        }
+    }
+    named
+}
+
 /// Every path `patch` names (each operation's, each `*** Move to:`), as agents write them
 /// relative to `root` (`""`: as written); nothing when it does not parse (the component
 /// then names why).
 #[must_use]
 pub fn patch_paths(patch: &str, root: &str) -> Vec<String> {
-    let Ok(parsed) = satyrn_mutator_core::patch::parse(patch) else {
-        return Vec::new();
-    };
-    let mut paths = Vec::new();
-    for op in &parsed.ops {
-        let (path, dest) = match op {
-            satyrn_mutator_core::patch::Op::Add { path, .. }
-            | satyrn_mutator_core::patch::Op::Delete { path, .. } => (path, None),
-            satyrn_mutator_core::patch::Op::Update { path, move_to, .. } => {
-                (path, move_to.as_ref())
-            }
-        };
-        for p in std::iter::once(path).chain(dest) {
-            let p = satyrn_mutator_core::path::as_agents_write(p, root).to_owned();
-            if !paths.contains(&p) {
-                paths.push(p);
-            }
-        }
-    }
-    paths
-}
-
-/// The paths `patch` deletes (`*** Delete File:`), as agents write them relative to `root`.
-fn deleted_paths(patch: &str, root: &str) -> Vec<String> {
-    let Ok(parsed) = satyrn_mutator_core::patch::parse(patch) else {
-        return Vec::new();
-    };
-    parsed
-        .ops
-        .iter()
-        .filter_map(|op| match op {
-            satyrn_mutator_core::patch::Op::Delete { path, .. } => {
-                Some(satyrn_mutator_core::path::as_agents_write(path, root).to_owned())
-            }
-            _ => None,
-        })
-        .collect()
+    named(patch, root).paths
 }
 
 /// Decides and publishes a patch under the worktree lock. With `args.agent_root` (set by
@@ -86,11 +86,10 @@ pub fn apply_patch(scope: Scope<'_>, args: &PatchArgs) -> Result<ChangeSetResult
         .map_err(internal)
         .map_err(plain)?
         .map_err(change_set_refusal)?;
-    let root = args.agent_root.as_deref().unwrap_or("");
-    let named = patch_paths(&args.patch, root);
-    let asked: Vec<&str> = named.iter().map(String::as_str).collect();
-    let deleted = deleted_paths(&args.patch, root);
-    let partly =
-        |path: &str| args.seen.get(path) == Some(&Seen::Part) && deleted.iter().any(|d| d == path);
+    let named = named(&args.patch, args.agent_root.as_deref().unwrap_or(""));
+    let asked: Vec<&str> = named.paths.iter().map(String::as_str).collect();
+    let partly = |path: &str| {
+        args.seen.get(path) == Some(&Seen::Part) && named.deleted.iter().any(|d| d == path)
+    };
     publish_changes(scope, &changes, &asked, &partly).map_err(plain)
 }

@@ -140,10 +140,8 @@ fn recover_in(root: &OwnedFd, git: &OwnedFd, boundary: Boundary<'_>) -> Recovere
         let (message, settled) = match (&found.content, found.state) {
             (Content::Record(record), state) => {
                 match trust::check(record, dev, Id::from(root_id), boundary) {
-                    Err(why) if record.root != Id::from(root_id) => {
-                        let _ = why;
-                        continue;
-                    }
+                    // Another root's (a copied worktree's): not ours to settle or report.
+                    Err(_) if record.root != Id::from(root_id) => continue,
                     Err(why) => (kept(why), false),
                     Ok(()) if state == State::Intent => {
                         let settled = settle::roll_back(root, record);
