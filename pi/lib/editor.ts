@@ -150,7 +150,12 @@ export class Editor {
 
   /** A write: every byte of `sha` is the agent's. */
   wrote(path: string, sha: string): void {
-    this.views.set(path, { sha, lines: [], whole: true });
+    this.took(path, sha, true);
+  }
+
+  /** `path` now holds `sha`, seen whole or not (a moved file is seen as its source was). */
+  took(path: string, sha: string, whole: boolean): void {
+    this.views.set(path, { sha, lines: [], whole });
   }
 
   /** Forgets the revision of `path` (it was deleted). */

@@ -218,17 +218,22 @@ export class Toolbox {
     return this.mutate("PATCH", () => this.patchRequest(params), (request, result) => {
       const changed = array(result.files);
       const bases = request.expected_sha256 as Record<string, string>;
+      const partly = request.seen as Record<string, string>;
       const lines: string[] = [];
       for (const f of changed) {
-        const { path, status, sha256 } = f;
-        if (typeof path !== "string") return undefined;
+        const { path, status, sha256, moved_from: from } = f;
+        if (typeof path !== "string" || (from !== undefined && typeof from !== "string")) return undefined;
         if (status === "deleted") {
           this.editor.forget(path);
           lines.push(`deleted ${shown(path)}`);
         } else if ((status === "created" || status === "modified") && typeof sha256 === "string") {
-          if (status === "created") this.editor.wrote(path, sha256);
+          // A moved file is seen as its source was (the request's `seen`, taken before any
+          // of these lines forgets the source).
+          if (from !== undefined) this.editor.took(path, sha256, partly[from] !== "part");
+          else if (status === "created") this.editor.wrote(path, sha256);
           else this.editor.edited(path, bases[path] ?? null, sha256);
-          lines.push(`${status} ${shown(path)} (sha256 ${sha256})`);
+          const moved = from === undefined ? "" : `, moved from ${shown(from)}`;
+          lines.push(`${status} ${shown(path)} (sha256 ${sha256}${moved})`);
         } else {
           return undefined;
         }

@@ -349,6 +349,27 @@ test("real host: a refused apply_patch changes nothing and tells the model every
   assert.equal(readFileSync(join(w.repo, "src", "a.ts"), "utf8"), A.replace("hello world", "hello satyrn"));
 });
 
+test("real host: a file moved by apply_patch is seen as its source was", async () => {
+  const w = worktree();
+  const long = Array.from({ length: 3000 }, (_, i) => `line ${i + 1}\n`).join("");
+  writeFileSync(join(w.repo, "src", "long.ts"), long);
+  const { editor, toolbox } = w.tools();
+  await editor.read({ path: "src/long.ts" });
+  await editor.read({ path: "src/a.ts" });
+  const move = (from: string, to: string) => `*** Begin Patch\n*** Update File: ${from}\n*** Move to: ${to}\n*** End Patch\n`;
+  assert.match(await toolbox.applyPatch({ patch: move("src/long.ts", "src/moved.ts") }), /created src\/moved\.ts \(sha256 [0-9a-f]{64}, moved from src\/long\.ts\)/);
+  assert.equal(editor.seen("src/moved.ts"), "part");
+  const before = w.snapshot();
+  assert.equal((await refusal(toolbox.write({ path: "src/moved.ts", content: "x\n" }))).code, "PARTLY_SEEN");
+  assert.equal((await refusal(toolbox.applyPatch({ patch: "*** Begin Patch\n*** Delete File: src/moved.ts\n*** End Patch\n" }))).code, "PARTLY_SEEN");
+  assert.equal(w.snapshot(), before);
+  // Sibling: a file seen whole moves seen whole, and may then be overwritten.
+  await toolbox.applyPatch({ patch: move("src/a.ts", "src/b.ts") });
+  assert.equal(editor.seen("src/b.ts"), "whole");
+  assert.match(await toolbox.write({ path: "src/b.ts", content: "b\n" }), /^Wrote src\/b\.ts/);
+  assert.equal(readFileSync(join(w.repo, "src", "b.ts"), "utf8"), "b\n");
+});
+
 test("real host: a file read, then deleted by someone else, is created again by a write", async () => {
   const w = worktree();
   const { editor, toolbox } = w.tools();

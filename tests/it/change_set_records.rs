@@ -169,3 +169,88 @@ fn a_forged_record_touches_nothing_and_a_torn_one_is_removed() {
         "true"
     );
 }
+
+fn patch(fx: &Fixture, body: &str) -> crate::support::ProtocolRun {
+    let request = json!({"version": 1, "operation": "apply_patch", "repo": fx.repo.path(), "contract": fx.contract.path,
+        "patch": format!("*** Begin Patch\n{body}*** End Patch\n"),
+        "expected_sha256": {"src/a.txt": fx.sha("src/a.txt")}});
+    protocol_raw(request.to_string().as_bytes())
+}
+
+/// What else can write the git directory can stop change sets, never make one lose data
+/// or make recovery cost without bound: a file where the records directory goes refuses
+/// every change set by name (the tree and that file unchanged) while single-file calls go
+/// on; records past what one recovery examines (64, 64 MiB in all) are counted as kept,
+/// unread, and said.
+#[test]
+fn what_fills_the_records_directory_is_refused_by_name_and_read_within_bounds() {
+    let fx = Fixture::new(
+        &[("src/a.txt", b"v0\n"), ("src/b.txt", b"bee\n")],
+        &["src/*"],
+    );
+    let root = fx.repo.path();
+    let taken = records(&fx);
+    std::fs::write(&taken, "not a directory\n").expect("write");
+    let tree = crate::support::tree_state(root);
+    let taken_before = snapshot(&taken);
+    let refused = patch(
+        &fx,
+        "*** Update File: src/a.txt\n@@\n-v0\n+v1\n*** Add File: src/c.txt\n+c\n",
+    );
+    assert_eq!(
+        refused.response["code"], "MUTATION_FAILED",
+        "{}",
+        refused.stdout
+    );
+    let message = refused.response["message"].as_str().expect("message");
+    assert!(
+        message.contains("satyrn-change-sets") && message.contains("nothing was written"),
+        "{message}"
+    );
+    assert_eq!(
+        crate::support::tree_state(root),
+        tree,
+        "a refused set changed the tree"
+    );
+    assert_eq!(snapshot(&taken), taken_before);
+    assert_eq!(
+        replace(&fx, 0)["code"],
+        "OK",
+        "a single-file call needs no record"
+    );
+    // Sibling: with the name free, the set lands.
+    std::fs::remove_file(&taken).expect("remove");
+    let landed = patch(
+        &fx,
+        "*** Update File: src/a.txt\n@@\n-v1\n+v2\n*** Add File: src/c.txt\n+c\n",
+    );
+    assert_eq!(landed.response["code"], "OK", "{}", landed.stdout);
+    assert_eq!(std::fs::read(fx.file("src/c.txt")).expect("read"), b"c\n");
+
+    // 200 whole records that are not records, and two committed ones of 40 MiB cut short
+    // (sparse: nothing is written to disk). In id order the first 40 MiB and 63 of the 200
+    // are examined; the second 40 MiB would overdraw the 64 MiB, the other 137 the count.
+    for n in 0..200 {
+        std::fs::write(taken.join(format!("junk-{n:03}.intent")), "{}\n").expect("write");
+    }
+    for n in 0..2 {
+        let big = std::fs::File::create(taken.join(format!("big-{n}.committed"))).expect("create");
+        big.set_len(40 << 20).expect("size");
+    }
+    let listed = || std::fs::read_dir(&taken).expect("records").count();
+    let count = listed();
+    let tree = crate::support::tree_state(&root.join("src"));
+    let run = patch(&fx, "*** Update File: src/a.txt\n@@\n-v2\n+v3\n");
+    assert_eq!(run.response["code"], "OK", "{}", run.stdout);
+    assert!(
+        run.stderr.matches("138 change-set records").count() == 1 && run.stderr.contains("kept unexamined"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(listed(), count, "a record was removed");
+    let mut after = crate::support::tree_state(&root.join("src"));
+    let mut before = tree;
+    assert!(after.remove("a.txt").is_some() && before.remove("a.txt").is_some());
+    assert_eq!(after, before, "the call changed more than its file");
+    assert_eq!(std::fs::read(fx.file("src/a.txt")).expect("read"), b"v3\n");
+}

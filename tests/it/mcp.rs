@@ -1337,6 +1337,43 @@ fn a_change_set_never_replaces_or_removes_a_file_seen_in_part() {
         assert_eq!(moved.lines().count(), 3000);
         assert!(moved.contains("line seven\nline eight\nline 9\n"), "the content moved whole");
         assert!(!fx.repo.file("src/long.txt").exists());
+        // The destination is seen no more than the source was, through either tool.
+        let moved_before = snapshot(&fx.repo.file("src/moved.txt"));
+        for (tool, args) in [
+            ("write", json!({"path": "src/moved.txt", "content": "x\n"})),
+            ("delete", json!({"path": "src/moved.txt"})),
+        ] {
+            let text = refused(&client, tool, args).await;
+            assert!(text.starts_with("PARTLY_SEEN: "), "{tool}: {text}");
+            assert_eq!(snapshot(&fx.repo.file("src/moved.txt")), moved_before, "{tool}");
+        }
+        let done = ok(
+            &client,
+            "apply_patch",
+            json!({"patch": "*** Begin Patch\n*** Update File: src/moved.txt\n*** Move to: src/again.txt\n*** End Patch\n"}),
+        )
+        .await;
+        assert!(
+            done["files"].as_array().expect("files").iter().any(|f| f["path"] == "src/again.txt"
+                && f["moved_from"] == "src/moved.txt"),
+            "{done}"
+        );
+        let again_before = snapshot(&fx.repo.file("src/again.txt"));
+        let text = refused(&client, "delete", json!({"path": "src/again.txt"})).await;
+        assert!(text.starts_with("PARTLY_SEEN: "), "{text}");
+        assert_eq!(snapshot(&fx.repo.file("src/again.txt")), again_before);
+        // A file seen whole moves seen whole: its destination may then be overwritten.
+        ok(&client, "read", json!({"path": "src/a.txt"})).await;
+        ok(&client, "change_set", whole(json!([
+            {"op": "move", "path": "src/a.txt", "to": "src/b.txt"},
+        ]))).await;
+        ok(&client, "write", json!({"path": "src/b.txt", "content": "b\n"})).await;
+        assert_eq!(std::fs::read(fx.repo.file("src/b.txt")).expect("read"), b"b\n");
+        // Reading the rest of the moved file makes it whole again.
+        ok(&client, "read", json!({"path": "src/again.txt"})).await;
+        ok(&client, "read", json!({"path": "src/again.txt", "offset": 2001})).await;
+        ok(&client, "delete", json!({"path": "src/again.txt"})).await;
+        assert!(!fx.repo.file("src/again.txt").exists());
         client.cancel().await.expect("close");
     });
 }

@@ -102,8 +102,14 @@ pub fn change_set(done: &crate::operation::ChangeSetResult) -> String {
             crate::operation::FileStatus::Modified => "modified",
             crate::operation::FileStatus::Deleted => "deleted",
         };
+        let from = file
+            .moved_from
+            .as_ref()
+            .map_or(String::new(), |from| format!(", moved from {from}"));
         match &file.sha256 {
-            Some(sha) => text.push_str(&format!("\n- {} ({status}, sha256 {sha})", file.path)),
+            Some(sha) => {
+                text.push_str(&format!("\n- {} ({status}{from}, sha256 {sha})", file.path))
+            }
             None => text.push_str(&format!("\n- {} ({status})", file.path)),
         }
     }

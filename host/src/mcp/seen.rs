@@ -68,12 +68,17 @@ impl Views {
 
     /// A write: every byte of `sha256` is the agent's.
     pub fn wrote(&mut self, path: &str, sha256: &str) {
+        self.took(path, sha256, true);
+    }
+
+    /// `path` now holds `sha256`, seen whole or not (a moved file is seen as its source was).
+    pub fn took(&mut self, path: &str, sha256: &str, whole: bool) {
         self.0.insert(
             path.to_owned(),
             View {
                 sha256: sha256.to_owned(),
                 lines: Vec::new(),
-                whole: true,
+                whole,
             },
         );
     }

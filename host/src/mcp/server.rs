@@ -131,25 +131,35 @@ impl Session {
 
     /// Records what a published change set did: in the ledger always, in the views unless
     /// the client cancelled the call (it never sees the result). A modified file keeps what
-    /// its base (`base_of`) was seen as; a created one is seen whole; a deleted one is gone.
-    fn settled(
-        &self,
-        done: &operation::ChangeSetResult,
-        base_of: &dyn Fn(&str) -> Option<String>,
-        ct: &CancellationToken,
-    ) {
+    /// its base was seen as; a moved file's destination what its source's base was seen as
+    /// (`bases`: each path's base revision and how much of it the request said was seen); a
+    /// created one is seen whole; a deleted one is gone.
+    fn settled(&self, done: &operation::ChangeSetResult, bases: &Bases, ct: &CancellationToken) {
         for file in &done.files {
             self.published(&file.path, file.sha256.as_deref());
             let mut views = self.views();
-            match (&file.sha256, file.status) {
-                (None, _) => views.forget(&file.path),
-                (Some(_), _) if ct.is_cancelled() => {}
-                (Some(sha), operation::FileStatus::Created) => views.wrote(&file.path, sha),
-                (Some(sha), _) => views.edited(&file.path, base_of(&file.path).as_deref(), sha),
+            let Some(sha) = &file.sha256 else {
+                views.forget(&file.path);
+                continue;
+            };
+            if ct.is_cancelled() {
+                continue;
+            }
+            if let Some(from) = &file.moved_from {
+                let whole = bases.get(from).is_none_or(|(_, seen)| *seen == Seen::Whole);
+                views.took(&file.path, sha, whole);
+            } else if file.status == operation::FileStatus::Created {
+                views.took(&file.path, sha, true);
+            } else {
+                let base = bases.get(&file.path).map(|(sha, _)| sha.as_str());
+                views.edited(&file.path, base, sha);
             }
         }
     }
 }
+
+/// Each path's base revision in a change set's request, and how much of it was seen.
+type Bases = std::collections::BTreeMap<String, (String, Seen)>;
 
 /// The server: the session and the tool router.
 #[derive(Debug, Clone)]
@@ -432,10 +442,17 @@ impl Server {
                 args.seen.insert(path, seen);
             }
         }
-        let bases = args.expected_sha256.clone();
+        let bases: Bases = args
+            .expected_sha256
+            .iter()
+            .map(|(path, sha)| {
+                let seen = args.seen.get(path).copied().unwrap_or(Seen::Whole);
+                (path.clone(), (sha.clone(), seen))
+            })
+            .collect();
         let outcome = off_thread(&self.session, context.ct, move |session, ct| {
             operation::apply_patch(session.scope(), &args)
-                .inspect(|done| session.settled(done, &|p| bases.get(p).cloned(), ct))
+                .inspect(|done| session.settled(done, &bases, ct))
         })
         .await?;
         match outcome {
@@ -481,14 +498,17 @@ impl Server {
             touched.push(entry.path.clone());
             touched.extend(entry.to.clone());
         }
-        let bases: std::collections::BTreeMap<String, String> = args
-            .ops
-            .iter()
-            .filter_map(|e| e.expected_sha256.clone().map(|s| (e.path.clone(), s)))
-            .collect();
+        let mut bases = Bases::new();
+        for entry in &args.ops {
+            if let Some(sha) = &entry.expected_sha256 {
+                bases
+                    .entry(entry.path.clone())
+                    .or_insert_with(|| (sha.clone(), entry.seen));
+            }
+        }
         let outcome = off_thread(&self.session, context.ct, move |session, ct| {
             operation::change_set(session.scope(), &args)
-                .inspect(|done| session.settled(done, &|p| bases.get(p).cloned(), ct))
+                .inspect(|done| session.settled(done, &bases, ct))
         })
         .await?;
         match outcome {

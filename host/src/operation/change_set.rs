@@ -35,10 +35,14 @@ pub struct ChangedFile {
     /// The file's revision now; none (`null` in the protocol) for a deleted path.
     #[schemars(with = "String")]
     pub sha256: Option<String>,
+    /// For a moved file's destination, the path it was moved from (left out otherwise): a
+    /// client's view of the destination is no more than its view of the source was.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub moved_from: Option<String>,
 }
 
 fn changed_file_schema(schema: &mut schemars::Schema) {
-    super::schema::optional(schema, &["sha256"]);
+    super::schema::optional(schema, &["sha256", "moved_from"]);
 }
 
 /// The result of a published change set.
@@ -245,7 +249,7 @@ pub(super) fn publish_changes(
             mode_from: c.mode_from.as_deref(),
         })
         .collect();
-    publish::publish_set(scope.root.dir(), &set, scope.boundary())?;
+    publish::publish_set(scope.root.dir(), &set)?;
     Ok(ChangeSetResult {
         files: changes
             .iter()
@@ -257,6 +261,7 @@ pub(super) fn publish_changes(
                     (Some(_), None) => FileStatus::Deleted,
                 },
                 sha256: c.next_sha256.clone(),
+                moved_from: c.mode_from.clone(),
             })
             .collect(),
     })

@@ -60,6 +60,13 @@ pub struct Recovered {
     pub kept: usize,
 }
 
+impl Recovered {
+    fn say(&mut self, message: String) {
+        let _ = writeln!(std::io::stderr(), "satyrn-host: {message}");
+        self.said.push(message);
+    }
+}
+
 /// One path of a decided change set.
 #[derive(Debug, Clone, Copy)]
 pub struct SetChange<'a> {
@@ -128,13 +135,34 @@ pub fn recover_with_git_dir(
 
 fn recover_in(root: &OwnedFd, git: &OwnedFd, boundary: Boundary<'_>) -> Recovered {
     let mut done = Recovered::default();
-    let Some(records) = Records::open(git, false) else {
-        return done;
+    let listed = Records::open(git, false).and_then(|records| {
+        records
+            .map(|records| records.found().map(|listing| (records, listing)))
+            .transpose()
+    });
+    let (records, listing) = match listed {
+        Ok(None) => return done,
+        Ok(Some(listed)) => listed,
+        Err(e) => {
+            // Whether a killed publish left a record cannot be told: as if one were kept.
+            done.kept = 1;
+            done.say(format!("the change-set records in `{RECORDS_DIR}` of the worktree's git directory cannot be read ({e}); whether a change set was left half published cannot be told"));
+            return done;
+        }
     };
     let Some((dev, root_id)) = FileId::of(root, None) else {
         return done;
     };
-    for found in records.found() {
+    if listing.unexamined > 0 {
+        done.kept += listing.unexamined;
+        done.say(format!(
+            "{} change-set records in `{RECORDS_DIR}` of the worktree's git directory are kept unexamined: a recovery reads at most {} records and {} MiB (a killed publish leaves one; the rest were put there by something else)",
+            listing.unexamined,
+            record::MAX_EXAMINED,
+            record::RECORD_MAX >> 20,
+        ));
+    }
+    for found in listing.found {
         let name = format!("`{}`", found.id);
         let kept = |why: String| format!("the change-set record {name} is kept, untouched: {why}");
         let (message, settled) = match (&found.content, found.state) {
@@ -175,8 +203,7 @@ fn recover_in(root: &OwnedFd, git: &OwnedFd, boundary: Boundary<'_>) -> Recovere
         } else {
             done.kept += 1;
         }
-        let _ = writeln!(std::io::stderr(), "satyrn-host: {message}");
-        done.said.push(message);
+        done.say(message);
     }
     done
 }
@@ -210,7 +237,8 @@ fn join(dir: &str, name: &str) -> String {
 }
 
 /// Publishes a decided change set under `root`, all together or not at all. The caller
-/// holds the worktree lock ([`crate::lock::WorktreeLock`]) and has given each path once.
+/// holds the worktree lock ([`crate::lock::WorktreeLock`]), has run [`recover`] under it
+/// (the operation layer's lock does both) and has given each path once.
 ///
 /// Process-global effects, from the first temporary until the record is settled: the
 /// termination signals are held and `SIGXFSZ` ignored, as in [`super::publish`].
@@ -223,23 +251,21 @@ fn join(dir: &str, name: &str) -> String {
 /// without what the publish needs, no git directory, or any write, sync or rename that
 /// fails before the mark. In every case the worktree is as it was (every name done rolled
 /// back).
-pub fn publish_set(
-    root: &OwnedFd,
-    changes: &[SetChange<'_>],
-    boundary: Boundary<'_>,
-) -> Result<(), PublishError> {
+pub fn publish_set(root: &OwnedFd, changes: &[SetChange<'_>]) -> Result<(), PublishError> {
     let git = super::journal::git_dir_of(root).ok_or_else(|| {
         PublishError::Failed(
             "the worktree has no git directory of its own to hold a change set's intent record; nothing was written (change the files one at a time)".to_owned(),
         )
     })?;
-    recover_in(root, &git, boundary);
     let _ = super::swept(root);
-    let records = Records::open(&git, true).ok_or_else(|| {
-        PublishError::Failed(format!(
-            "cannot make `{RECORDS_DIR}` in the worktree's git directory; nothing was written"
-        ))
-    })?;
+    let records = Records::open(&git, true)
+        .ok()
+        .flatten()
+        .ok_or_else(|| {
+            PublishError::Failed(format!(
+                "cannot make or open the directory `{RECORDS_DIR}` in the worktree's git directory (a change set's intent record is written there; anything else of that name must be removed first); nothing was written"
+            ))
+        })?;
     let held = HeldSignals::hold();
     let outcome = publish_checked(root, &records, changes);
     drop(held);

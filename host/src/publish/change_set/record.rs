@@ -23,8 +23,16 @@ pub const RECORDS_DIR: &str = "satyrn-change-sets";
 const INTENT: &str = ".intent";
 const COMMITTED: &str = ".committed";
 
-/// The most bytes of a record read back (1,000 operations with 4 KiB paths fit).
-const RECORD_MAX: u64 = 64 << 20;
+/// The most bytes of a record read back (1,000 operations with 4 KiB paths fit), and the
+/// most bytes one recovery reads in all.
+pub(super) const RECORD_MAX: u64 = 64 << 20;
+
+/// The most records one recovery examines (a killed publish leaves one; more were put there
+/// by something else that can write the git directory).
+pub(super) const MAX_EXAMINED: usize = 64;
+
+/// The most directory entries one recovery lists.
+const MAX_ENTRIES: usize = 4096;
 
 /// What a publish does to one path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -121,6 +129,16 @@ pub(super) enum Content {
     Unusable(String),
 }
 
+/// The records one recovery examines, and how many it left unexamined: a recovery's cost is
+/// bounded ([`MAX_EXAMINED`] records, [`RECORD_MAX`] bytes, [`MAX_ENTRIES`] names listed)
+/// whatever the directory holds.
+pub(super) struct Listing {
+    /// In id order.
+    pub found: Vec<Found>,
+    /// Records (or, past [`MAX_ENTRIES`], names) not examined.
+    pub unexamined: usize,
+}
+
 /// One record on disk: its id (`<pid>-<nonce>`), state and content.
 pub(super) struct Found {
     pub id: String,
@@ -129,23 +147,26 @@ pub(super) struct Found {
 }
 
 impl Records {
-    /// The records directory of `git_dir`, made (mode 0700) when `make` and missing; `None`
-    /// when it does not exist (and is not to be made) or cannot be opened.
-    pub(super) fn open(git_dir: &OwnedFd, make: bool) -> Option<Self> {
+    /// The records directory of `git_dir`, made (mode 0700) when `make` and missing.
+    /// `Ok(None)`: it does not exist (and is not to be made), or the name is taken by
+    /// something that is not a directory (a file, a symlink: satyrn makes neither, so it
+    /// holds no record of a publish). `Err`: it cannot be opened or made (for a publish, a
+    /// name taken by anything else is this too: `ENOTDIR`).
+    pub(super) fn open(git_dir: &OwnedFd, make: bool) -> std::io::Result<Option<Self>> {
         let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
         match rustix::fs::openat(git_dir, RECORDS_DIR, flags, Mode::empty()) {
-            Ok(dir) => return Some(Self { dir }),
+            Ok(dir) => return Ok(Some(Self { dir })),
             Err(Errno::NOENT) if make => {}
-            Err(_) => return None,
+            Err(Errno::NOENT | Errno::NOTDIR | Errno::LOOP) if !make => return Ok(None),
+            Err(e) => return Err(e.into()),
         }
         match rustix::fs::mkdirat(git_dir, RECORDS_DIR, Mode::from_raw_mode(0o700)) {
             Ok(()) | Err(Errno::EXIST) => {}
-            Err(_) => return None,
+            Err(e) => return Err(e.into()),
         }
         let _ = rustix::fs::fsync(git_dir);
-        rustix::fs::openat(git_dir, RECORDS_DIR, flags, Mode::empty())
-            .ok()
-            .map(|dir| Self { dir })
+        let dir = rustix::fs::openat(git_dir, RECORDS_DIR, flags, Mode::empty())?;
+        Ok(Some(Self { dir }))
     }
 
     /// Writes `record` as a new intent and syncs it and the directory; returns its id. The
@@ -232,13 +253,18 @@ impl Records {
         }
     }
 
-    /// Every record in the directory.
-    pub(super) fn found(&self) -> Vec<Found> {
-        let Ok(entries) = rustix::fs::Dir::read_from(&self.dir) else {
-            return Vec::new();
-        };
-        let mut found = Vec::new();
-        for entry in entries.flatten() {
+    /// The records in the directory, in id order, within the bounds of a [`Listing`]: a
+    /// record past them is counted, not read. `Err`: the directory cannot be listed.
+    pub(super) fn found(&self) -> std::io::Result<Listing> {
+        let entries = rustix::fs::Dir::read_from(&self.dir)?;
+        let mut names = Vec::new();
+        let mut unexamined = 0;
+        for (listed, entry) in entries.enumerate() {
+            if listed == MAX_ENTRIES {
+                unexamined += 1;
+                break;
+            }
+            let entry = entry?;
             let Ok(name) = entry.file_name().to_str() else {
                 continue;
             };
@@ -249,17 +275,36 @@ impl Records {
             } else {
                 continue;
             };
-            found.push(Found {
-                id: id.to_owned(),
-                state,
-                content: self.read(name),
-            });
+            names.push((id.to_owned(), state, name.to_owned()));
         }
-        found.sort_by(|a, b| a.id.cmp(&b.id));
-        found
+        names.sort_by(|a, b| (&a.0, &a.2).cmp(&(&b.0, &b.2)));
+        let mut found = Vec::new();
+        let mut budget = RECORD_MAX;
+        for (id, state, name) in names {
+            if found.len() == MAX_EXAMINED {
+                unexamined += 1;
+                continue;
+            }
+            let Some(content) = self.read(&name, &mut budget) else {
+                unexamined += 1;
+                continue;
+            };
+            found.push(Found { id, state, content });
+        }
+        Ok(Listing { found, unexamined })
     }
 
-    fn read(&self, name: &str) -> Content {
+    /// The record `name`, its bytes taken from `budget`; `None` when it would overdraw it.
+    fn read(&self, name: &str, budget: &mut u64) -> Option<Content> {
+        let size = rustix::fs::statat(&self.dir, name, AtFlags::SYMLINK_NOFOLLOW)
+            .map_or(0, |stat| u64::try_from(stat.st_size).unwrap_or(u64::MAX));
+        if size <= RECORD_MAX {
+            *budget = budget.checked_sub(size)?;
+        }
+        Some(self.read_whole(name))
+    }
+
+    fn read_whole(&self, name: &str) -> Content {
         let unusable =
             |why: &str, e: Errno| Content::Unusable(format!("{why}: {}", std::io::Error::from(e)));
         let file = match rustix::fs::openat(
