@@ -243,7 +243,8 @@ fn what_fills_the_records_directory_is_refused_by_name_and_read_within_bounds() 
     let run = patch(&fx, "*** Update File: src/a.txt\n@@\n-v2\n+v3\n");
     assert_eq!(run.response["code"], "OK", "{}", run.stdout);
     assert!(
-        run.stderr.matches("138 change-set records").count() == 1 && run.stderr.contains("kept unexamined"),
+        run.stderr.matches("138 change-set records").count() == 1
+            && run.stderr.contains("kept unexamined"),
         "{}",
         run.stderr
     );
