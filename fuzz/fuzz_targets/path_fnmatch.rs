@@ -40,6 +40,11 @@ fuzz_target!(|data: &[u8]| {
         expected,
         "the set's literal prefilter, {path:?} against {patterns:?}"
     );
+    assert_eq!(
+        fnmatch::PatternSet::few_names(&patterns).matches(path),
+        expected,
+        "the set without a prefilter, {path:?} against {patterns:?}"
+    );
 });
 
 fn check_shape(path: &str) {

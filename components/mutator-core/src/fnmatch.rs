@@ -383,6 +383,22 @@ pub struct PatternSet {
 }
 
 impl PatternSet {
+    /// The set for matching a few names (one path and its parents): every pattern
+    /// translated, no finder built (building one costs more than trying each pattern on a
+    /// few names). Matches exactly as [`Self::new`].
+    #[must_use]
+    pub fn few_names<S: AsRef<str>>(patterns: &[S]) -> Self {
+        let patterns: Vec<Pattern> = patterns.iter().map(|p| Pattern::new(p.as_ref())).collect();
+        Self {
+            unfiltered: (0..patterns.len())
+                .filter(|&i| !patterns[i].never)
+                .collect(),
+            patterns,
+            by_literal: Vec::new(),
+            finder: None,
+        }
+    }
+
     /// Translates every pattern and builds the finder of their literals.
     #[must_use]
     pub fn new<S: AsRef<str>>(patterns: &[S]) -> Self {

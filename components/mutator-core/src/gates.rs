@@ -135,7 +135,7 @@ impl Refusal {
 /// everything beneath it).
 #[must_use]
 pub fn is_private(path: &str, private_paths: &[String]) -> bool {
-    is_private_in(path, &fnmatch::PatternSet::new(private_paths))
+    is_private_in(path, &fnmatch::PatternSet::few_names(private_paths))
 }
 
 /// [`is_private`] with the patterns translated once.
@@ -191,19 +191,34 @@ pub(crate) fn declared_gates(
     writable_paths: &[String],
     private_paths: &[String],
 ) -> Result<(), Refusal> {
+    declared_gates_in(
+        path,
+        segments,
+        &fnmatch::PatternSet::few_names(writable_paths),
+        &fnmatch::PatternSet::few_names(private_paths),
+    )
+}
+
+/// [`declared_gates`] with the patterns translated once (a change set checks many paths).
+pub(crate) fn declared_gates_in(
+    path: &str,
+    segments: &[&str],
+    writable: &fnmatch::PatternSet,
+    private: &fnmatch::PatternSet,
+) -> Result<(), Refusal> {
     if is_git_admin(segments) {
         return Err(Refusal::new(
             RefusalCode::PathUndeclared,
             git_admin_message(path),
         ));
     }
-    if is_private(path, private_paths) {
+    if is_private_in(path, private) {
         return Err(Refusal::new(
             RefusalCode::PathPrivate,
             private_message(path),
         ));
     }
-    if !fnmatch::matches_any(path, writable_paths) {
+    if !writable.matches(path) {
         return Err(Refusal::new(
             RefusalCode::PathUndeclared,
             format!("`{path}` is not declared writable by the contract"),

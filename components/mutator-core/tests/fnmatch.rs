@@ -120,7 +120,7 @@ proptest! {
         );
     }
 
-    /// The set's literal prefilter never changes an answer: a set of generated patterns
+    /// The set's literal prefilter never changes an answer, nor does leaving it out: a set of generated patterns
     /// (some sharing literals, some with none) against names shaped after each of them.
     #[test]
     fn a_set_agrees_with_trying_every_pattern(
@@ -133,11 +133,13 @@ proptest! {
             .map(|tokens| tokens.iter().map(Tok::spell).collect())
             .collect();
         let set = PatternSet::new(&patterns);
+        let few = PatternSet::few_names(&patterns);
         let mut names: Vec<String> = sets.iter().map(|t| text_for(t, &picks)).collect();
         names.push(free.into_iter().collect());
         for name in &names {
             let expected = sets.iter().any(|tokens| reference(tokens, name));
             prop_assert_eq!(set.matches(name), expected, "{:?} against {:?}", name, patterns);
+            prop_assert_eq!(few.matches(name), expected, "few names: {:?} against {:?}", name, patterns);
         }
     }
 }

@@ -38,6 +38,7 @@ pub struct ChangedFile {
     /// For a moved file's destination, the path it was moved from (left out otherwise): a
     /// client's view of the destination is no more than its view of the source was.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
     pub moved_from: Option<String>,
 }
 

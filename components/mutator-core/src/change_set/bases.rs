@@ -5,7 +5,8 @@ use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
 
-use crate::gates::{MAX_TEXT_FILE_BYTES, Refusal, RefusalCode, declared_gates};
+use crate::fnmatch::PatternSet;
+use crate::gates::{MAX_TEXT_FILE_BYTES, Refusal, RefusalCode, declared_gates_in};
 use crate::tree::{EntryKind, Tree};
 use crate::worktree::NotEditable;
 
@@ -43,21 +44,31 @@ impl<F: FnMut(&str) -> Result<Option<Vec<u8>>, Refusal>> Bases for F {
 }
 
 /// The worktree's files under the contract's patterns: the gates of the single-file
-/// writers.
+/// writers, with the patterns translated once for the whole set.
 pub struct WorktreeBases<'a, W: ?Sized> {
-    /// The worktree (the component's read-only preopen).
-    pub worktree: &'a W,
-    /// The contract's `writable_paths`.
-    pub writable_paths: &'a [String],
-    /// The contract's `private_paths`.
-    pub private_paths: &'a [String],
+    worktree: &'a W,
+    writable: PatternSet,
+    private: PatternSet,
+}
+
+impl<'a, W: ?Sized> WorktreeBases<'a, W> {
+    /// The bases in `worktree` (the component's read-only preopen) under the contract's
+    /// `writable_paths` and `private_paths`.
+    #[must_use]
+    pub fn new(worktree: &'a W, writable_paths: &[String], private_paths: &[String]) -> Self {
+        Self {
+            worktree,
+            writable: PatternSet::new(writable_paths),
+            private: PatternSet::new(private_paths),
+        }
+    }
 }
 
 impl<W: ?Sized> core::fmt::Debug for WorktreeBases<'_, W> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("WorktreeBases")
-            .field("writable_paths", &self.writable_paths)
-            .field("private_paths", &self.private_paths)
+            .field("writable", &self.writable)
+            .field("private", &self.private)
             .finish_non_exhaustive()
     }
 }
@@ -66,7 +77,7 @@ impl<W: Tree + ?Sized> Bases for WorktreeBases<'_, W> {
     fn admit(&self, path: &str) -> Result<(), Refusal> {
         let segments = crate::path::segments(path)
             .map_err(|e| Refusal::new(RefusalCode::PathUndeclared, format!("`{path}`: {e}")))?;
-        declared_gates(path, &segments, self.writable_paths, self.private_paths)
+        declared_gates_in(path, &segments, &self.writable, &self.private)
     }
 
     fn read(&mut self, path: &str) -> Result<Option<Vec<u8>>, Refusal> {

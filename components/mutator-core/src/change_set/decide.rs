@@ -122,11 +122,7 @@ pub fn decide<T: Tree + ?Sized>(
     for (index, op) in request.ops.iter().enumerate() {
         check(index, op)?;
     }
-    let mut bases = WorktreeBases {
-        worktree: tree,
-        writable_paths: request.writable_paths,
-        private_paths: request.private_paths,
-    };
+    let mut bases = WorktreeBases::new(tree, request.writable_paths, request.private_paths);
     plan(request.ops, &mut bases, RevisionPolicy::Required)
         .map_err(|problems| rejected(problems, request.ops.len()))
 }
@@ -225,11 +221,7 @@ pub fn decide_patch<T: Tree + ?Sized>(
             named(dest)?;
         }
     }
-    let mut bases = WorktreeBases {
-        worktree: tree,
-        writable_paths: request.writable_paths,
-        private_paths: request.private_paths,
-    };
+    let mut bases = WorktreeBases::new(tree, request.writable_paths, request.private_paths);
     plan(&ops, &mut bases, RevisionPolicy::Required)
         .map_err(|problems| rejected(problems, ops.len()))
 }

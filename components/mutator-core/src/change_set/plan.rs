@@ -126,7 +126,8 @@ impl<B: Bases + ?Sized> Virtual<'_, B> {
                 ));
             }
         };
-        let now = slot.now.as_deref().map(Revision::of);
+        // Hashed only for a path this set changed already (its base's revision is known).
+        let now = || slot.now.as_deref().map(Revision::of);
         match (slot.touched, expected) {
             (false, None) => Err(Found::new(
                 path,
@@ -143,7 +144,7 @@ impl<B: Bases + ?Sized> Virtual<'_, B> {
                 found.current = slot.base;
                 Err(found)
             }
-            (true, Some(e)) if Some(e) != slot.base && Some(e) != now => {
+            (true, Some(e)) if Some(e) != slot.base && Some(e) != now() => {
                 let mut found = Found::new(
                     path,
                     OpCode::Refused(RefusalCode::RevisionStale),
@@ -151,7 +152,7 @@ impl<B: Bases + ?Sized> Virtual<'_, B> {
                         "`{path}`: expected revision {e} is neither the file's on disk nor what the earlier operations of this set made of it; a later operation on a path needs no revision"
                     ),
                 );
-                found.current = now;
+                found.current = now();
                 Err(found)
             }
             _ => Ok(()),

@@ -4,16 +4,18 @@
 //!
 //! The order (`docs/architecture.md`, "Publishing a change set", has the argument):
 //!
-//! 1. **Recover** what a killed publish left ([`recover`]).
+//! 1. **Recover** what a killed publish left ([`recover`], run by the lock's taker).
 //! 2. **Check**, writing nothing: each path's directories are walked without following a
 //!    symbolic link; an existing base must be the single-link regular file with the
 //!    decided revision; a new path must not exist.
 //! 3. **Prepare**: each new content is written to an anonymous temporary (`O_TMPFILE`) in
 //!    its directory (for a new path in directories still to be made, the deepest one that
-//!    exists), with its permission bits, and fsynced. A kill here leaves nothing.
+//!    exists), with its permission bits, and its write-out started. A kill here leaves
+//!    nothing.
 //! 4. **Intent**: the record ([`record`]) names every path, its temporary name and the
 //!    identities (device, inode, birth) of its new and its base file, and the directories
-//!    to make; it is written, fsynced, and its directory fsynced.
+//!    to make; it is written, fsynced, and its directory fsynced. Then every temporary is
+//!    fsynced (mostly in the record's journal commit: [`super::start_writeback`]).
 //! 5. The directories are made, the temporaries named.
 //! 6. **Commit**, in path order: a replacement exchanges names with its temporary
 //!    (`RENAME_EXCHANGE`: the base stays under the temporary name, and is re-checked); a new
@@ -21,7 +23,8 @@
 //!    its temporary name (`RENAME_NOREPLACE`, re-checked). Every directory is fsynced.
 //! 7. **Mark**: the record is renamed committed and its directory fsynced — the
 //!    linearization point.
-//! 8. **Finish**: the displaced bases are removed, then the record.
+//! 8. **Finish**: the displaced bases are removed, their directories fsynced once each,
+//!    then the record.
 //!
 //! A failure before the mark rolls back ([`settle::roll_back`]); after it, only finishing
 //! is left. A record is settled the same way by whoever next takes the worktree lock.
@@ -38,7 +41,9 @@ use satyrn_mutator_core::revision::Revision;
 
 use super::commit::{still_the_target, unchanged};
 use super::journal::FileId;
-use super::{PublishError, Target, check_target, checked_segments, failed, write_all};
+use super::{
+    PublishError, Target, check_target, checked_segments, failed, start_writeback, write_all,
+};
 use crate::os::signals::HeldSignals;
 
 mod record;
@@ -360,6 +365,10 @@ fn publish_checked(
         .write_intent(&record)
         .map_err(|e| failed("the change set", "writing its intent record", e))?;
     step();
+    if let Err(e) = sync_temporaries(&prepared) {
+        records.remove(&id, State::Intent);
+        return Err(e);
+    }
     // Not settled (a file unreachable now): the record stays, for the next lock to finish.
     let undo = |e: PublishError| {
         if settle::roll_back(root, &record) {
@@ -516,7 +525,8 @@ fn fill(p: &mut Prepared<'_>, mode: Mode, content: &[u8], dev: u64) -> Result<Id
         rustix::fs::fchmod(&file, mode).map_err(|e| failed(path, "setting the mode", e))?;
     }
     write_all(&file, content).map_err(|e| failed(path, "writing the temporary", e))?;
-    rustix::fs::fsync(&file).map_err(|e| failed(path, "syncing the temporary", e))?;
+    // Synced with the others, after the record ([`sync_temporaries`]).
+    start_writeback(&file);
     let (file_dev, id) = FileId::of(&file, None).ok_or_else(|| {
         PublishError::Failed(format!("`{path}`: the temporary's identity cannot be read"))
     })?;
@@ -528,6 +538,20 @@ fn fill(p: &mut Prepared<'_>, mode: Mode, content: &[u8], dev: u64) -> Result<Id
     p.temp = Some(file);
     p.temp_name = free_name(&p.home, &p.leaf, path)?;
     Ok(Id::from(id))
+}
+
+/// Syncs every new content's temporary, before any name changes. Their write-out was
+/// started as each was filled, and the record's sync has most likely committed the journal
+/// transaction that holds them all, so these are cheap; each is still an fsync of its own.
+/// Nothing is named yet: a failure leaves the intent with nothing to undo.
+fn sync_temporaries(prepared: &[Prepared<'_>]) -> Result<(), PublishError> {
+    for p in prepared {
+        if let Some(temp) = &p.temp {
+            rustix::fs::fsync(temp)
+                .map_err(|e| failed(p.change.path, "syncing the temporary", e))?;
+        }
+    }
+    Ok(())
 }
 
 fn no_support(path: &str, what: &str) -> PublishError {

@@ -152,9 +152,11 @@ pub(super) fn roll_back(root: &OwnedFd, record: &Record) -> bool {
 }
 
 /// Finishes a committed `record`: removes the displaced bases (a replace's, under its
-/// temporary name; a delete's, renamed aside). `true` when none is left.
+/// temporary name; a delete's, renamed aside), then syncs each directory it removed from
+/// once. `true` when none is left.
 pub(super) fn roll_forward(root: &OwnedFd, record: &Record) -> bool {
     let mut settled = true;
+    let mut changed: Vec<OwnedFd> = Vec::new();
     for entry in &record.entries {
         let (dir, name) = match entry.kind {
             Kind::Replace => (dir_at(root, &entry.home), entry.temp.as_str()),
@@ -168,9 +170,16 @@ pub(super) fn roll_forward(root: &OwnedFd, record: &Record) -> bool {
             && is(dir, name, record.dev, entry.base)
         {
             let _ = rustix::fs::unlinkat(dir, name, AtFlags::empty());
-            let _ = rustix::fs::fsync(dir);
         }
         settled &= !holds_any(dir.as_ref(), name, record.dev, [entry.base, None]);
+        if let Some(dir) = dir
+            && !changed.iter().any(|d| super::same_dir(d, &dir))
+        {
+            changed.push(dir);
+        }
+    }
+    for dir in &changed {
+        let _ = rustix::fs::fsync(dir);
     }
     settled
 }
