@@ -1,12 +1,12 @@
 //! Real edits replayed: the first 3,000 modifications of text files in this repository's own
-//! history (from its root commit; each a file's old and new blob), each turned into one exact
+//! history (or another's: `--repo PATH`) (from its root commit; each a file's old and new blob), each turned into one exact
 //! `replace` (the changed lines with as much context as makes them unique) and applied as an
 //! MCP `edit` with the explicit revision in one long-lived session, against a native
 //! in-process apply with the same checks and durability (read, SHA-256 of the bytes compared
 //! with the revision, the text found exactly once, the splice, a temporary written and
 //! fsynced, renamed, the directory fsynced), interleaved change by change in the same run.
 //!
-//! Run: `cargo bench -p satyrn-host --bench replay [-- --runs N]` (N changes, default 3000,
+//! Run: `cargo bench -p satyrn-host --bench replay [-- --runs N] [--repo PATH]` (N changes, default 3000,
 //! or all the history holds when fewer: about 1,400 at 387 commits; the checkout needs its
 //! history, and a shallow clone with under 100 changes is refused by name). Goal: MCP
 //! `edit` ≤ 1.5× the native apply (p50 per change).
@@ -35,7 +35,14 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     let wanted = common::runs_arg(&args, 3000);
     let mut out = std::io::stdout().lock();
-    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let source = args
+        .iter()
+        .position(|a| a == "--repo")
+        .and_then(|i| args.get(i + 1))
+        .map_or_else(
+            || Path::new(env!("CARGO_MANIFEST_DIR")).join(".."),
+            std::path::PathBuf::from,
+        );
     let changes = history(&source, wanted);
     assert!(
         changes.len() >= 100,
@@ -53,8 +60,9 @@ fn main() {
     let bytes: usize = changes.iter().map(|c| c.old.len()).sum();
     let _ = writeln!(
         out,
-        "{} changes from this repository's history, files of {} bytes on average",
+        "{} changes from the history of {}, files of {} bytes on average",
         changes.len(),
+        source.display(),
         bytes / changes.len()
     );
 
