@@ -220,12 +220,19 @@ pub fn finish(out: std::process::Output, elapsed: Duration) -> Run {
     // `published` is additive too: only with `--push`, after `signal`.
     let extra = usize::from(receipt.get("warnings").is_some())
         + usize::from(receipt.get("published").is_some())
+        + usize::from(receipt.get("attempt").is_some())
         + usize::from(receipt.get("outside_contract").is_some())
         + usize::from(receipt.get("confinement").is_some());
     if let Some(at) = stdout.find("\"published\":") {
         assert!(
             stdout.find("\"signal\":") < Some(at),
             "published after signal: {stdout}"
+        );
+    }
+    if let Some(at) = stdout.find("\"attempt\":{") {
+        assert!(
+            stdout.find("\"signal\":") < Some(at),
+            "attempt after signal: {stdout}"
         );
     }
     if receipt.get("warnings").is_some() {

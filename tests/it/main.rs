@@ -41,5 +41,6 @@ mod publish_panic;
 mod race;
 mod reuse;
 mod revisions_component;
+mod series_remote;
 mod support;
 mod toolbox_component;

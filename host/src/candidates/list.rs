@@ -170,7 +170,7 @@ const MAX_DIFF_PROCESSES: usize = 4;
 /// [`MAX_DIFF_PROCESSES`]), from [`SPLIT_FROM`] commits on, since `diff-tree` works one
 /// commit at a time on one core. Fully buffered (`GIT_FLUSH=0`: by default git flushes
 /// after every commit when writing to a pipe, a write and a wake-up of our reader each).
-fn file_changes(
+pub(super) fn file_changes(
     git: &Git,
     candidates: &[Candidate],
 ) -> Result<HashMap<String, Vec<FileChange>>, Error> {

@@ -19,6 +19,7 @@ pub mod diff;
 pub mod drop;
 pub mod list;
 pub mod remote;
+pub mod series;
 pub mod show;
 
 use std::fmt;

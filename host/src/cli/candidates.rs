@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use clap::Subcommand;
 use serde::Serialize;
 
-use crate::candidates::{self, Error, Namespace, apply, diff, drop, list, remote, show};
+use crate::candidates::{self, Error, Namespace, apply, diff, drop, list, remote, series, show};
 use crate::code::Code;
 use crate::git::Git;
 
@@ -30,6 +30,17 @@ enum Command {
     List {
         #[command(flatten)]
         common: Common,
+    },
+    /// One row per attempt of a series ID (candidates ID/001 …): state, code, host,
+    /// duration and change, from the receipts; indexes with nothing there named missing.
+    Series {
+        #[command(flatten)]
+        common: Common,
+        /// Cover indexes 1 to N (default: up to the highest index found).
+        #[arg(long, value_name = "N", value_parser = parse_attempts)]
+        attempts: Option<u16>,
+        /// The series id (the contract id).
+        id: String,
     },
     /// One candidate and the receipt deliver printed for it.
     Show {
@@ -135,6 +146,21 @@ pub fn run(cli: Args) -> u8 {
                 },
             ))
         }),
+        Command::Series {
+            common,
+            attempts,
+            id,
+        } => answer(common.json, || {
+            let (git, namespace) = open(&common.repo, common.remote.as_deref(), common.timeout)?;
+            let series = series::series(&git, &namespace, &id, attempts)?;
+            Ok((
+                series::table(&series),
+                SeriesBody {
+                    remote: common.remote.clone(),
+                    series,
+                },
+            ))
+        }),
         Command::Show { common, id } => answer(common.json, || {
             let (git, namespace) = open(&common.repo, common.remote.as_deref(), common.timeout)?;
             let shown = show::show(&git, &namespace, &id)?;
@@ -217,6 +243,17 @@ struct Document<'a, T: Serialize> {
 struct Listed {
     remote: Option<String>,
     candidates: Vec<list::Entry>,
+}
+
+#[derive(Serialize)]
+struct SeriesBody {
+    remote: Option<String>,
+    series: series::Series,
+}
+
+/// `--attempts`: 1 to the most attempts of a series.
+fn parse_attempts(text: &str) -> Result<u16, String> {
+    super::deliver::parse_index("--attempts", &std::ffi::OsString::from(text))
 }
 
 #[derive(Serialize)]

@@ -1,5 +1,6 @@
 //! `satyrn-host deliver --repo REPO [--timeout SECONDS] [--push REMOTE]
-//! [--attempt I | --attempts N [--jobs J]] CONTRACT -- COMMAND [ARG ...]`: runs one attempt in
+//! [--attempt I | --attempt-from slurm|kubernetes | --attempts N [--jobs J]] CONTRACT --
+//! COMMAND [ARG ...]`: runs one attempt in
 //! a detached worktree and prints one receipt, or (`--attempts`) a series of them and one
 //! summary (see [`crate::deliver`], [`crate::deliver::series`] and `docs/delivery.md`).
 //!
@@ -43,6 +44,11 @@ pub struct Args {
     /// --attempts for each child.
     #[arg(long, value_name = "I", value_parser = parse_number, conflicts_with = "attempts")]
     pub attempt: Option<u16>,
+    /// Take the attempt index from the scheduler's variable: slurm (SLURM_ARRAY_TASK_ID, as
+    /// is: submit the array as --array=1-N) or kubernetes (JOB_COMPLETION_INDEX + 1: an
+    /// Indexed Job counts from 0). A missing or invalid variable is a usage error.
+    #[arg(long, value_name = "SCHEDULER", value_enum, conflicts_with_all = ["attempt", "attempts"])]
+    pub attempt_from: Option<Scheduler>,
     /// Run N (1-999) attempts of the contract, each in its own worktree and its own
     /// candidate ID/001..; one summary line follows their receipts.
     #[arg(long, value_name = "N", value_parser = parse_number)]
@@ -72,6 +78,51 @@ impl From<Args> for Request {
                 .attempts
                 .map(|n| (n, args.jobs.unwrap_or_else(default_jobs))),
         }
+    }
+}
+
+/// A scheduler whose job arrays name each index in a variable of their own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Scheduler {
+    /// Slurm job arrays: `SLURM_ARRAY_TASK_ID`, taken as the index.
+    Slurm,
+    /// Kubernetes Indexed Jobs: `JOB_COMPLETION_INDEX`, 0-based, plus one.
+    Kubernetes,
+}
+
+impl Scheduler {
+    /// The variable naming the index, and what is added to its value.
+    #[must_use]
+    pub fn variable(self) -> (&'static str, u16) {
+        match self {
+            Self::Slurm => ("SLURM_ARRAY_TASK_ID", 0),
+            Self::Kubernetes => ("JOB_COMPLETION_INDEX", 1),
+        }
+    }
+
+    /// The attempt index this process's environment names (`get`: a variable's value).
+    ///
+    /// # Errors
+    ///
+    /// A usage message naming the variable when it is missing, not a number, or gives an
+    /// index outside 1 to [`MAX_ATTEMPTS`].
+    pub fn index(self, get: impl Fn(&str) -> Option<OsString>) -> Result<u16, String> {
+        let (name, offset) = self.variable();
+        let value =
+            get(name).ok_or_else(|| format!("--attempt-from needs {name} in the environment"))?;
+        let raw = value
+            .to_str()
+            .filter(|t| !t.is_empty() && t.len() <= 3 && t.bytes().all(|b| b.is_ascii_digit()))
+            .and_then(|t| t.parse::<u16>().ok())
+            .ok_or_else(|| format!("{name} must be a number, got {value:?}"))?;
+        Some(raw + offset)
+            .filter(|i| (1..=MAX_ATTEMPTS).contains(i))
+            .ok_or_else(|| {
+                format!(
+                    "{name}={raw} gives attempt {}, outside 1 to {MAX_ATTEMPTS}",
+                    raw + offset
+                )
+            })
     }
 }
 
@@ -133,7 +184,14 @@ pub(super) fn parse_timeout(text: &str) -> Result<Duration, String> {
 /// Runs `deliver`.
 #[must_use]
 pub fn run(args: Args) -> u8 {
-    let request = Request::from(args);
+    let from = args.attempt_from;
+    let mut request = Request::from(args);
+    if let Some(scheduler) = from {
+        match scheduler.index(|name| std::env::var_os(name)) {
+            Ok(index) => request.attempt = Some(index),
+            Err(message) => return super::usage_error("deliver", message),
+        }
+    }
     if let Some((attempts, jobs)) = request.series {
         if let Some(message) = models_mismatch(&request.argv, attempts) {
             return super::usage_error("deliver", message);

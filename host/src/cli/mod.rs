@@ -30,6 +30,7 @@ pub mod man;
 pub mod mcp;
 pub mod panic;
 pub mod protocol;
+pub mod series;
 
 /// satyrn's native runner: changes a git repository only as a task contract allows.
 #[derive(Debug, Parser)]
@@ -53,6 +54,7 @@ enum Command {
     Deliver(deliver::Args),
     Confine(confine::Args),
     Candidates(candidates::Args),
+    Series(series::Args),
     Attempt(attempt::Args),
     Mcp(mcp::Args),
     Component(component::Args),
@@ -90,6 +92,7 @@ fn dispatch(args: &[OsString]) -> u8 {
         Command::Deliver(args) => deliver::run(args),
         Command::Confine(args) => confine::run(args),
         Command::Candidates(args) => candidates::run(args),
+        Command::Series(args) => series::run(args),
         Command::Attempt(args) => {
             panic::trigger("attempt");
             attempt::run(args)

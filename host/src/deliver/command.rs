@@ -100,7 +100,7 @@ pub fn run(
     argv: &[OsString],
     cwd: &Path,
     timeout: Option<Duration>,
-    env: &[(&str, &Path)],
+    env: &[(&str, &std::ffi::OsStr)],
 ) -> Result<Finished, CommandError> {
     let Some((program, args)) = argv.split_first() else {
         return Err(CommandError::Unavailable(io::Error::new(

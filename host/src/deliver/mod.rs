@@ -21,6 +21,7 @@ pub mod admin_lock;
 pub mod candidate;
 pub mod command;
 pub mod conformance;
+pub mod emit;
 pub mod error;
 pub mod guard;
 pub mod output;
@@ -110,6 +111,8 @@ struct Progress {
     budget_end: Option<Instant>,
     /// The deadline of the work after the command ([`finish_deadline`]), once it ended.
     finish_deadline: Option<Instant>,
+    /// When `deliver` started: an attempt's receipt records the time since.
+    began: Instant,
 }
 
 impl Progress {
@@ -122,7 +125,16 @@ impl Progress {
         }
     }
 
+    /// Records, for an attempt of a series, how long it has run.
+    fn stamp(&mut self) {
+        let elapsed = self.began.elapsed();
+        if let Some(run) = &mut self.receipt.attempt {
+            run.duration_ms = u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX);
+        }
+    }
+
     fn finish(mut self, code: Code, message: impl Into<String>) -> Receipt {
+        self.stamp();
         self.receipt.code = code;
         self.receipt.message = message.into();
         self.receipt.outcome = if code == Code::Ok {
@@ -144,6 +156,7 @@ impl Progress {
     /// (`PUSH_TIMEOUT`, `INTERRUPTED`): outcome `candidate-created`, the candidate's fields
     /// kept.
     fn finish_kept(mut self, code: Code, message: impl Into<String>) -> Receipt {
+        self.stamp();
         self.receipt.code = code;
         self.receipt.message = message.into();
         self.receipt.outcome = Outcome::CandidateCreated;
@@ -190,6 +203,10 @@ fn interrupted_message(signal: i32) -> String {
     )
 }
 
+/// The variable naming the attempt's index (1-based) in its command's environment, when the
+/// delivery is an attempt of a series (`--attempt`, `--attempt-from`, `--attempts`).
+pub const ATTEMPT_INDEX_VAR: &str = "SATYRN_ATTEMPT_INDEX";
+
 /// The longest any one git before the command may run (the base, the preflight, the
 /// worktree): 120 s. A repository whose configuration makes git hang (a clean filter that
 /// never ends) is then `GIT_FAILED` naming the git, or `INTERRUPTED` on a signal, never a
@@ -207,9 +224,92 @@ pub const PREPARE_LIMIT: Duration = Duration::from_secs(120);
 #[must_use]
 pub fn deliver(request: &Request) -> Receipt {
     crate::os::process::become_subreaper();
-    let receipt = deliver_inner(request);
+    let mut receipt = deliver_inner(request);
+    if let (Some(remote), Some(index)) = (&request.push, request.attempt) {
+        push_result(request, remote, index, &mut receipt);
+    }
     crate::os::process::stop_strays(None);
     receipt
+}
+
+/// An attempt of a series that made no candidate still leaves its receipt on the remote,
+/// create-only, under the candidate's receipt ref (a tag on the base commit): the series
+/// view then tells "ran, no change" from "never ran", and a rerun of the index finds it
+/// (`published.pushed` false, nothing overwritten). Not after an interruption (a requeued
+/// index must still be able to run), nor when the attempt stopped before it had a base
+/// commit or found its candidate existing, nor when a push already ran.
+fn push_result(request: &Request, remote: &str, index: u16, receipt: &mut Receipt) {
+    let skip = matches!(
+        receipt.code,
+        Code::Ok | Code::Interrupted | Code::CandidateExists | Code::PushTimeout
+    ) || receipt.published.is_some()
+        || signals::received().is_some();
+    let (Some(base), Some(contract_id)) =
+        (receipt.base_commit.clone(), receipt.contract_id.clone())
+    else {
+        return;
+    };
+    if skip {
+        return;
+    }
+    let id = candidate::attempt_id(&contract_id, Some(index));
+    let name = candidate::receipt_ref_name(&id);
+    let repo = match resolve_root(&normalize(&request.repo)) {
+        Ok(git) => git.with_deadline(Instant::now() + push::PUSH_FLOOR, OnSignal::Stop),
+        Err(e) => {
+            receipt.published = Some(push::Publication {
+                remote: remote.to_owned(),
+                pushed: false,
+                message: format!("the attempt's receipt was not pushed: {e}"),
+            });
+            return;
+        }
+    };
+    let published =
+        candidate::write_receipt_tag(&repo, &id, &base, now_seconds(), &receipt.to_json())
+            .map_err(|e| format!("cannot write the attempt's receipt tag: {e}"))
+            .and_then(|tag| {
+                push::push(
+                    &repo,
+                    remote,
+                    &[(name.as_str(), tag.as_str())],
+                    Instant::now() + push::PUSH_FLOOR,
+                )
+                .map_err(|e| format!("cannot push the attempt's receipt: {e}"))
+            });
+    let (pushed, message) = match published {
+        Ok(push::Pushed::Created) => (true, String::new()),
+        Ok(push::Pushed::Exists) => (
+            false,
+            format!(
+                "{remote} already has {name} (this attempt ran before); nothing there was overwritten"
+            ),
+        ),
+        Ok(push::Pushed::Failed(e)) => (
+            false,
+            format!("cannot push the attempt's receipt to {remote}: {e}"),
+        ),
+        Ok(push::Pushed::TimedOut(_)) => (
+            false,
+            format!(
+                "pushing the attempt's receipt to {remote} did not finish within {} s; whether {remote} has it is unknown",
+                push::PUSH_FLOOR.as_secs()
+            ),
+        ),
+        Ok(push::Pushed::Interrupted(signal)) => (
+            false,
+            format!(
+                "deliver received {} while pushing the attempt's receipt; whether {remote} has it is unknown",
+                signals::name(signal)
+            ),
+        ),
+        Err(message) => (false, message),
+    };
+    receipt.published = Some(push::Publication {
+        remote: remote.to_owned(),
+        pushed,
+        message,
+    });
 }
 
 fn deliver_inner(request: &Request) -> Receipt {
@@ -224,7 +324,9 @@ fn deliver_inner(request: &Request) -> Receipt {
         started: false,
         budget_end: None,
         finish_deadline: None,
+        began: Instant::now(),
     };
+    progress.receipt.attempt = request.attempt.map(receipt::AttemptRun::starting);
 
     // 1. Contract first, then the repository.
     let contract = match contract::load(&request.contract) {
@@ -330,6 +432,7 @@ fn deliver_inner(request: &Request) -> Receipt {
     progress.receipt.paths = paths;
     progress.receipt.warnings.extend(warnings);
     progress.receipt.warnings.sort();
+    progress.stamp();
     let mut published = progress.receipt.clone();
     published.code = Code::Ok;
     published.outcome = Outcome::CandidateCreated;
@@ -388,11 +491,14 @@ fn publish_remote(
 ) -> Receipt {
     let started = Instant::now();
     let deadline = push::deadline(progress.budget_end.unwrap_or(started), started);
-    let (code, message) = match push::push(repo, remote, head, receipt, deadline) {
+    let (code, message) = match push::push(repo, remote, &[head, receipt], deadline) {
         Ok(push::Pushed::Created) => (Code::Ok, String::new()),
         Ok(push::Pushed::Exists) => (
             Code::CandidateExists,
-            format!("{} already exists on {remote}", head.0),
+            format!(
+                "{remote} already has {} or {} (this candidate, or this attempt's result, from an earlier run); nothing there was overwritten",
+                head.0, receipt.0
+            ),
         ),
         Ok(push::Pushed::Failed(e)) => (Code::GitFailed, format!("cannot push to {remote}: {e}")),
         Ok(push::Pushed::TimedOut(stderr)) => (
@@ -501,9 +607,11 @@ fn run_attempt(
         },
         provenance::Run::Plain | provenance::Run::Unconfined => None,
     };
-    let env: Vec<(&str, &Path)> = ledger
+    let index = request.attempt.map(|i| OsString::from(i.to_string()));
+    let env: Vec<(&str, &std::ffi::OsStr)> = ledger
         .iter()
-        .map(|p| (crate::confine::ledger::VAR, p.as_path()))
+        .map(|p| (crate::confine::ledger::VAR, p.as_os_str()))
+        .chain(index.as_deref().map(|i| (ATTEMPT_INDEX_VAR, i)))
         .collect();
     let finished = match command::run(
         &request.argv,

@@ -6,8 +6,9 @@
 //! when the remote has the ref (client side, from the advertisement) and the server applies
 //! the update only if the ref is still absent under its lock (the old value sent is zero),
 //! so a rival that created it between the two is refused too. After a refusal the remote is
-//! asked (`git ls-remote`) whether the head ref exists there now: `CANDIDATE_EXISTS`, else
-//! `GIT_FAILED`. Transport and credentials are git's own.
+//! asked (`git ls-remote`) whether any of the refs exists there now: `CANDIDATE_EXISTS`,
+//! else `GIT_FAILED`. An attempt of a series that made no candidate pushes its receipt ref
+//! alone, the same way ([`push`] with one ref), so "ran, no change" is on the remote too. Transport and credentials are git's own.
 //!
 //! Both git calls end at a deadline ([`deadline`]: what is left of `--timeout`, at least
 //! [`PUSH_FLOOR`]); a push still running then is stopped with its process group and is
@@ -46,7 +47,8 @@ pub struct Publication {
 pub enum Pushed {
     /// Both refs were created on the remote.
     Created,
-    /// The remote has the head ref already (`CANDIDATE_EXISTS`).
+    /// The remote has one of the refs already (`CANDIDATE_EXISTS`): for an attempt of a
+    /// series, its index ran before.
     Exists,
     /// The push failed otherwise (`GIT_FAILED`); git's message.
     Failed(GitError),
@@ -58,10 +60,12 @@ pub enum Pushed {
     Interrupted(i32),
 }
 
-/// Pushes `commit` to `head_ref` and `tag` to `receipt_ref` on `remote`, both create-only,
-/// atomically (a remote without atomic-push support refuses: `Failed`), ending by
-/// `deadline` (a push still running then is `TimedOut`, one interrupted `Interrupted`; an
-/// `ls-remote` after a refusal stopped either way makes the refusal `Failed`).
+/// Pushes each object to its ref on `remote` (`refs`: the candidate's head and receipt, or an
+/// attempt's receipt alone), all create-only, atomically (a remote without atomic-push
+/// support refuses: `Failed`), ending by `deadline` (a push still running then is
+/// `TimedOut`, one interrupted `Interrupted`; an `ls-remote` after a refusal stopped either
+/// way makes the refusal `Failed`). A refusal after which the remote has any of the refs is
+/// `Exists`.
 ///
 /// # Process-global effects
 ///
@@ -74,21 +78,18 @@ pub enum Pushed {
 pub fn push(
     repo: &Git,
     remote: &str,
-    (head_ref, commit): (&str, &str),
-    (receipt_ref, tag): (&str, &str),
+    refs: &[(&str, &str)],
     deadline: Instant,
 ) -> Result<Pushed, GitError> {
-    let args = crate::git::atomic_push_args(
-        &[
-            (head_ref.to_owned(), String::new()),
-            (receipt_ref.to_owned(), String::new()),
-        ],
-        remote,
-        &[
-            format!("{commit}:{head_ref}"),
-            format!("{tag}:{receipt_ref}"),
-        ],
-    );
+    let leases: Vec<(String, String)> = refs
+        .iter()
+        .map(|(name, _)| ((*name).to_owned(), String::new()))
+        .collect();
+    let specs: Vec<String> = refs
+        .iter()
+        .map(|(name, object)| format!("{object}:{name}"))
+        .collect();
+    let args = crate::git::atomic_push_args(&leases, remote, &specs);
     let out = match repo.output_until(&args, deadline)? {
         Bounded::Finished(out) => out,
         Bounded::TimedOut { stderr } => return Ok(Pushed::TimedOut(stderr)),
@@ -97,10 +98,9 @@ pub fn push(
     if out.status.success() {
         return Ok(Pushed::Created);
     }
-    let listed = repo.output_until(
-        &["ls-remote", "--end-of-options", remote, head_ref],
-        deadline,
-    )?;
+    let mut ask = vec!["ls-remote", "--end-of-options", remote];
+    ask.extend(refs.iter().map(|(name, _)| *name));
+    let listed = repo.output_until(&ask, deadline)?;
     match listed {
         Bounded::Finished(listed) if listed.status.success() && !listed.stdout.is_empty() => {
             Ok(Pushed::Exists)

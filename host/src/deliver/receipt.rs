@@ -80,6 +80,10 @@ pub struct Receipt {
     /// succeeded; omitted from the JSON otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub published: Option<Publication>,
+    /// Only for an attempt of a series (`--attempt`, `--attempt-from`, each child of
+    /// `--attempts`): which one, where and how long it ran; omitted from the JSON otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub attempt: Option<AttemptRun>,
     /// Only when the command was `satyrn-host confine`: what it enforced (the line it
     /// printed at start), or why nothing was; omitted from the JSON otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -92,6 +96,39 @@ pub struct Receipt {
     /// empty, so a receipt without warnings is byte-for-byte the 13-field receipt.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<Warning>,
+}
+
+/// One attempt of a series, as its receipt records it (`candidates series` reads it back).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct AttemptRun {
+    /// The attempt's index, from 1.
+    pub index: u16,
+    /// The machine it ran on (the kernel's host name; `""` when unreadable).
+    pub host: String,
+    /// When `deliver` started, in seconds since the epoch.
+    pub started_at: u64,
+    /// Milliseconds from `deliver`'s start to this receipt (for a candidate's receipt tag,
+    /// to its local publication).
+    pub duration_ms: u64,
+}
+
+impl AttemptRun {
+    /// Attempt `index`, starting now on this machine.
+    #[must_use]
+    pub fn starting(index: u16) -> Self {
+        let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .map(|h| h.trim().to_owned())
+            .unwrap_or_default();
+        let started_at = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        Self {
+            index,
+            host,
+            started_at,
+            duration_ms: 0,
+        }
+    }
 }
 
 fn code_str<S: serde::Serializer>(code: &Code, s: S) -> Result<S::Ok, S::Error> {
@@ -117,6 +154,7 @@ impl Receipt {
             exit_code: None,
             signal: None,
             published: None,
+            attempt: None,
             confinement: None,
             outside_contract: Vec::new(),
             warnings: Vec::new(),
