@@ -18,11 +18,29 @@ command -v python3 >/dev/null || need_apt+=(python3)
 command -v git >/dev/null || need_apt+=(git)
 # The baseline of the toolbox bench (`cargo bench -p satyrn-host --bench toolbox`).
 command -v rg >/dev/null || need_apt+=(ripgrep)
+# The single-node Slurm cluster of tests/it/slurm.rs (Debian 12's 22.05 and munge 0.5.15;
+# the packages' own daemons are not used: the test starts its own, on its own ports).
+slurm_pinned=(slurm-wlm=22.05.8-4+deb12u3 slurmctld=22.05.8-4+deb12u3 slurmd=22.05.8-4+deb12u3
+  slurm-client=22.05.8-4+deb12u3 munge=0.5.15-2+deb12u1)
+need_slurm=0
+if ! [ -x /usr/sbin/slurmctld ] || ! [ -x /usr/sbin/slurmd ] || ! [ -x /usr/sbin/munged ] || ! command -v sbatch >/dev/null; then
+  need_slurm=1
+fi
 
 if [ ${#need_apt[@]} -gt 0 ]; then
   log "installing Debian packages: ${need_apt[*]}"
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
   apt-get install -y -qq "${need_apt[@]}" >/dev/null
+fi
+if [ "$need_slurm" = 1 ]; then
+  export DEBIAN_FRONTEND=noninteractive
+  [ ${#need_apt[@]} -gt 0 ] || apt-get update -qq
+  # Debian replaces a point release's package when it updates it: the pinned version first,
+  # the suite's current one (same 22.05 series) when the pin is gone.
+  if ! apt-get install -y -qq "${slurm_pinned[@]}" >/dev/null; then
+    log "the pinned Slurm packages are gone from the archive; installing the suite's current ones"
+    apt-get install -y -qq slurm-wlm slurmctld slurmd slurm-client munge >/dev/null
+  fi
 fi
 log "toolchain ready"

@@ -264,13 +264,14 @@ fn two_machines_racing_for_one_name_make_exactly_one_remote_ref() {
 /// (by its own pid) when dropped. The `git-daemon` program is started directly (from
 /// `git --exec-path`): `git daemon` would run it as a child of its own, which killing `git`
 /// leaves running.
-struct Daemon {
+#[derive(Debug)]
+pub struct Daemon {
     child: Child,
-    port: u16,
+    pub port: u16,
 }
 
 impl Daemon {
-    fn start(base: &Path) -> Self {
+    pub fn start(base: &Path) -> Self {
         let exec_path = git_ok(base, &["--exec-path"]).trim().to_owned();
         let program = Path::new(&exec_path).join("git-daemon");
         for _ in 0..5 {

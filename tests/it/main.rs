@@ -42,5 +42,6 @@ mod race;
 mod reuse;
 mod revisions_component;
 mod series_remote;
+mod slurm;
 mod support;
 mod toolbox_component;

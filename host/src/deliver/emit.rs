@@ -67,9 +67,9 @@ fn body(scheduler: &str) -> String {
     s.push_str(
         "if [ -n \"${SATYRN_REV:-}\" ]; then git -C \"$work/repo\" checkout --quiet --detach \"$SATYRN_REV\" --; fi\n",
     );
-    let _ = write!(
+    let _ = writeln!(
         s,
-        "\"$SATYRN_HOST_BIN\" deliver --repo \"$work/repo\" --attempt-from {scheduler} --push \"$SATYRN_PUSH\" --timeout \"$SATYRN_TIMEOUT\" \"$work/repo/$SATYRN_CONTRACT\" -- \"$@\"\n"
+        "\"$SATYRN_HOST_BIN\" deliver --repo \"$work/repo\" --attempt-from {scheduler} --push \"$SATYRN_PUSH\" --timeout \"$SATYRN_TIMEOUT\" \"$work/repo/$SATYRN_CONTRACT\" -- \"$@\""
     );
     s
 }
