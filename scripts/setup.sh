@@ -43,4 +43,20 @@ if [ "$need_slurm" = 1 ]; then
     apt-get install -y -qq slurm-wlm slurmctld slurmd slurm-client munge >/dev/null
   fi
 fi
+# The Kubernetes Job schema (batch/v1, Kubernetes 1.31) the emitted Indexed Job is validated
+# against (tests/it/series_emit.rs): kubernetes-validate, pinned, in its own virtualenv.
+root=$(cd "$(dirname "$0")/.." && pwd)
+k8s_venv=$root/target/k8s-venv
+k8s_requirements=$root/tests/series/requirements.txt
+if ! cmp -s "$k8s_requirements" "$k8s_venv/.satyrn-installed-requirements"; then
+  python3 -c 'import ensurepip, venv' 2>/dev/null || {
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq && apt-get install -y -qq python3-venv >/dev/null
+  }
+  log "installing $k8s_requirements into $k8s_venv"
+  rm -rf "$k8s_venv"
+  python3 -m venv "$k8s_venv"
+  "$k8s_venv/bin/pip" install --disable-pip-version-check -q -r "$k8s_requirements"
+  cp "$k8s_requirements" "$k8s_venv/.satyrn-installed-requirements"
+fi
 log "toolchain ready"

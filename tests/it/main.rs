@@ -41,6 +41,7 @@ mod publish_panic;
 mod race;
 mod reuse;
 mod revisions_component;
+mod series_emit;
 mod series_remote;
 mod slurm;
 mod support;

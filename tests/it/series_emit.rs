@@ -1,0 +1,277 @@
+//! `series emit kubernetes`: the Indexed Job is validated against Kubernetes' own `batch/v1`
+//! Job schema (1.31, strict: no unknown field; `kubernetes-validate`, installed by
+//! `scripts/setup.sh`), and its container's shell runs here as a pod would run it (its
+//! environment, `JOB_COMPLETION_INDEX`), delivering to a real bare remote. No cluster runs
+//! it in the test suite (`docs/delivery.md` says so). `series emit slurm` is run on a real
+//! Slurm cluster in `tests/it/slurm.rs`.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::deliver_support::FixedRepo;
+use crate::support::{git_ok, host_bin};
+
+fn emit(args: &[&str]) -> std::process::Output {
+    Command::new(host_bin())
+        .args(["series", "emit"])
+        .args(args)
+        .output()
+        .expect("series emit")
+}
+
+fn validator() -> PathBuf {
+    let python = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/k8s-venv/bin/python");
+    assert!(
+        python.exists(),
+        "{} is missing: run scripts/setup.sh, which installs kubernetes-validate",
+        python.display()
+    );
+    python
+}
+
+/// `kubernetes-validate --strict` against Kubernetes 1.31: `Ok` or its message.
+fn validate(manifest: &Value) -> Result<(), String> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("job.json");
+    std::fs::write(&file, manifest.to_string()).expect("write");
+    let out = Command::new(validator())
+        .args(["-m", "kubernetes_validate", "--strict", "-k", "1.31.0"])
+        .arg(&file)
+        .output()
+        .expect("kubernetes-validate");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    if out.status.success() && text.contains("passed") {
+        Ok(())
+    } else {
+        Err(text)
+    }
+}
+
+#[test]
+fn the_indexed_job_passes_the_batch_v1_schema_and_its_shell_delivers_as_a_pod_would() {
+    let origin = FixedRepo::with_files(&[
+        ("a.txt", b"a\n"),
+        ("task.yaml", b"id: kube\ntask: t\nwritable_paths: [a.txt]\n"),
+    ]);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let bare = dir.path().join("remote.git");
+    git_ok(
+        dir.path(),
+        &[
+            "clone",
+            "-q",
+            "--bare",
+            &origin.path().to_string_lossy(),
+            &bare.to_string_lossy(),
+        ],
+    );
+    let url = bare.to_string_lossy().into_owned();
+    let script = "printf '%s|%s\\n' \"$1\" \"$SATYRN_ATTEMPT_INDEX\" > a.txt";
+    let out = emit(&[
+        "kubernetes",
+        "--id",
+        "kube",
+        "--repo-url",
+        &url,
+        "--contract",
+        "task.yaml",
+        "--attempts",
+        "8",
+        "--parallelism",
+        "3",
+        "--push",
+        &url,
+        "--timeout",
+        "60",
+        "--image",
+        "registry.example/agent:1",
+        "--host-bin",
+        &host_bin().to_string_lossy(),
+        "--",
+        "sh",
+        "-c",
+        script,
+        "sh",
+        "it's \"quoted\" $HOME",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let manifest: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    validate(&manifest).expect("the emitted Job is a valid batch/v1 Job");
+    let spec = &manifest["spec"];
+    assert_eq!(manifest["kind"], "Job");
+    assert_eq!(spec["completionMode"], "Indexed");
+    assert_eq!(spec["completions"], 8);
+    assert_eq!(spec["parallelism"], 3);
+    assert_eq!(spec["backoffLimitPerIndex"], 1);
+    let pod = &spec["template"]["spec"];
+    assert_eq!(pod["restartPolicy"], "Never");
+    // The validator refuses what Kubernetes refuses (the check can fail).
+    let mut bad = manifest.clone();
+    bad["spec"]["template"]["spec"]["containers"][0]["imagee"] = Value::from("x");
+    assert!(validate(&bad).is_err(), "a misspelt field passed");
+    let mut bad = manifest.clone();
+    bad["spec"]["completions"] = Value::from("eight");
+    assert!(validate(&bad).is_err(), "a string count passed");
+
+    // The container's command, run here as the kubelet would: its env, the Job's index.
+    let container = &pod["containers"][0];
+    let argv: Vec<&str> = container["command"]
+        .as_array()
+        .expect("command")
+        .iter()
+        .chain(container["args"].as_array().expect("args"))
+        .map(|v| v.as_str().expect("string"))
+        .collect();
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let mut pod_run = Command::new(argv[0]);
+    pod_run
+        .args(&argv[1..])
+        .env("JOB_COMPLETION_INDEX", "2")
+        .env("TMPDIR", tmp.path());
+    for var in container["env"].as_array().expect("env") {
+        pod_run.env(
+            var["name"].as_str().expect("name"),
+            var["value"].as_str().expect("value"),
+        );
+    }
+    let done = pod_run.output().expect("the pod's shell");
+    let receipt: Value = serde_json::from_slice(&done.stdout).expect("one receipt");
+    assert_eq!(
+        receipt["code"],
+        "OK",
+        "{receipt} {}",
+        String::from_utf8_lossy(&done.stderr)
+    );
+    assert_eq!(
+        receipt["attempt"]["index"], 3,
+        "JOB_COMPLETION_INDEX 2 is attempt 3"
+    );
+    assert_eq!(receipt["published"]["pushed"], true);
+    let blob = git_ok(
+        &bare,
+        &["show", "refs/satyrn/candidates/kube/003/head:a.txt"],
+    );
+    assert_eq!(
+        blob, "it's \"quoted\" $HOME|3\n",
+        "the command's words arrive exactly"
+    );
+    assert!(
+        crate::support::dir_entries(tmp.path()).is_empty(),
+        "the pod's directory is left"
+    );
+}
+
+#[test]
+fn emit_refuses_what_it_cannot_write_by_name() {
+    let base = [
+        "--id",
+        "x",
+        "--repo-url",
+        "u",
+        "--contract",
+        "c.yaml",
+        "--attempts",
+        "2",
+        "--push",
+        "u",
+    ];
+    for (extra, named) in [
+        (vec!["kubernetes", "--", "true"], "--image"),
+        (
+            vec!["slurm", "--attempts-bogus", "--", "true"],
+            "--attempts-bogus",
+        ),
+    ] {
+        let mut args: Vec<&str> = extra[..1].to_vec();
+        args.extend_from_slice(&base);
+        args.extend_from_slice(&extra[1..]);
+        let out = emit(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(out.stdout.is_empty());
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains(named),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    for id in ["a/b", "a b", "", "a\nb"] {
+        let out = emit(&[
+            "slurm",
+            "--id",
+            id,
+            "--repo-url",
+            "u",
+            "--contract",
+            "c",
+            "--attempts",
+            "2",
+            "--push",
+            "u",
+            "--",
+            "true",
+        ]);
+        assert_eq!(out.status.code(), Some(2), "{id:?}");
+        assert!(out.stdout.is_empty(), "{id:?}");
+    }
+    for attempts in ["0", "1000", "x"] {
+        let out = emit(&[
+            "slurm",
+            "--id",
+            "x",
+            "--repo-url",
+            "u",
+            "--contract",
+            "c",
+            "--attempts",
+            attempts,
+            "--push",
+            "u",
+            "--",
+            "true",
+        ]);
+        assert_eq!(out.status.code(), Some(2), "{attempts}");
+    }
+    // Sibling: the same arguments, well formed, print a script the shell parses.
+    let out = emit(&[
+        "slurm",
+        "--id",
+        "x",
+        "--repo-url",
+        "u",
+        "--contract",
+        "c",
+        "--attempts",
+        "2",
+        "--push",
+        "u",
+        "--",
+        "true",
+    ]);
+    assert!(out.status.success());
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("job.sh");
+    std::fs::write(&file, &out.stdout).expect("write");
+    assert!(
+        Command::new("sh")
+            .arg("-n")
+            .arg(&file)
+            .status()
+            .expect("sh")
+            .success()
+    );
+    let text = String::from_utf8(out.stdout).expect("utf-8");
+    assert!(
+        text.contains("#SBATCH --array=1-2\n") && text.contains("#SBATCH --requeue\n"),
+        "{text}"
+    );
+}
