@@ -9,7 +9,9 @@
 //!
 //! Run: `cargo bench -p satyrn-host --bench candidates` (release binary): both parts. The
 //! second takes minutes; `cargo bench -p satyrn-host --bench candidates -- list` runs only
-//! the first, `-- series` only the second.
+//! the first, `-- series` only the second, `-- remote-series` only the third:
+//! 3. `candidates series --remote R ID` over 1 000 indexes (goal ≤ 1 s) against `git fetch`
+//!    of the same refs.
 
 mod common;
 
@@ -41,9 +43,174 @@ fn main() {
     if wanted("list") {
         list_at_scale(&mut out, Path::new(host));
     }
+    if wanted("remote-series") {
+        remote_series(&mut out, Path::new(host));
+    }
     if wanted("series") {
         series_at_scale(&mut out, Path::new(host));
     }
+}
+
+/// The most indexes a series has (three digits: 001 to 999).
+const INDEXES: usize = 999;
+const REMOTE_RUNS: usize = 5;
+
+/// A remote holding a series of [`INDEXES`] attempts as `deliver --attempt I --push` leaves
+/// them: 600 candidates (a commit and its receipt tag) and 399 receipts alone (a tag on the
+/// base), made in one `git fast-import` and one `git update-ref --stdin`.
+fn make_series_remote(repo: &Path) {
+    common::ok(common::git(repo).args(["init", "-q", "-b", "main", "."]));
+    std::fs::write(repo.join("base.txt"), "base\n").expect("write");
+    common::ok(common::git(repo).args(["add", "-A"]));
+    common::ok(common::git(repo).args(["commit", "-q", "-m", "base"]));
+    let mut stream = String::new();
+    for i in 1..=INDEXES {
+        let head = format!("refs/satyrn/candidates/s/{i:03}/head");
+        let candidate = i <= 600;
+        let code = if candidate { "OK" } else { "COMMAND_FAILED" };
+        let receipt = format!(
+            "{{\"version\":1,\"outcome\":\"{}\",\"code\":\"{code}\",\"message\":\"\",\"attempt\":{{\"index\":{i},\"host\":\"node-{}\",\"started_at\":1764590000,\"duration_ms\":{}}}}}\n",
+            if candidate {
+                "candidate-created"
+            } else {
+                "discarded"
+            },
+            i % 8,
+            1000 + i
+        );
+        let from = if candidate {
+            let message = format!("satyrn candidate s/{i:03}\n");
+            let content = format!("attempt {i}\n").repeat(4);
+            let _ = write!(
+                stream,
+                "commit {head}\ncommitter satyrn <satyrn@satyrn.invalid> 946684800 +0000\ndata {}\n{message}from refs/heads/main\nM 100644 inline a.txt\ndata {}\n{content}\n",
+                message.len(),
+                content.len()
+            );
+            head
+        } else {
+            "refs/heads/main".to_owned()
+        };
+        let _ = write!(
+            stream,
+            "tag bench-{i:03}\nfrom {from}\ntagger satyrn <satyrn@satyrn.invalid> 1764590000 +0000\ndata {}\n{receipt}\n",
+            receipt.len()
+        );
+    }
+    let mut child = common::git(repo)
+        .args(["fast-import", "--quiet"])
+        .stdin(Stdio::piped())
+        .spawn()
+        .expect("fast-import");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(stream.as_bytes())
+        .expect("feed fast-import");
+    assert!(child.wait().expect("wait").success());
+    let tags = common::git(repo)
+        .args([
+            "for-each-ref",
+            "--format=%(objectname) %(refname)",
+            "refs/tags/",
+        ])
+        .output()
+        .expect("for-each-ref");
+    let mut moves = String::new();
+    for line in String::from_utf8_lossy(&tags.stdout).lines() {
+        let (oid, name) = line.split_once(' ').expect("two fields");
+        let index = name.strip_prefix("refs/tags/bench-").expect("bench tag");
+        let _ = writeln!(
+            moves,
+            "create refs/satyrn/candidates/s/{index}/receipt {oid}"
+        );
+        let _ = writeln!(moves, "delete {name} {oid}");
+    }
+    let mut child = common::git(repo)
+        .args(["update-ref", "--stdin"])
+        .stdin(Stdio::piped())
+        .spawn()
+        .expect("update-ref");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(moves.as_bytes())
+        .expect("feed update-ref");
+    assert!(child.wait().expect("wait").success());
+}
+
+/// `candidates series --remote R s --attempts 999` from a fresh clone (the mirror fetched
+/// first) and again (the mirror up to date), against `git fetch` of the same refs into a
+/// fresh clone (the transport floor) — goal: ≤ 1 s.
+fn remote_series(out: &mut impl Write, host: &Path) {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let remote = tmp.path().join("remote");
+    std::fs::create_dir(&remote).expect("mkdir");
+    make_series_remote(&remote);
+    let url = remote.to_string_lossy().into_owned();
+    let (mut cold, mut warm, mut fetch) = (Vec::new(), Vec::new(), Vec::new());
+    for round in 0..=REMOTE_RUNS {
+        let clone = tmp.path().join(format!("clone-{round}"));
+        common::ok(common::git(tmp.path()).args(["clone", "-q", &url, &clone.to_string_lossy()]));
+        let floor = tmp.path().join(format!("floor-{round}"));
+        common::ok(common::git(tmp.path()).args(["clone", "-q", &url, &floor.to_string_lossy()]));
+        let (f, _) = timed(
+            common::git(&floor).args([
+                "fetch",
+                "--quiet",
+                "--no-tags",
+                &url,
+                "+refs/satyrn/candidates/*:refs/satyrn/remotes/floor/*",
+            ]),
+            0,
+        );
+        let series = |cmd: &mut Command| {
+            timed(
+                cmd.args(["candidates", "series", "--json", "--repo"])
+                    .arg(&clone)
+                    .args(["--remote", &url, "--attempts", "999", "s"]),
+                0,
+            )
+        };
+        let (c, body) = series(&mut Command::new(host));
+        let (w, _) = series(&mut Command::new(host));
+        let doc: serde_json::Value = serde_json::from_slice(&body).expect("JSON");
+        assert_eq!(
+            doc["series"]["rows"].as_array().map(Vec::len),
+            Some(INDEXES)
+        );
+        assert_eq!(doc["series"]["missing"].as_array().map(Vec::len), Some(0));
+        if round > 0 {
+            cold.push(c);
+            warm.push(w);
+            fetch.push(f);
+        }
+    }
+    let p50 = |s: &[Duration]| common::percentiles(s).0;
+    let _ = writeln!(
+        out,
+        "\ncandidates series over {INDEXES} indexes on a remote (600 candidates, 399 receipts alone), {REMOTE_RUNS} rounds:\n\n| measure | p50 | p95 |\n|---|---|---|"
+    );
+    for (what, samples) in [
+        ("`candidates series --remote`, mirror fetched first", &cold),
+        ("`candidates series --remote`, mirror up to date", &warm),
+        ("`git fetch` of the same refs (the transport floor)", &fetch),
+    ] {
+        let (a, b) = common::percentiles(samples);
+        let _ = writeln!(out, "| {what} | {} | {} |", common::ms(a), common::ms(b));
+    }
+    let _ = writeln!(
+        out,
+        "\nfetched first / git fetch (p50): {:.2}×; goal ≤ 1 s: {}",
+        p50(&cold).as_secs_f64() / p50(&fetch).as_secs_f64(),
+        if p50(&cold) <= Duration::from_secs(1) {
+            "met"
+        } else {
+            "not met"
+        }
+    );
 }
 
 /// 1 000 candidates made in one `git fast-import` and one `git update-ref --stdin`.
