@@ -362,6 +362,10 @@ test("real host: a file moved by apply_patch is seen as its source was", async (
   const before = w.snapshot();
   assert.equal((await refusal(toolbox.write({ path: "src/moved.ts", content: "x\n" }))).code, "PARTLY_SEEN");
   assert.equal((await refusal(toolbox.applyPatch({ patch: "*** Begin Patch\n*** Delete File: src/moved.ts\n*** End Patch\n" }))).code, "PARTLY_SEEN");
+  // Within one patch too: moved away, then deleted or replaced where it went.
+  const away = "*** Begin Patch\n*** Update File: src/moved.ts\n*** Move to: src/tmp.ts\n*** Delete File: src/tmp.ts\n";
+  assert.equal((await refusal(toolbox.applyPatch({ patch: `${away}*** End Patch\n` }))).code, "PARTLY_SEEN");
+  assert.equal((await refusal(toolbox.applyPatch({ patch: `${away}*** Add File: src/moved.ts\n+x\n*** End Patch\n` }))).code, "PARTLY_SEEN");
   assert.equal(w.snapshot(), before);
   // Sibling: a file seen whole moves seen whole, and may then be overwritten.
   await toolbox.applyPatch({ patch: move("src/a.ts", "src/b.ts") });

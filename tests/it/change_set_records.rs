@@ -228,11 +228,14 @@ fn what_fills_the_records_directory_is_refused_by_name_and_read_within_bounds() 
     assert_eq!(std::fs::read(fx.file("src/c.txt")).expect("read"), b"c\n");
 
     // 200 whole records that are not records, and two committed ones of 40 MiB cut short
-    // (sparse: nothing is written to disk). In id order the first 40 MiB and 63 of the 200
-    // are examined; the second 40 MiB would overdraw the 64 MiB, the other 137 the count.
+    // (sparse: nothing is written to disk). The one of a publish's shape first, then in id
+    // order the first 40 MiB and 62 of the 200 are examined; the second 40 MiB would
+    // overdraw the 64 MiB, the other 138 the count.
     for n in 0..200 {
         std::fs::write(taken.join(format!("junk-{n:03}.intent")), "{}\n").expect("write");
     }
+    // One of the shape a publish writes, sorting after all of them: examined first.
+    std::fs::write(taken.join("99999-00000000ff.intent"), "{}\n").expect("write");
     for n in 0..2 {
         let big = std::fs::File::create(taken.join(format!("big-{n}.committed"))).expect("create");
         big.set_len(40 << 20).expect("size");
@@ -243,7 +246,8 @@ fn what_fills_the_records_directory_is_refused_by_name_and_read_within_bounds() 
     let run = patch(&fx, "*** Update File: src/a.txt\n@@\n-v2\n+v3\n");
     assert_eq!(run.response["code"], "OK", "{}", run.stdout);
     assert!(
-        run.stderr.matches("138 change-set records").count() == 1
+        run.stderr.matches("139 change-set records").count() == 1
+            && run.stderr.contains("`99999-00000000ff` is kept, untouched")
             && run.stderr.contains("kept unexamined"),
         "{}",
         run.stderr

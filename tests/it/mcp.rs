@@ -1308,6 +1308,20 @@ fn a_change_set_never_replaces_or_removes_a_file_seen_in_part() {
                 {"op": "edit", "path": "src/long.txt", "edits": replace_edit("line 9\n", "nine\n")},
                 {"op": "write", "path": "src/long.txt", "content": "x\n"},
             ]),
+            // The content followed through moves (second review, round 3).
+            json!([
+                {"op": "move", "path": "src/long.txt", "to": "src/tmp.txt"},
+                {"op": "delete", "path": "src/tmp.txt"},
+            ]),
+            json!([
+                {"op": "move", "path": "src/long.txt", "to": "src/tmp.txt"},
+                {"op": "write", "path": "src/tmp.txt", "content": "x\n"},
+            ]),
+            json!([
+                {"op": "move", "path": "src/long.txt", "to": "src/tmp.txt"},
+                {"op": "move", "path": "src/tmp.txt", "to": "src/long.txt"},
+                {"op": "write", "path": "src/long.txt", "content": "x\n"},
+            ]),
         ] {
             let text = refused(&client, "change_set", whole(ops.clone())).await;
             assert!(text.starts_with("PARTLY_SEEN: "), "{ops}: {text}");
@@ -1316,6 +1330,8 @@ fn a_change_set_never_replaces_or_removes_a_file_seen_in_part() {
         for patch in [
             "*** Begin Patch\n*** Delete File: src/long.txt\n*** End Patch\n",
             "*** Begin Patch\n*** Delete File: src/long.txt\n*** Add File: src/long.txt\n+x\n*** End Patch\n",
+            "*** Begin Patch\n*** Update File: src/long.txt\n*** Move to: src/tmp.txt\n*** Delete File: src/tmp.txt\n*** End Patch\n",
+            "*** Begin Patch\n*** Update File: src/long.txt\n*** Move to: src/tmp.txt\n*** Delete File: src/tmp.txt\n*** Add File: src/long.txt\n+x\n*** End Patch\n",
         ] {
             let text = refused(&client, "apply_patch", json!({"patch": patch})).await;
             assert!(text.starts_with("PARTLY_SEEN: "), "{patch}: {text}");

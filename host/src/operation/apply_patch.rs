@@ -3,6 +3,7 @@
 //! all (the publish of `change_set`).
 
 use super::change_set::{ChangeSetResult, change_set_refusal, publish_changes};
+use super::seen_in_part::Step;
 use super::{EditRefusal, PatchArgs, Scope, Seen, internal, lock};
 use crate::code::{Code, Failure};
 use crate::engine;
@@ -12,7 +13,15 @@ use crate::engine;
 #[derive(Default)]
 struct Named {
     paths: Vec<String>,
-    deleted: Vec<String>,
+    /// What each operation does to content, in order (canonical paths).
+    steps: Vec<NamedStep>,
+}
+
+enum NamedStep {
+    Keep(String),
+    Replace(String),
+    Remove(String),
+    Move(String, String),
 }
 
 /// Parses `patch` once for the paths it names relative to `root` (`""`: as written);
@@ -26,12 +35,21 @@ fn named(patch: &str, root: &str) -> Named {
     let mut named = Named::default();
     for op in &parsed.ops {
         let (path, dest) = match op {
-            Op::Add { path, .. } => (path, None),
-            Op::Delete { path, .. } => {
-                named.deleted.push(canonical(path));
+            Op::Add { path, .. } => {
+                named.steps.push(NamedStep::Replace(canonical(path)));
                 (path, None)
             }
-            Op::Update { path, move_to, .. } => (path, move_to.as_ref()),
+            Op::Delete { path, .. } => {
+                named.steps.push(NamedStep::Remove(canonical(path)));
+                (path, None)
+            }
+            Op::Update { path, move_to, .. } => {
+                named.steps.push(match move_to {
+                    Some(to) => NamedStep::Move(canonical(path), canonical(to)),
+                    None => NamedStep::Keep(canonical(path)),
+                });
+                (path, move_to.as_ref())
+            }
         };
         for p in std::iter::once(path).chain(dest) {
             let p = canonical(p);
@@ -58,8 +76,9 @@ pub fn patch_paths(patch: &str, root: &str) -> Vec<String> {
 /// # Errors
 ///
 /// `PATCH_INVALID` for a patch that does not parse (the line and what was expected);
-/// `PARTLY_SEEN` for a `*** Delete File:` of a file whose revision the agent saw only in
-/// part (`args.seen`); every refused operation otherwise, as for `change_set`.
+/// `PARTLY_SEEN` when the patch deletes or replaces whole the content of a file whose
+/// revision the agent saw only in part (`args.seen`), at its path or where a `*** Move to:`
+/// took it; every refused operation otherwise, as for `change_set`.
 pub fn apply_patch(scope: Scope<'_>, args: &PatchArgs) -> Result<ChangeSetResult, EditRefusal> {
     let plain = |f: Failure| (f, None);
     if args.patch.len() > crate::protocol::MAX_REQUEST_BYTES {
@@ -88,8 +107,19 @@ pub fn apply_patch(scope: Scope<'_>, args: &PatchArgs) -> Result<ChangeSetResult
         .map_err(change_set_refusal)?;
     let named = named(&args.patch, args.agent_root.as_deref().unwrap_or(""));
     let asked: Vec<&str> = named.paths.iter().map(String::as_str).collect();
-    let partly = |path: &str| {
-        args.seen.get(path) == Some(&Seen::Part) && named.deleted.iter().any(|d| d == path)
-    };
-    publish_changes(scope, &changes, &asked, &partly).map_err(plain)
+    let steps: Vec<Step<'_>> = named
+        .steps
+        .iter()
+        .map(|s| match s {
+            NamedStep::Keep(p) => Step::Keep(p),
+            NamedStep::Replace(p) => Step::Replace(p),
+            NamedStep::Remove(p) => Step::Remove(p),
+            NamedStep::Move(p, to) => Step::Move(p, to),
+        })
+        .collect();
+    let partly = |path: &str| args.seen.get(path) == Some(&Seen::Part);
+    if let Some((path, verb)) = super::seen_in_part::replaced(&steps, &partly) {
+        return Err(plain(super::partly_seen(&path, verb)));
+    }
+    publish_changes(scope, &changes, &asked).map_err(plain)
 }

@@ -191,13 +191,12 @@ pub(super) fn change_set_refusal(e: engine::ChangeSetError) -> EditRefusal {
 
 /// Publishes what the component decided, after confirming it is about what was asked:
 /// every path among `asked` (a plan naming any other is a bug: `INTERNAL_ERROR`, nothing
-/// written), each path once, each new content within the file limit, and no whole-file
-/// replacement or removal of a path seen only in part (`partly`).
+/// written), each path once, and each new content within the file limit. The caller has
+/// refused a set that replaces content seen only in part ([`super::seen_in_part`]).
 pub(super) fn publish_changes(
     scope: Scope<'_>,
     changes: &[engine::FileChange],
     asked: &[&str],
-    partly: &dyn Fn(&str) -> bool,
 ) -> Result<ChangeSetResult, Failure> {
     let mut bases = Vec::with_capacity(changes.len());
     for (i, change) in changes.iter().enumerate() {
@@ -229,16 +228,6 @@ pub(super) fn publish_changes(
             ));
         }
         bases.push(base);
-    }
-    for change in changes {
-        if change.base_sha256.is_some() && partly(&change.path) {
-            let verb = if change.content.is_some() {
-                "overwrite"
-            } else {
-                "delete"
-            };
-            return Err(partly_seen(&change.path, verb));
-        }
     }
     let set: Vec<publish::SetChange<'_>> = changes
         .iter()
@@ -297,28 +286,32 @@ pub fn change_set(scope: Scope<'_>, args: &ChangeSetArgs) -> Result<ChangeSetRes
         .iter()
         .flat_map(|e| std::iter::once(e.path.as_str()).chain(e.to.as_deref()))
         .collect();
-    let partly = |path: &str| replaces_unseen(&args.ops, path);
-    publish_changes(scope, &changes, &asked, &partly).map_err(plain)
+    if let Some((path, verb)) = replaces_unseen(&args.ops) {
+        return Err(plain(partly_seen(&path, verb)));
+    }
+    publish_changes(scope, &changes, &asked).map_err(plain)
 }
 
-/// Whether the set replaces or removes the content of `path` the agent saw only in part:
-/// its revision was seen in part ([`Seen::Part`]), and a `write` or `delete` of `path`
-/// comes before any `move` away from it (a move keeps the content, at its destination; an
-/// `edit` keeps the rest of it).
-fn replaces_unseen(ops: &[super::ChangeEntry], path: &str) -> bool {
-    let seen_in_part = ops
+/// The path seen in part (its first operation's revision was seen in part, [`Seen::Part`])
+/// whose content the set replaces or removes whole, followed through its moves
+/// ([`super::seen_in_part`]), and the verb of the refusal.
+fn replaces_unseen(ops: &[super::ChangeEntry]) -> Option<(String, &'static str)> {
+    use super::ChangeKind;
+    use super::seen_in_part::Step;
+    let partly = |path: &str| {
+        ops.iter()
+            .find(|e| e.path == path)
+            .is_some_and(|e| e.seen == Seen::Part && e.expected_sha256.is_some())
+    };
+    let steps: Vec<Step<'_>> = ops
         .iter()
-        .find(|e| e.path == path)
-        .is_some_and(|e| e.seen == Seen::Part && e.expected_sha256.is_some());
-    if !seen_in_part {
-        return false;
-    }
-    for entry in ops.iter().filter(|e| e.path == path) {
-        match entry.op {
-            super::ChangeKind::Write | super::ChangeKind::Delete => return true,
-            super::ChangeKind::Move => return false,
-            super::ChangeKind::Edit => {}
-        }
-    }
-    false
+        .map(|e| match (e.op, e.to.as_deref()) {
+            (ChangeKind::Edit, _) => Step::Keep(&e.path),
+            (ChangeKind::Write, _) => Step::Replace(&e.path),
+            (ChangeKind::Delete, _) => Step::Remove(&e.path),
+            (ChangeKind::Move, Some(to)) => Step::Move(&e.path, to),
+            (ChangeKind::Move, None) => Step::Keep(&e.path),
+        })
+        .collect();
+    super::seen_in_part::replaced(&steps, &partly)
 }

@@ -29,6 +29,7 @@ mod read;
 mod replace;
 pub mod schema;
 mod search;
+mod seen_in_part;
 pub(crate) mod strict;
 mod write;
 

@@ -139,6 +139,18 @@ pub(super) struct Listing {
     pub unexamined: usize,
 }
 
+/// Whether `id` has the shape this build writes: `<pid>-<ten hex digits>`.
+fn own_shape(id: &str) -> bool {
+    id.split_once('-').is_some_and(|(pid, nonce)| {
+        !pid.is_empty()
+            && pid.bytes().all(|b| b.is_ascii_digit())
+            && nonce.len() == 10
+            && nonce
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    })
+}
+
 /// One record on disk: its id (`<pid>-<nonce>`), state and content.
 pub(super) struct Found {
     pub id: String,
@@ -277,7 +289,9 @@ impl Records {
             };
             names.push((id.to_owned(), state, name.to_owned()));
         }
-        names.sort_by(|a, b| (&a.0, &a.2).cmp(&(&b.0, &b.2)));
+        // Names of the shape this build writes first: files of another shape, sorting before
+        // a real record, cannot keep it from being examined.
+        names.sort_by(|a, b| (!own_shape(&a.0), &a.0, &a.2).cmp(&(!own_shape(&b.0), &b.0, &b.2)));
         let mut found = Vec::new();
         let mut budget = RECORD_MAX;
         for (id, state, name) in names {
@@ -294,19 +308,15 @@ impl Records {
         Ok(Listing { found, unexamined })
     }
 
-    /// The record `name`, its bytes taken from `budget`; `None` when it would overdraw it.
+    /// The record `name`, its bytes taken from `budget` (the size of the file opened, so a
+    /// name swapped meanwhile cannot read more); `None` when it would overdraw it.
     fn read(&self, name: &str, budget: &mut u64) -> Option<Content> {
-        let size = rustix::fs::statat(&self.dir, name, AtFlags::SYMLINK_NOFOLLOW)
-            .map_or(0, |stat| u64::try_from(stat.st_size).unwrap_or(u64::MAX));
-        if size <= RECORD_MAX {
-            *budget = budget.checked_sub(size)?;
-        }
-        Some(self.read_whole(name))
-    }
-
-    fn read_whole(&self, name: &str) -> Content {
-        let unusable =
-            |why: &str, e: Errno| Content::Unusable(format!("{why}: {}", std::io::Error::from(e)));
+        let unusable = |why: &str, e: Errno| {
+            Some(Content::Unusable(format!(
+                "{why}: {}",
+                std::io::Error::from(e)
+            )))
+        };
         let file = match rustix::fs::openat(
             &self.dir,
             name,
@@ -321,12 +331,15 @@ impl Records {
             Err(e) => return unusable("it cannot be inspected", e),
         };
         if rustix::fs::FileType::from_raw_mode(stat.st_mode) != rustix::fs::FileType::RegularFile {
-            return Content::Unusable("it is not a regular file".to_owned());
+            return Some(Content::Unusable("it is not a regular file".to_owned()));
         }
         let size = u64::try_from(stat.st_size).unwrap_or(0);
         if size > RECORD_MAX {
-            return Content::Unusable(format!("it is {size} bytes, over {RECORD_MAX}"));
+            return Some(Content::Unusable(format!(
+                "it is {size} bytes, over {RECORD_MAX}"
+            )));
         }
+        *budget = budget.checked_sub(size)?;
         let mut buf = vec![0u8; usize::try_from(size).unwrap_or(0)];
         let mut at = 0;
         while at < buf.len() {
@@ -338,11 +351,86 @@ impl Records {
             }
         }
         let Some(body) = buf[..at].strip_suffix(b"\n") else {
-            return Content::Torn;
+            return Some(Content::Torn);
         };
-        match serde_json::from_slice::<Record>(body) {
+        Some(match serde_json::from_slice::<Record>(body) {
             Ok(record) => Content::Record(record),
             Err(e) => Content::Unusable(format!("it is not a change-set record: {e}")),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn open_dir(path: &std::path::Path) -> OwnedFd {
+        rustix::fs::open(
+            path,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .expect("open")
+    }
+
+    /// A writer swapping every record's name between a 3-byte file and a 40 MiB one while
+    /// recovery lists them cannot make one listing read more than its budget: the budget is
+    /// charged by the size of the file opened, not of the name looked at before. Loops the
+    /// race and counts.
+    #[test]
+    fn a_name_swapped_while_listed_never_overdraws_the_budget() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        std::fs::create_dir(tmp.path().join(RECORDS_DIR)).expect("mkdir");
+        let records = Records::open(&open_dir(tmp.path()), false)
+            .expect("open")
+            .expect("there");
+        let dir = tmp.path().join(RECORDS_DIR);
+        for n in 0..MAX_EXAMINED {
+            std::fs::write(dir.join(format!("{n}-00000000{n:02x}.intent")), "{}\n").expect("write");
+            let big = std::fs::File::create(dir.join(format!("big-{n}"))).expect("create");
+            big.set_len(40 << 20).expect("size");
         }
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let swapper = {
+            let stop = std::sync::Arc::clone(&stop);
+            let dir = open_dir(&dir);
+            std::thread::spawn(move || {
+                let mut swaps = 0u64;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    for n in 0..MAX_EXAMINED {
+                        let _ = rustix::fs::renameat_with(
+                            &dir,
+                            format!("{n}-00000000{n:02x}.intent").as_str(),
+                            &dir,
+                            format!("big-{n}").as_str(),
+                            rustix::fs::RenameFlags::EXCHANGE,
+                        );
+                        swaps += 1;
+                    }
+                }
+                swaps
+            })
+        };
+        let (mut listings, mut most) = (0, 0);
+        while listings < 80 {
+            let listing = records.found().expect("list");
+            let big = listing
+                .found
+                .iter()
+                .filter(|f| matches!(f.content, Content::Torn))
+                .count();
+            most = most.max(big);
+            listings += 1;
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let swaps = swapper.join().expect("swapper");
+        eprintln!(
+            "{listings} listings against {swaps} swaps: at most {most} big record(s) read in one"
+        );
+        assert!(swaps > 0);
+        assert!(
+            most <= 1,
+            "one listing read {most} files of 40 MiB (budget 64 MiB)"
+        );
     }
 }

@@ -178,8 +178,10 @@ pub(super) fn roll_forward(root: &OwnedFd, record: &Record) -> bool {
             changed.push(dir);
         }
     }
+    // Not synced, a removal could come back after a power loss: the record stays for the
+    // next recovery, which finds the removal done and syncs again.
     for dir in &changed {
-        let _ = rustix::fs::fsync(dir);
+        settled &= rustix::fs::fsync(dir).is_ok();
     }
     settled
 }
