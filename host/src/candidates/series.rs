@@ -22,6 +22,8 @@ pub enum State {
     Candidate,
     /// It ran and left its receipt, but no candidate.
     NoCandidate,
+    /// Its receipt ref is there, but its text is no receipt (someone else's ref).
+    Unreadable,
     /// Nothing of it is there: it never ran, is still running, or was stopped before it
     /// finished (an interrupted attempt leaves nothing, so its requeue can run).
     Missing,
@@ -47,6 +49,8 @@ pub struct Row {
     pub host: Option<String>,
     /// How long it ran, in milliseconds (the receipt's `attempt.duration_ms`).
     pub duration_ms: Option<u64>,
+    /// The commit the attempt started from (the receipt's `base_commit`).
+    pub base: Option<String>,
     /// The candidate commit.
     pub commit: Option<String>,
     /// The candidate's changed files against its base.
@@ -64,6 +68,10 @@ pub struct Series {
     pub rows: Vec<Row>,
     /// The indexes with nothing there.
     pub missing: Vec<u16>,
+    /// The distinct base commits of the rows, in index order: more than one means the
+    /// attempts did not all start from the same commit (a series emitted without `--rev`
+    /// while the branch moved).
+    pub bases: Vec<String>,
     /// Refs under the series that name no index of it (another shape, or past
     /// `attempts`), by name.
     pub other: Vec<String>,
@@ -153,7 +161,7 @@ pub fn series(
             .map(|h| h.0)
             .chain(receipts.iter().map(|r| r.0))
             .filter(|i| *i > attempts)
-            .map(|i| format!("{prefix}{i:03}")),
+            .map(|i| format!("{prefix}{i:03}/")),
     );
     other.sort();
     other.dedup();
@@ -161,14 +169,15 @@ pub fn series(
     let mut missing = Vec::new();
     for index in 1..=attempts {
         let head = heads.iter().find(|h| h.0 == index);
-        let receipt = receipts
-            .iter()
-            .find(|r| r.0 == index)
-            .and_then(|r| serde_json::from_str::<serde_json::Value>(r.1.trim_end()).ok());
-        let state = match (head, &receipt) {
-            (Some(_), _) => State::Candidate,
-            (None, Some(_)) => State::NoCandidate,
-            (None, None) => State::Missing,
+        let text = receipts.iter().find(|r| r.0 == index).map(|r| r.1.as_str());
+        let receipt = text
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(t.trim_end()).ok())
+            .filter(serde_json::Value::is_object);
+        let state = match (head, &receipt, text) {
+            (Some(_), _, _) => State::Candidate,
+            (None, Some(_), _) => State::NoCandidate,
+            (None, None, Some(_)) => State::Unreadable,
+            (None, None, None) => State::Missing,
         };
         if state == State::Missing {
             missing.push(index);
@@ -195,15 +204,23 @@ pub fn series(
             duration_ms: run
                 .and_then(|a| a.get("duration_ms"))
                 .and_then(serde_json::Value::as_u64),
+            base: field("base_commit").or_else(|| head.and_then(|h| h.2.clone())),
             commit: head.map(|h| h.1.clone()),
             files: head.and_then(|h| changes.remove(&h.1)).unwrap_or_default(),
         });
+    }
+    let mut bases: Vec<String> = Vec::new();
+    for base in rows.iter().filter_map(|r| r.base.clone()) {
+        if !bases.contains(&base) {
+            bases.push(base);
+        }
     }
     Ok(Series {
         id: id.to_owned(),
         attempts,
         rows,
         missing,
+        bases,
         other,
     })
 }
@@ -226,11 +243,15 @@ pub fn table(series: &Series) -> String {
     use std::fmt::Write;
     let count = |state: State| series.rows.iter().filter(|r| r.state == state).count();
     let mut out = format!(
-        "series {}: {} attempts; {} with a candidate, {} without, {} missing{}\n",
+        "series {}: {} attempts; {} with a candidate, {} without, {}{} missing{}\n",
         super::list::readable(&series.id),
         series.attempts,
         count(State::Candidate),
         count(State::NoCandidate),
+        match count(State::Unreadable) {
+            0 => String::new(),
+            n => format!("{n} unreadable, "),
+        },
         series.missing.len(),
         if series.missing.is_empty() {
             String::new()
@@ -246,6 +267,19 @@ pub fn table(series: &Series) -> String {
             )
         }
     );
+    if series.bases.len() > 1 {
+        let _ = writeln!(
+            out,
+            "the attempts started from {} different commits: {}",
+            series.bases.len(),
+            series
+                .bases
+                .iter()
+                .map(|b| b.chars().take(12).collect::<String>())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
     let header = ["#", "STATE", "CODE", "HOST", "DURATION", "CHANGE"];
     let rows: Vec<[String; 6]> = series
         .rows
@@ -256,10 +290,13 @@ pub fn table(series: &Series) -> String {
                 match r.state {
                     State::Candidate => "candidate",
                     State::NoCandidate => "no candidate",
+                    State::Unreadable => "unreadable",
                     State::Missing => "missing",
                 }
                 .to_owned(),
-                r.code.clone().unwrap_or_else(|| "-".to_owned()),
+                r.code
+                    .as_deref()
+                    .map_or_else(|| "-".to_owned(), super::list::readable),
                 r.host
                     .as_deref()
                     .map_or_else(|| "-".to_owned(), super::list::readable),

@@ -50,27 +50,45 @@ pub fn shell_word(text: &str) -> String {
 /// clone, the push and the clean-up, in whole minutes.
 #[must_use]
 pub fn limit_minutes(timeout: Duration) -> u64 {
-    timeout.as_secs().div_ceil(60) + 10
+    // At most a year: every scheduler's field takes it.
+    timeout
+        .as_secs()
+        .div_ceil(60)
+        .saturating_add(10)
+        .min(366 * 24 * 60)
 }
 
 /// The shell script every index runs, reading `SATYRN_*` from its environment and the
 /// command from its positional arguments; `scheduler` is `deliver --attempt-from`'s value.
+///
+/// `deliver` runs in the background and the shell forwards `TERM`, `INT` and `HUP` to it,
+/// then waits for it to clean up: a kubelet signals only the container's first process (this
+/// shell), and Slurm signals every process of the task (`deliver` then gets it twice, which
+/// it takes as once). The exit status is `deliver`'s, and the `EXIT` trap removes the clone.
 fn body(scheduler: &str) -> String {
     let mut s = String::new();
-    s.push_str("set -eu\n");
+    s.push_str(
+        "set -eu
+",
+    );
     s.push_str("work=$(mktemp -d \"${TMPDIR:-/tmp}/satyrn-attempt.XXXXXX\")\n");
     s.push_str("trap 'rm -rf -- \"$work\"' EXIT\n");
-    // A cancelled or preempted index: the shell waits for deliver to clean up, then exits
-    // through the EXIT trap (a signal without a trap would skip it).
-    s.push_str("trap 'exit 143' TERM; trap 'exit 130' INT; trap 'exit 129' HUP\n");
-    s.push_str("git clone --quiet --no-tags -- \"$SATYRN_REPO_URL\" \"$work/repo\"\n");
+    s.push_str("git clone --quiet -- \"$SATYRN_REPO_URL\" \"$work/repo\"\n");
     s.push_str(
-        "if [ -n \"${SATYRN_REV:-}\" ]; then git -C \"$work/repo\" checkout --quiet --detach \"$SATYRN_REV\" --; fi\n",
+        "if [ -n \"${SATYRN_REV:-}\" ]; then git -C \"$work/repo\" checkout --quiet --detach \"$SATYRN_REV^{commit}\" --; fi\n",
     );
     let _ = writeln!(
         s,
-        "\"$SATYRN_HOST_BIN\" deliver --repo \"$work/repo\" --attempt-from {scheduler} --push \"$SATYRN_PUSH\" --timeout \"$SATYRN_TIMEOUT\" \"$work/repo/$SATYRN_CONTRACT\" -- \"$@\""
+        "\"$SATYRN_HOST_BIN\" deliver --repo \"$work/repo\" --attempt-from {scheduler} --push \"$SATYRN_PUSH\" --timeout \"$SATYRN_TIMEOUT\" \"$work/repo/$SATYRN_CONTRACT\" -- \"$@\" &"
     );
+    s.push_str("pid=$!\n");
+    s.push_str("trap 'kill -TERM \"$pid\" 2>/dev/null || :' TERM INT HUP\n");
+    s.push_str("status=0\n");
+    s.push_str("while :; do\n");
+    s.push_str("  wait \"$pid\" && status=0 || status=$?\n");
+    s.push_str("  kill -0 \"$pid\" 2>/dev/null || break\n");
+    s.push_str("done\n");
+    s.push_str("exit \"$status\"\n");
     s
 }
 
@@ -90,7 +108,20 @@ fn env(job: &Job) -> Vec<(&'static str, String)> {
 #[must_use]
 pub fn slurm(job: &Job) -> String {
     let mut s = String::from("#!/bin/sh\n");
-    let _ = writeln!(s, "#SBATCH --job-name=satyrn-{}", job.id);
+    // sbatch reads a directive's value up to a `#` or a blank: the name keeps only what it
+    // takes as it is.
+    let name: String = job
+        .id
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "._-".contains(c) {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    let _ = writeln!(s, "#SBATCH --job-name=satyrn-{name}");
     match job.parallelism {
         Some(j) => {
             let _ = writeln!(s, "#SBATCH --array=1-{}%{j}", job.attempts);
@@ -140,8 +171,9 @@ pub fn object_name(id: &str) -> String {
 
 /// The Indexed Job (`batch/v1`, `completionMode: Indexed`): `N` completions, each index
 /// retried at most once (`backoffLimitPerIndex: 1`) and failing alone
-/// (`maxFailedIndexes: N`), pods never restarted in place. `image` must hold git and
-/// `satyrn-host`.
+/// (`maxFailedIndexes: N`), an index that ran to an outcome never retried and a disrupted
+/// pod retried uncounted (`podFailurePolicy`), pods never restarted in place. `image` must
+/// hold git and `satyrn-host`.
 #[must_use]
 pub fn kubernetes(job: &Job, image: &str) -> serde_json::Value {
     let env: Vec<serde_json::Value> = env(job)
@@ -163,6 +195,15 @@ pub fn kubernetes(job: &Job, image: &str) -> serde_json::Value {
             "completionMode": "Indexed",
             "backoffLimitPerIndex": 1,
             "maxFailedIndexes": job.attempts,
+            // deliver's 8 is an index that ran to an outcome without a candidate (its receipt
+            // says which, and is on the remote): failed, never retried, since a retry would
+            // only find it there. A pod disrupted (preempted, evicted) is retried, uncounted.
+            "podFailurePolicy": {
+                "rules": [
+                    {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]},
+                    {"action": "FailIndex", "onExitCodes": {"containerName": "attempt", "operator": "In", "values": [8]}},
+                ],
+            },
             "template": {
                 "spec": {
                     "restartPolicy": "Never",

@@ -232,24 +232,37 @@ pub fn deliver(request: &Request) -> Receipt {
     receipt
 }
 
-/// An attempt of a series that made no candidate still leaves its receipt on the remote,
-/// create-only, under the candidate's receipt ref (a tag on the base commit): the series
-/// view then tells "ran, no change" from "never ran", and a rerun of the index finds it
-/// (`published.pushed` false, nothing overwritten). Not after an interruption (a requeued
-/// index must still be able to run), nor when the attempt stopped before it had a base
-/// commit or found its candidate existing, nor when a push already ran.
+/// An attempt of a series whose command ran but made no candidate still leaves its receipt
+/// on the remote, create-only, under the candidate's receipt ref (a tag on the base commit):
+/// the series view then tells "ran, no change" from "never ran", and a rerun of the index
+/// finds it (`published.pushed` false, nothing overwritten). Not when the command never ran
+/// (a node's fault must not use the index up), not after an interruption (a requeued index
+/// must still be able to run: `published` says so when one arrives before the push), nor
+/// when the attempt found its candidate existing, nor when a push already ran.
 fn push_result(request: &Request, remote: &str, index: u16, receipt: &mut Receipt) {
-    let skip = matches!(
+    let ran = receipt.exit_code.is_some() || receipt.signal.is_some();
+    if matches!(
         receipt.code,
         Code::Ok | Code::Interrupted | Code::CandidateExists | Code::PushTimeout
     ) || receipt.published.is_some()
-        || signals::received().is_some();
+        || !ran
+    {
+        return;
+    }
     let (Some(base), Some(contract_id)) =
         (receipt.base_commit.clone(), receipt.contract_id.clone())
     else {
         return;
     };
-    if skip {
+    if let Some(signal) = signals::received() {
+        receipt.published = Some(push::Publication {
+            remote: remote.to_owned(),
+            pushed: false,
+            message: format!(
+                "deliver received {} before the attempt's receipt was pushed; not pushed, so a requeue of the index can run",
+                signals::name(signal)
+            ),
+        });
         return;
     }
     let id = candidate::attempt_id(&contract_id, Some(index));

@@ -8,7 +8,8 @@
 //! so a rival that created it between the two is refused too. After a refusal the remote is
 //! asked (`git ls-remote`) whether any of the refs exists there now: `CANDIDATE_EXISTS`,
 //! else `GIT_FAILED`. An attempt of a series that made no candidate pushes its receipt ref
-//! alone, the same way ([`push`] with one ref), so "ran, no change" is on the remote too. Transport and credentials are git's own.
+//! alone, the same way ([`push`] with one ref), so "ran, no change" is on the remote too.
+//! Transport and credentials are git's own.
 //!
 //! Both git calls end at a deadline ([`deadline`]: what is left of `--timeout`, at least
 //! [`PUSH_FLOOR`]); a push still running then is stopped with its process group and is
@@ -98,11 +99,18 @@ pub fn push(
     if out.status.success() {
         return Ok(Pushed::Created);
     }
-    let mut ask = vec!["ls-remote", "--end-of-options", remote];
+    let mut ask = vec!["ls-remote", "--refs", "--end-of-options", remote];
     ask.extend(refs.iter().map(|(name, _)| *name));
     let listed = repo.output_until(&ask, deadline)?;
+    // ls-remote matches a pattern against ref names' tails: only an exact name counts.
+    let exact = |stdout: &[u8]| {
+        String::from_utf8_lossy(stdout).lines().any(|line| {
+            line.split_once('\t')
+                .is_some_and(|(_, name)| refs.iter().any(|(r, _)| *r == name))
+        })
+    };
     match listed {
-        Bounded::Finished(listed) if listed.status.success() && !listed.stdout.is_empty() => {
+        Bounded::Finished(listed) if listed.status.success() && exact(&listed.stdout) => {
             Ok(Pushed::Exists)
         }
         _ => Ok(Pushed::Failed(crate::git::failed(&args, &out))),
