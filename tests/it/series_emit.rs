@@ -113,6 +113,14 @@ fn the_indexed_job_passes_the_batch_v1_schema_and_its_shell_delivers_as_a_pod_wo
     assert_eq!(spec["completions"], 8);
     assert_eq!(spec["parallelism"], 3);
     assert_eq!(spec["backoffLimitPerIndex"], 1);
+    let rules = spec["podFailurePolicy"]["rules"].as_array().expect("rules");
+    assert!(
+        rules
+            .iter()
+            .any(|r| r["action"] == "FailIndex"
+                && r["onExitCodes"]["values"] == serde_json::json!([8])),
+        "an outcome without a candidate is never retried: {rules:?}"
+    );
     let pod = &spec["template"]["spec"];
     assert_eq!(pod["restartPolicy"], "Never");
     // The validator refuses what Kubernetes refuses (the check can fail).
@@ -274,4 +282,128 @@ fn emit_refuses_what_it_cannot_write_by_name() {
         text.contains("#SBATCH --array=1-2\n") && text.contains("#SBATCH --requeue\n"),
         "{text}"
     );
+}
+
+/// A kubelet signals only the container's first process, the shell: the shell passes
+/// `SIGTERM` on to `deliver`, which stops the command, cleans up and pushes nothing, so the
+/// retried pod can run the index. `--rev` may name a tag.
+#[test]
+fn the_pods_shell_passes_a_termination_on_to_deliver_and_takes_a_tag_for_rev() {
+    let origin = FixedRepo::with_files(&[
+        ("a.txt", b"a\n"),
+        ("task.yaml", b"id: kube\ntask: t\nwritable_paths: [a.txt]\n"),
+    ]);
+    git_ok(&origin.path(), &["tag", "v1"]);
+    std::fs::write(origin.path().join("a.txt"), "moved on\n").expect("write");
+    git_ok(&origin.path(), &["commit", "-qam", "after the tag"]);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let bare = dir.path().join("remote.git");
+    git_ok(
+        dir.path(),
+        &[
+            "clone",
+            "-q",
+            "--bare",
+            &origin.path().to_string_lossy(),
+            &bare.to_string_lossy(),
+        ],
+    );
+    let url = bare.to_string_lossy().into_owned();
+    let marks = tempfile::tempdir().expect("tempdir");
+    let script = format!(
+        "if [ \"$SATYRN_ATTEMPT_INDEX\" = 1 ]; then touch '{}/started'; sleep 60; fi; echo tagged >> a.txt",
+        marks.path().display()
+    );
+    let out = emit(&[
+        "kubernetes",
+        "--id",
+        "kube",
+        "--repo-url",
+        &url,
+        "--rev",
+        "v1",
+        "--contract",
+        "task.yaml",
+        "--attempts",
+        "2",
+        "--push",
+        &url,
+        "--image",
+        "i",
+        "--host-bin",
+        &host_bin().to_string_lossy(),
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ]);
+    assert!(out.status.success());
+    let manifest: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let container = &manifest["spec"]["template"]["spec"]["containers"][0];
+    let pod = |index: &str, tmp: &Path| {
+        let argv: Vec<String> = container["command"]
+            .as_array()
+            .expect("command")
+            .iter()
+            .chain(container["args"].as_array().expect("args"))
+            .map(|v| v.as_str().expect("string").to_owned())
+            .collect();
+        let mut cmd = Command::new(&argv[0]);
+        cmd.args(&argv[1..])
+            .env("JOB_COMPLETION_INDEX", index)
+            .env("TMPDIR", tmp);
+        for var in container["env"].as_array().expect("env") {
+            cmd.env(
+                var["name"].as_str().expect("name"),
+                var["value"].as_str().expect("value"),
+            );
+        }
+        cmd.stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        cmd
+    };
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let shell = pod("0", tmp.path()).spawn().expect("the pod's shell");
+    assert!(
+        crate::deliver_support::poll_until(std::time::Duration::from_secs(30), || marks
+            .path()
+            .join("started")
+            .exists()),
+        "the command never started"
+    );
+    // SIGTERM to the shell alone, as a kubelet sends it.
+    let pid = rustix::process::Pid::from_child(&shell);
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).expect("SIGTERM");
+    let done = shell.wait_with_output().expect("wait");
+    let receipt: Value = serde_json::from_slice(&done.stdout).expect("one receipt");
+    assert_eq!(receipt["code"], "INTERRUPTED", "{receipt}");
+    assert!(receipt.get("published").is_none(), "{receipt}");
+    assert!(
+        git_ok(&bare, &["for-each-ref", "refs/satyrn"]).is_empty(),
+        "an interrupted pod left a ref"
+    );
+    assert!(
+        crate::support::dir_entries(tmp.path()).is_empty(),
+        "the clone is left"
+    );
+    // The other index runs on the tag's commit.
+    let done = pod("1", tmp.path()).output().expect("the pod's shell");
+    let receipt: Value = serde_json::from_slice(&done.stdout).expect("one receipt");
+    assert_eq!(
+        receipt["code"],
+        "OK",
+        "{receipt} {}",
+        String::from_utf8_lossy(&done.stderr)
+    );
+    let tagged = git_ok(&bare, &["rev-parse", "v1^{commit}"]);
+    assert_eq!(
+        receipt["base_commit"].as_str(),
+        Some(tagged.trim()),
+        "the tag's commit is the base"
+    );
+    let blob = git_ok(
+        &bare,
+        &["show", "refs/satyrn/candidates/kube/002/head:a.txt"],
+    );
+    assert_eq!(blob, "a\ntagged\n", "the index ran on the tag's tree");
 }

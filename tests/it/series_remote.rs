@@ -372,3 +372,108 @@ fn an_interrupted_index_leaves_nothing_and_its_requeue_completes() {
             .contains("refs/satyrn/candidates/feat/005/head")
     );
 }
+
+/// A node's fault before the command ran uses no index up (nothing is pushed), and what a
+/// hostile remote holds under a series is shown for what it is: a receipt whose code would
+/// drive the terminal is quoted, and a receipt ref whose text is no receipt is `unreadable`,
+/// never `missing`.
+#[test]
+fn a_fault_before_the_command_uses_no_index_and_a_hostile_receipt_is_shown_as_it_is() {
+    let fleet = Fleet::new();
+    let bare = fleet.bare();
+    let argv: Vec<&OsStr> = sh("echo x > a.txt").into_iter().map(OsStr::new).collect();
+    let started = std::time::Instant::now();
+    let out = deliver_cmd(
+        &fleet.machine("m1"),
+        &fleet.contract.path,
+        &["--attempt-from", "slurm", "--push", &bare],
+        &argv,
+    )
+    .env("SLURM_ARRAY_TASK_ID", "2")
+    .env("TMPDIR", "/nonexistent-satyrn-tmp")
+    .output()
+    .expect("deliver");
+    let refused = finish(out, started.elapsed());
+    assert_ne!(refused.code(), "OK", "{}", refused.stdout);
+    assert!(refused.receipt["exit_code"].is_null(), "{}", refused.stdout);
+    assert_eq!(
+        fleet.remote_refs(),
+        "",
+        "a fault before the command used the index up"
+    );
+    // Sibling: the same index, the node mended, runs and lands.
+    assert_eq!(fleet.slurm("m1", "2", "echo two > a.txt").code(), "OK");
+
+    // Plant what a hostile remote may hold: a receipt whose code is an escape sequence, and
+    // a receipt ref that is a tag of something else.
+    let remote = Path::new(&bare);
+    let base = git_ok(remote, &["rev-parse", "HEAD"]).trim().to_owned();
+    let plant = |index: &str, text: &str| {
+        let body = format!("object {base}\ntype commit\ntag x\ntagger x <x@x> 0 +0000\n\n{text}\n");
+        let mut mktag = std::process::Command::new("git");
+        mktag
+            .current_dir(remote)
+            .arg("mktag")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped());
+        let mut child = mktag.spawn().expect("mktag");
+        std::io::Write::write_all(&mut child.stdin.take().expect("stdin"), body.as_bytes())
+            .expect("feed");
+        let tag =
+            String::from_utf8(child.wait_with_output().expect("mktag").stdout).expect("utf-8");
+        git_ok(
+            remote,
+            &[
+                "update-ref",
+                &format!("refs/satyrn/candidates/feat/{index}/receipt"),
+                tag.trim(),
+            ],
+        );
+    };
+    plant(
+        "004",
+        r#"{"version":1,"outcome":"discarded","code":"\u001b]0;pwned\u0007\u001b[2J"}"#,
+    );
+    plant("005", "not a receipt at all");
+    let table = candidates(
+        &fleet.machine("m2"),
+        &["series", "--remote", &bare, "--attempts", "5", "feat"],
+    );
+    assert_eq!(table.status, 0, "{}", table.stderr);
+    assert!(
+        !table.stdout.contains('\u{1b}') && !table.stdout.contains('\u{7}'),
+        "{:?}",
+        table.stdout
+    );
+    assert!(
+        table.stdout.contains("pwned"),
+        "the code is shown, quoted: {}",
+        table.stdout
+    );
+    let view = series(
+        &fleet.machine("m2"),
+        &["--remote", &bare, "--attempts", "5", "feat"],
+    );
+    let rows = view["series"]["rows"].as_array().expect("rows");
+    let states: Vec<&str> = rows
+        .iter()
+        .map(|r| r["state"].as_str().expect("state"))
+        .collect();
+    assert_eq!(
+        states,
+        [
+            "missing",
+            "candidate",
+            "missing",
+            "no-candidate",
+            "unreadable"
+        ],
+        "{view}"
+    );
+    assert_eq!(view["series"]["missing"], serde_json::json!([1, 3]));
+    assert_eq!(
+        view["series"]["bases"].as_array().map(Vec::len),
+        Some(1),
+        "{view}"
+    );
+}
