@@ -110,7 +110,7 @@ impl Cluster {
         let host = short_hostname();
         let d = cluster.dir.path().to_path_buf();
         let conf = format!(
-            "ClusterName=satyrntest\nSlurmctldHost={host}\nSlurmctldPort={}\nSlurmdPort={}\n\
+            "ClusterName=satyrntest\nSlurmctldHost={host}(127.0.0.1)\nSlurmctldPort={}\nSlurmdPort={}\n\
              SlurmUser=root\nSlurmdUser=root\nAuthType=auth/munge\nCredType=cred/munge\n\
              AuthInfo=socket={}\nStateSaveLocation={d}/state\nSlurmdSpoolDir={d}/spool\n\
              SlurmctldPidFile={d}/run/slurmctld.pid\nSlurmdPidFile={d}/run/slurmd.pid\n\
@@ -120,7 +120,7 @@ impl Cluster {
              SchedulerType=sched/backfill\nJobCompType=jobcomp/none\n\
              AccountingStorageType=accounting_storage/none\nJobAcctGatherType=jobacct_gather/none\n\
              InactiveLimit=0\nKillWait=5\nMinJobAge=600\n\
-             NodeName={host} CPUs=2 RealMemory=4000 State=UNKNOWN\n\
+             NodeName={host} NodeAddr=127.0.0.1 CPUs=2 RealMemory=4000 State=UNKNOWN\n\
              PartitionName=main Nodes={host} Default=YES MaxTime=INFINITE State=UP\n",
             free_port(),
             free_port(),
