@@ -1,7 +1,8 @@
 //! Benchmark: one whole `satyrn-host protocol` replace on 10 KiB, 1 MiB and 64 MiB files,
 //! beside the same operation done natively without the sandbox, measured in the same run.
 //!
-//! Run: `cargo bench -p satyrn-host --bench protocol` (optionally `-- --runs N`).
+//! Run: `cargo bench -p satyrn-host --bench protocol` (optionally `-- --runs N`;
+//! `SATYRN_BENCH_HOST=PATH` measures another `satyrn-host`, say the static release build).
 //!
 //! For each size it prints p50/p95 of
 //! - `satyrn`: the whole `satyrn-host protocol` process (spawn, contract, lock, engine and
@@ -41,7 +42,12 @@ fn main() {
         return;
     }
     let runs = common::runs_arg(&args, 30);
-    let host = PathBuf::from(env!("CARGO_BIN_EXE_satyrn-host"));
+    // SATYRN_BENCH_HOST: another build of the same source, say the static PIE that
+    // `scripts/build-release.sh` ships.
+    let host = std::env::var_os("SATYRN_BENCH_HOST").map_or_else(
+        || PathBuf::from(env!("CARGO_BIN_EXE_satyrn-host")),
+        PathBuf::from,
+    );
     println!("satyrn-host: {}", host.display());
     println!("runs per figure: {runs} (64 MiB: {BIG_RUNS})");
     println!();
