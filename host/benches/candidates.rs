@@ -97,48 +97,9 @@ fn make_series_remote(repo: &Path) {
             receipt.len()
         );
     }
-    let mut child = common::git(repo)
-        .args(["fast-import", "--quiet"])
-        .stdin(Stdio::piped())
-        .spawn()
-        .expect("fast-import");
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(stream.as_bytes())
-        .expect("feed fast-import");
-    assert!(child.wait().expect("wait").success());
-    let tags = common::git(repo)
-        .args([
-            "for-each-ref",
-            "--format=%(objectname) %(refname)",
-            "refs/tags/",
-        ])
-        .output()
-        .expect("for-each-ref");
-    let mut moves = String::new();
-    for line in String::from_utf8_lossy(&tags.stdout).lines() {
-        let (oid, name) = line.split_once(' ').expect("two fields");
-        let index = name.strip_prefix("refs/tags/bench-").expect("bench tag");
-        let _ = writeln!(
-            moves,
-            "create refs/satyrn/candidates/s/{index}/receipt {oid}"
-        );
-        let _ = writeln!(moves, "delete {name} {oid}");
-    }
-    let mut child = common::git(repo)
-        .args(["update-ref", "--stdin"])
-        .stdin(Stdio::piped())
-        .spawn()
-        .expect("update-ref");
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(moves.as_bytes())
-        .expect("feed update-ref");
-    assert!(child.wait().expect("wait").success());
+    import_with_receipts(repo, &stream, |index| {
+        format!("refs/satyrn/candidates/s/{index}/receipt")
+    });
 }
 
 /// `candidates series --remote R s --attempts 999` from a fresh clone (the mirror fetched
@@ -237,6 +198,15 @@ fn make_candidates(repo: &Path) {
             receipt.len()
         );
     }
+    import_with_receipts(repo, &stream, |id| {
+        format!("refs/satyrn/candidates/{id}/receipt")
+    });
+}
+
+/// Feeds `stream` to `git fast-import` in `repo`, then moves each tag `bench-<name>` it made
+/// to `refs/satyrn/candidates/<receipt(name)>/receipt`, as `deliver` names receipts (one
+/// `update-ref --stdin`).
+fn import_with_receipts(repo: &Path, stream: &str, receipt: impl Fn(&str) -> String) {
     let mut child = common::git(repo)
         .args(["fast-import", "--quiet"])
         .stdin(Stdio::piped())
@@ -249,7 +219,6 @@ fn make_candidates(repo: &Path) {
         .write_all(stream.as_bytes())
         .expect("feed fast-import");
     assert!(child.wait().expect("wait").success());
-    // Move the tags to the receipt refs, as `deliver` names them.
     let tags = common::git(repo)
         .args([
             "for-each-ref",
@@ -262,7 +231,7 @@ fn make_candidates(repo: &Path) {
     for line in String::from_utf8_lossy(&tags.stdout).lines() {
         let (oid, name) = line.split_once(' ').expect("two fields");
         let id = name.strip_prefix("refs/tags/bench-").expect("bench tag");
-        let _ = writeln!(moves, "create refs/satyrn/candidates/{id}/receipt {oid}");
+        let _ = writeln!(moves, "create {} {oid}", receipt(id));
         let _ = writeln!(moves, "delete {name} {oid}");
     }
     let mut child = common::git(repo)

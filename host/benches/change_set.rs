@@ -165,16 +165,7 @@ fn native_floor(dir: &Path, contents: &[String]) -> Duration {
         file.write_all(text.as_bytes()).expect("write");
         file.sync_all().expect("fsync");
     }
-    for i in 0..contents.len() {
-        std::fs::rename(
-            dir.join(format!(".f{i}.tmp")),
-            dir.join(format!("f{i}.txt")),
-        )
-        .expect("rename");
-    }
-    std::fs::File::open(dir)
-        .and_then(|d| d.sync_all())
-        .expect("fsync the directory");
+    rename_into_place(dir, contents.len());
     started.elapsed()
 }
 
@@ -196,7 +187,13 @@ fn native_batched(dir: &Path, contents: &[String]) -> Duration {
     for file in &files {
         file.sync_all().expect("fsync");
     }
-    for i in 0..contents.len() {
+    rename_into_place(dir, contents.len());
+    started.elapsed()
+}
+
+/// The floors' common end: each temporary renamed over its file, the directory fsynced once.
+fn rename_into_place(dir: &Path, files: usize) {
+    for i in 0..files {
         std::fs::rename(
             dir.join(format!(".f{i}.tmp")),
             dir.join(format!("f{i}.txt")),
@@ -206,7 +203,6 @@ fn native_batched(dir: &Path, contents: &[String]) -> Duration {
     std::fs::File::open(dir)
         .and_then(|d| d.sync_all())
         .expect("fsync the directory");
-    started.elapsed()
 }
 
 /// The debug binary, built (or found up to date) by cargo: only it takes the kill points.

@@ -18,13 +18,13 @@ use crate::deliver_support::{
 use crate::support::{ContractFile, git_ok};
 
 /// An origin repository, a bare remote cloned from it, and two machines cloned from that.
-struct Fleet {
+pub struct Fleet {
     origin: FixedRepo,
-    dir: tempfile::TempDir,
+    pub dir: tempfile::TempDir,
 }
 
 impl Fleet {
-    fn new() -> Self {
+    pub fn new() -> Self {
         let origin = FixedRepo::with_files(&[("a.txt", b"a\n")]);
         let dir = tempfile::tempdir().expect("tempdir");
         let bare = dir.path().join("remote.git");
@@ -47,16 +47,16 @@ impl Fleet {
         Self { origin, dir }
     }
 
-    fn bare(&self) -> PathBuf {
+    pub fn bare(&self) -> PathBuf {
         self.dir.path().join("remote.git")
     }
 
-    fn machine(&self, name: &str) -> PathBuf {
+    pub fn machine(&self, name: &str) -> PathBuf {
         self.dir.path().join(name)
     }
 
     /// The candidate refs on the remote: `refname objectname` lines.
-    fn remote_refs(&self) -> String {
+    pub fn remote_refs(&self) -> String {
         let bare = self.bare();
         git_ok(
             &bare,

@@ -53,6 +53,30 @@ fn validate(manifest: &Value) -> Result<(), String> {
     }
 }
 
+/// The container's command of `manifest`'s pod, set up here as the kubelet would run it: its
+/// environment, `JOB_COMPLETION_INDEX`, and `TMPDIR`.
+fn pod_command(manifest: &Value, index: &str, tmp: &Path) -> Command {
+    let container = &manifest["spec"]["template"]["spec"]["containers"][0];
+    let argv: Vec<&str> = container["command"]
+        .as_array()
+        .expect("command")
+        .iter()
+        .chain(container["args"].as_array().expect("args"))
+        .map(|v| v.as_str().expect("string"))
+        .collect();
+    let mut cmd = Command::new(argv[0]);
+    cmd.args(&argv[1..])
+        .env("JOB_COMPLETION_INDEX", index)
+        .env("TMPDIR", tmp);
+    for var in container["env"].as_array().expect("env") {
+        cmd.env(
+            var["name"].as_str().expect("name"),
+            var["value"].as_str().expect("value"),
+        );
+    }
+    cmd
+}
+
 #[test]
 fn the_indexed_job_passes_the_batch_v1_schema_and_its_shell_delivers_as_a_pod_would() {
     let origin = FixedRepo::with_files(&[
@@ -132,27 +156,10 @@ fn the_indexed_job_passes_the_batch_v1_schema_and_its_shell_delivers_as_a_pod_wo
     assert!(validate(&bad).is_err(), "a string count passed");
 
     // The container's command, run here as the kubelet would: its env, the Job's index.
-    let container = &pod["containers"][0];
-    let argv: Vec<&str> = container["command"]
-        .as_array()
-        .expect("command")
-        .iter()
-        .chain(container["args"].as_array().expect("args"))
-        .map(|v| v.as_str().expect("string"))
-        .collect();
     let tmp = tempfile::tempdir().expect("tempdir");
-    let mut pod_run = Command::new(argv[0]);
-    pod_run
-        .args(&argv[1..])
-        .env("JOB_COMPLETION_INDEX", "2")
-        .env("TMPDIR", tmp.path());
-    for var in container["env"].as_array().expect("env") {
-        pod_run.env(
-            var["name"].as_str().expect("name"),
-            var["value"].as_str().expect("value"),
-        );
-    }
-    let done = pod_run.output().expect("the pod's shell");
+    let done = pod_command(&manifest, "2", tmp.path())
+        .output()
+        .expect("the pod's shell");
     let receipt: Value = serde_json::from_slice(&done.stdout).expect("one receipt");
     assert_eq!(
         receipt["code"],
@@ -339,25 +346,8 @@ fn the_pods_shell_passes_a_termination_on_to_deliver_and_takes_a_tag_for_rev() {
     ]);
     assert!(out.status.success());
     let manifest: Value = serde_json::from_slice(&out.stdout).expect("JSON");
-    let container = &manifest["spec"]["template"]["spec"]["containers"][0];
     let pod = |index: &str, tmp: &Path| {
-        let argv: Vec<String> = container["command"]
-            .as_array()
-            .expect("command")
-            .iter()
-            .chain(container["args"].as_array().expect("args"))
-            .map(|v| v.as_str().expect("string").to_owned())
-            .collect();
-        let mut cmd = Command::new(&argv[0]);
-        cmd.args(&argv[1..])
-            .env("JOB_COMPLETION_INDEX", index)
-            .env("TMPDIR", tmp);
-        for var in container["env"].as_array().expect("env") {
-            cmd.env(
-                var["name"].as_str().expect("name"),
-                var["value"].as_str().expect("value"),
-            );
-        }
+        let mut cmd = pod_command(&manifest, index, tmp);
         cmd.stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped());
         cmd

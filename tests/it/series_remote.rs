@@ -13,64 +13,34 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::candidates::candidates;
-use crate::deliver_support::{FixedRepo, Run, deliver_cmd, finish, poll_until, sh};
+use crate::deliver_support::{Run, deliver_cmd, finish, poll_until, sh};
 use crate::support::{ContractFile, git_ok};
 
+/// The fleet of `candidates_remote` (an origin, a bare remote, machines `m1` and `m2`) and a
+/// contract `feat` that declares `a.txt`.
 struct Fleet {
-    _origin: FixedRepo,
-    dir: tempfile::TempDir,
+    fleet: crate::candidates_remote::Fleet,
     contract: ContractFile,
 }
 
 impl Fleet {
     fn new() -> Self {
-        let origin = FixedRepo::with_files(&[("a.txt", b"a\n")]);
-        let dir = tempfile::tempdir().expect("tempdir");
-        let bare = dir.path().join("remote.git");
-        git_ok(
-            dir.path(),
-            &[
-                "clone",
-                "-q",
-                "--bare",
-                &origin.path().to_string_lossy(),
-                &bare.to_string_lossy(),
-            ],
-        );
-        for machine in ["m1", "m2"] {
-            git_ok(
-                dir.path(),
-                &["clone", "-q", &bare.to_string_lossy(), machine],
-            );
-        }
         Self {
-            _origin: origin,
-            dir,
+            fleet: crate::candidates_remote::Fleet::new(),
             contract: ContractFile::new("feat", &["a.txt"]),
         }
     }
 
     fn bare(&self) -> String {
-        self.dir
-            .path()
-            .join("remote.git")
-            .to_string_lossy()
-            .into_owned()
+        self.fleet.bare().to_string_lossy().into_owned()
     }
 
     fn machine(&self, name: &str) -> PathBuf {
-        self.dir.path().join(name)
+        self.fleet.machine(name)
     }
 
     fn remote_refs(&self) -> String {
-        git_ok(
-            Path::new(&self.bare()),
-            &[
-                "for-each-ref",
-                "--format=%(refname) %(objectname)",
-                "refs/satyrn",
-            ],
-        )
+        self.fleet.remote_refs()
     }
 
     /// `deliver --attempt-from <scheduler>` on `machine` with `var=value`, running `script`.
