@@ -30,12 +30,12 @@ pub struct Cluster {
     pid_files: Vec<PathBuf>,
 }
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .expect("bind")
-        .local_addr()
-        .expect("addr")
-        .port()
+/// Two distinct free ports of 127.0.0.1 (both bound at once, then released).
+fn free_ports() -> (u16, u16) {
+    let bind = || TcpListener::bind("127.0.0.1:0").expect("bind");
+    let (a, b) = (bind(), bind());
+    let port = |l: &TcpListener| l.local_addr().expect("addr").port();
+    (port(&a), port(&b))
 }
 
 fn require(program: &str) {
@@ -108,6 +108,7 @@ impl Cluster {
             dir,
         };
         let host = short_hostname();
+        let ports = free_ports();
         let d = cluster.dir.path().to_path_buf();
         let conf = format!(
             "ClusterName=satyrntest\nSlurmctldHost={host}(127.0.0.1)\nSlurmctldPort={}\nSlurmdPort={}\n\
@@ -122,8 +123,8 @@ impl Cluster {
              InactiveLimit=0\nKillWait=5\nMinJobAge=600\n\
              NodeName={host} NodeAddr=127.0.0.1 CPUs=2 RealMemory=4000 State=UNKNOWN\n\
              PartitionName=main Nodes={host} Default=YES MaxTime=INFINITE State=UP\n",
-            free_port(),
-            free_port(),
+            ports.0,
+            ports.1,
             socket.display(),
             d = d.display(),
         );
