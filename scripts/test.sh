@@ -6,9 +6,30 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 
-bash scripts/setup.sh
+# Each step's wall time, printed as it ends and once more at the end (the run's budget: the
+# house issue's 20 minutes).
+timings=()
+step_name="setup"
+step_start=$SECONDS
+end_step() {
+  local took=$((SECONDS - step_start))
+  timings+=("$(printf '%4d s  %s' "$took" "$step_name")")
+  printf '==> %s took %d s\n' "$step_name" "$took" >&2
+}
+step() {
+  end_step
+  step_name="$*"
+  step_start=$SECONDS
+  printf '\n==> %s\n' "$*" >&2
+}
+report() {
+  end_step
+  printf '\n==> step times (total %d s)\n' "$SECONDS" >&2
+  printf '%s\n' "${timings[@]}" >&2
+}
+trap report EXIT
 
-step() { printf '\n==> %s\n' "$*" >&2; }
+bash scripts/setup.sh
 
 step "format (workspace and the wasm guest)"
 cargo fmt --all -- --check
