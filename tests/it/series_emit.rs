@@ -53,6 +53,32 @@ fn validate(manifest: &Value) -> Result<(), String> {
     }
 }
 
+/// The repository of contract `kube`, which declares `a.txt`.
+fn kube_origin() -> FixedRepo {
+    FixedRepo::with_files(&[
+        ("a.txt", b"a\n"),
+        ("task.yaml", b"id: kube\ntask: t\nwritable_paths: [a.txt]\n"),
+    ])
+}
+
+/// A bare clone of `origin`: its directory (kept while the test runs), path and URL.
+fn bare_clone(origin: &FixedRepo) -> (tempfile::TempDir, PathBuf, String) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let bare = dir.path().join("remote.git");
+    git_ok(
+        dir.path(),
+        &[
+            "clone",
+            "-q",
+            "--bare",
+            &origin.path().to_string_lossy(),
+            &bare.to_string_lossy(),
+        ],
+    );
+    let url = bare.to_string_lossy().into_owned();
+    (dir, bare, url)
+}
+
 /// The container's command of `manifest`'s pod, set up here as the kubelet would run it: its
 /// environment, `JOB_COMPLETION_INDEX`, and `TMPDIR`.
 fn pod_command(manifest: &Value, index: &str, tmp: &Path) -> Command {
@@ -79,23 +105,8 @@ fn pod_command(manifest: &Value, index: &str, tmp: &Path) -> Command {
 
 #[test]
 fn the_indexed_job_passes_the_batch_v1_schema_and_its_shell_delivers_as_a_pod_would() {
-    let origin = FixedRepo::with_files(&[
-        ("a.txt", b"a\n"),
-        ("task.yaml", b"id: kube\ntask: t\nwritable_paths: [a.txt]\n"),
-    ]);
-    let dir = tempfile::tempdir().expect("tempdir");
-    let bare = dir.path().join("remote.git");
-    git_ok(
-        dir.path(),
-        &[
-            "clone",
-            "-q",
-            "--bare",
-            &origin.path().to_string_lossy(),
-            &bare.to_string_lossy(),
-        ],
-    );
-    let url = bare.to_string_lossy().into_owned();
+    let origin = kube_origin();
+    let (_dir, bare, url) = bare_clone(&origin);
     let script = "printf '%s|%s\\n' \"$1\" \"$SATYRN_ATTEMPT_INDEX\" > a.txt";
     let out = emit(&[
         "kubernetes",
@@ -296,26 +307,11 @@ fn emit_refuses_what_it_cannot_write_by_name() {
 /// retried pod can run the index. `--rev` may name a tag.
 #[test]
 fn the_pods_shell_passes_a_termination_on_to_deliver_and_takes_a_tag_for_rev() {
-    let origin = FixedRepo::with_files(&[
-        ("a.txt", b"a\n"),
-        ("task.yaml", b"id: kube\ntask: t\nwritable_paths: [a.txt]\n"),
-    ]);
+    let origin = kube_origin();
     git_ok(&origin.path(), &["tag", "v1"]);
     std::fs::write(origin.path().join("a.txt"), "moved on\n").expect("write");
     git_ok(&origin.path(), &["commit", "-qam", "after the tag"]);
-    let dir = tempfile::tempdir().expect("tempdir");
-    let bare = dir.path().join("remote.git");
-    git_ok(
-        dir.path(),
-        &[
-            "clone",
-            "-q",
-            "--bare",
-            &origin.path().to_string_lossy(),
-            &bare.to_string_lossy(),
-        ],
-    );
-    let url = bare.to_string_lossy().into_owned();
+    let (_dir, bare, url) = bare_clone(&origin);
     let marks = tempfile::tempdir().expect("tempdir");
     let script = format!(
         "if [ \"$SATYRN_ATTEMPT_INDEX\" = 1 ]; then touch '{}/started'; sleep 60; fi; echo tagged >> a.txt",

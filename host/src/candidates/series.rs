@@ -226,7 +226,7 @@ pub fn series(
 }
 
 fn attempt_id(id: &str, index: u16) -> String {
-    format!("{id}/{index:03}")
+    crate::deliver::candidate::attempt_id(id, Some(index))
 }
 
 /// The index a ref's middle part names: exactly three digits, 1 to [`MAX_ATTEMPTS`].

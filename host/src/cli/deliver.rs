@@ -135,7 +135,7 @@ fn parse_remote(text: &str) -> Result<String, String> {
 }
 
 /// An attempt count or index from 1 to [`MAX_ATTEMPTS`].
-fn parse_number(text: &str) -> Result<u16, String> {
+pub(super) fn parse_number(text: &str) -> Result<u16, String> {
     parse_index("the value", &OsString::from(text))
 }
 

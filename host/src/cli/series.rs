@@ -55,10 +55,10 @@ struct Emit {
     #[arg(long, value_name = "PATH")]
     contract: String,
     /// Run indexes 1 to N (1-999).
-    #[arg(long, value_name = "N", value_parser = parse_attempts)]
+    #[arg(long, value_name = "N", value_parser = super::deliver::parse_number)]
     attempts: u16,
     /// At most J indexes at once.
-    #[arg(long, value_name = "J", value_parser = parse_attempts)]
+    #[arg(long, value_name = "J", value_parser = super::deliver::parse_number)]
     parallelism: Option<u16>,
     /// Where every index pushes its candidate or its receipt, create-only (a URL the
     /// nodes reach).
@@ -76,10 +76,6 @@ struct Emit {
     /// The command each index runs, after a literal `--`.
     #[arg(last = true, required = true, value_name = "COMMAND")]
     command: Vec<OsString>,
-}
-
-fn parse_attempts(text: &str) -> Result<u16, String> {
-    super::deliver::parse_index("the value", &OsString::from(text))
 }
 
 /// Runs `series`.
