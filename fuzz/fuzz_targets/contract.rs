@@ -1,4 +1,4 @@
-//! The contract parser (`satyrn_host::contract::parse`): any bytes give a contract or a
+//! The contract parser (`satyrn_contract::parse`): any bytes give a contract or a
 //! named refusal, never a panic, in time linear in the input (libFuzzer's `-timeout`
 //! catches a slow one).
 //!
@@ -8,7 +8,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use satyrn_host::contract::{self, Contract};
+use satyrn_contract::{self as contract, Contract};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(parsed) = contract::parse(data) else {

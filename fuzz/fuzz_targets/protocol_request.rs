@@ -1,4 +1,4 @@
-//! The protocol request parser, through `satyrn_host::protocol::handle` (its public
+//! The protocol request parser, through `satyrn_protocol::handle` (its public
 //! entry point): any bytes give one well-formed response, never a panic.
 //!
 //! Checked for every input: the response renders as one JSON object with the fields of
@@ -22,7 +22,7 @@ fuzz_target!(|data: &[u8]| {
     if names_an_existing_contract(data) {
         return;
     }
-    let response = satyrn_host::protocol::handle(data);
+    let response = satyrn_protocol::handle(data);
     let line = response.to_json();
     let value: Value = serde_json::from_str(&line).expect("the response is JSON");
     let object = value.as_object().expect("the response is an object");

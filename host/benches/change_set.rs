@@ -235,7 +235,7 @@ fn recovery(out: &mut impl Write, repo: &Path, contract: &Path) {
     let debug = debug_host();
     let root = open_root(repo);
     let writable = vec!["src/*".to_owned()];
-    let boundary = satyrn_host::publish::Boundary {
+    let boundary = satyrn_publish::Boundary {
         writable_paths: &writable,
         private_paths: &[],
     };
@@ -287,7 +287,7 @@ fn recovery(out: &mut impl Write, repo: &Path, contract: &Path) {
                 break;
             }
             let started = Instant::now();
-            let said = satyrn_host::publish::recover(&root, boundary);
+            let said = satyrn_publish::recover(&root, boundary);
             times.push(started.elapsed());
             assert_eq!(said.kept, 0, "step {n}: {:?}", said.said);
             let f0 = std::fs::read_to_string(repo.join("src/f0.txt")).expect("f0");
@@ -298,7 +298,7 @@ fn recovery(out: &mut impl Write, repo: &Path, contract: &Path) {
                 "step {n}: a mix after recovery"
             );
             let started = Instant::now();
-            let said = satyrn_host::publish::recover(&root, boundary);
+            let said = satyrn_publish::recover(&root, boundary);
             idle.push(started.elapsed());
             assert!(
                 said.said.is_empty(),

@@ -1,4 +1,4 @@
-//! Benchmark: `satyrn_host::publish::create` of a new 1 MiB file against a native create
+//! Benchmark: `satyrn_publish::create` of a new 1 MiB file against a native create
 //! with the same durability, in the same run.
 //!
 //! Run: `cargo bench -p satyrn-host --bench create` (optionally `-- --calls N --size BYTES`;
@@ -21,8 +21,7 @@ use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::time::{Duration, Instant};
-
-use satyrn_host::publish;
+use satyrn_publish as publish;
 
 fn main() {
     let mut calls = 200usize;

@@ -154,9 +154,9 @@ fn durable_write(repo: &Path, bytes: &[u8]) -> Duration {
 /// In-process p50s of one `read`: instantiating the component, the call on that fresh
 /// instance, and the same call again on it.
 fn split(repo: &Path) -> [Duration; 3] {
-    let root = satyrn_host::repo::RepoRoot::open(repo).expect("repo");
-    let loaded = satyrn_host::engine::Loaded::new().expect("load");
-    let request = satyrn_host::engine::ReadRequest {
+    let root = satyrn_contract::repo::RepoRoot::open(repo).expect("repo");
+    let loaded = satyrn_engine::Loaded::new().expect("load");
+    let request = satyrn_engine::ReadRequest {
         path: "bench.rs".into(),
         writable_paths: vec!["*.rs".into()],
         private_paths: Vec::new(),

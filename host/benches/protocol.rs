@@ -24,9 +24,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use satyrn_host::engine::{Loaded, ReplaceRequest};
-use satyrn_host::publish;
-use satyrn_host::repo::RepoRoot;
+use satyrn_engine::{Loaded, ReplaceRequest};
+use satyrn_publish as publish;
+use satyrn_contract::repo::RepoRoot;
 use satyrn_mutator_core::revision::Revision;
 use sha2::{Digest, Sha256};
 

@@ -7,7 +7,7 @@
 //! A writer thread rewrites the 1 MiB file's header `seq=NNNNNNNNNNNN\n` in place (open by
 //! path, `pwrite` at 0, close) every P ms and logs each write's sequence number and inode.
 //! Interleaved in the same run, N calls each of
-//! - `satyrn`: `satyrn_host::publish::publish` under the worktree lock (temporary written
+//! - `satyrn`: `satyrn_publish::publish` under the worktree lock (temporary written
 //!   and synced, target re-checked, `RENAME_EXCHANGE`, displaced file re-hashed, swapped
 //!   back if it changed);
 //! - `baseline`: the order satyrn used before — hash the target, then write, fsync and
@@ -28,8 +28,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use satyrn_host::publish::{self, PublishError};
-use satyrn_host::repo::RepoRoot;
+use satyrn_publish::{self as publish, PublishError};
+use satyrn_contract::repo::RepoRoot;
 use satyrn_mutator_core::revision::Revision;
 
 #[derive(Default)]
@@ -72,7 +72,7 @@ fn main() {
     for i in 0..2 * calls {
         if i % 2 == 0 {
             round(&writer, &path, &mut satyrn, |base, new| {
-                let _lock = satyrn_host::lock::WorktreeLock::acquire(root.dir()).expect("lock");
+                let _lock = satyrn_os::lock::WorktreeLock::acquire(root.dir()).expect("lock");
                 match publish::publish(root.dir(), "raced.txt", base, new) {
                     Ok(()) => Ok(true),
                     Err(PublishError::Stale(_)) => Ok(false),

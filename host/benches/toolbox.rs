@@ -22,8 +22,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use satyrn_host::engine::{Instances, Loaded};
-use satyrn_host::operation::{self, ListArgs, Scope, SearchArgs};
+use satyrn_engine::{Instances, Loaded};
+use satyrn_operation::{self as operation, ListArgs, Scope, SearchArgs};
 
 const FILES: usize = 20_000;
 const FILE_BYTES: usize = 5_000;
@@ -108,7 +108,7 @@ fn main() {
     )
     .expect("contract");
     let (contract_doc, root) =
-        satyrn_host::protocol::check(&repo, &contract).expect("contract and repository");
+        satyrn_protocol::check(&repo, &contract).expect("contract and repository");
     let loaded = Loaded::new().expect("engine");
     let instances = Instances::new(&loaded, root.dir()).expect("instances");
     let scope = Scope {

@@ -192,7 +192,7 @@ fn pi_gets_the_exact_argv_context_and_environment() {
             "--model",
             "provider/model-1",
             "--system-prompt",
-            satyrn_host::attempt::pi::SYSTEM_PROMPT,
+            satyrn_attempt::pi::SYSTEM_PROMPT,
             "--no-extensions",
             "--extension"
         ]
@@ -228,7 +228,7 @@ fn pi_gets_the_exact_argv_context_and_environment() {
     assert!(!prompt.contains("other.txt") && !prompt.contains("README"));
     assert_eq!(
         prompt,
-        satyrn_host::attempt::prompt::build(
+        satyrn_attempt::prompt::build(
             "Say hello to satyrn.",
             &["src/g*.txt".to_string(), "missing/*".to_string()],
             &["src/greeting.txt"]
@@ -1279,7 +1279,7 @@ fn files_named_like_temporaries_that_no_journal_proves_are_kept() {
 fn a_task_of_100_kib_reaches_pi_and_one_byte_more_is_refused() {
     let fx = Fixture::new();
     let big = fx.outside.path().join("big.yaml");
-    let limit = satyrn_host::attempt::prompt::MAX_TASK_BYTES;
+    let limit = satyrn_attempt::prompt::MAX_TASK_BYTES;
     let write = |task: &str| {
         std::fs::write(
             &big,

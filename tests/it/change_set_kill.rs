@@ -185,10 +185,10 @@ struct Tally {
 }
 
 /// The set's contract, `writable_paths: ['*']`, as a recovery's boundary.
-fn everything() -> satyrn_host::publish::Boundary<'static> {
+fn everything() -> satyrn_publish::Boundary<'static> {
     static WRITABLE: std::sync::LazyLock<Vec<String>> =
         std::sync::LazyLock::new(|| vec!["*".to_owned()]);
-    satyrn_host::publish::Boundary {
+    satyrn_publish::Boundary {
         writable_paths: &WRITABLE,
         private_paths: &[],
     }
@@ -197,7 +197,7 @@ fn everything() -> satyrn_host::publish::Boundary<'static> {
 /// Settles what the kill left as the next lock taker does, then checks the state is
 /// exactly the old or the new one; returns whether it was the new one.
 fn settle_and_check(set: &Set, old: &State, new: &State, tally: &mut Tally) -> bool {
-    let said = satyrn_host::publish::recover(&set.root_fd(), everything());
+    let said = satyrn_publish::recover(&set.root_fd(), everything());
     assert_eq!(said.kept, 0, "a record was kept: {:?}", said.said);
     let said = said.said;
     let now = state(set.fx.repo.path());

@@ -5,12 +5,12 @@ use std::collections::BTreeSet;
 use std::os::fd::OwnedFd;
 use std::os::unix::fs::symlink;
 
-use satyrn_host::engine::{COMPILED_COMPONENT, COMPONENT_WASM, Loaded, RevisionError};
+use satyrn_engine::{COMPILED_COMPONENT, COMPONENT_WASM, Loaded, RevisionError};
 use wasmtime::component::types::ComponentItem;
 
 use crate::support::{Repo, sha256_hex};
 
-include!("../../host/src/engine_config.rs");
+include!("../../crates/engine/src/engine_config.rs");
 
 /// One import or export: its name and, for an instance, what it provides.
 #[derive(Debug)]
@@ -309,7 +309,7 @@ fn revision_export_hashes_declared_regular_files_only() {
 
 #[test]
 fn replace_export_decides_but_never_writes() {
-    use satyrn_host::engine::{RefusalCode, ReplaceError, ReplaceRequest};
+    use satyrn_engine::{RefusalCode, ReplaceError, ReplaceRequest};
     let repo = Repo::with_files(&[("a.txt", b"hello world\n")]);
     let before = crate::support::snapshot(&repo.file("a.txt"));
     let dir = open_dir(repo.path());

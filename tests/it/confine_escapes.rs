@@ -417,7 +417,7 @@ print("real", json.loads(line)["code"], flush=True)
         .collect();
     let status = child.wait().expect("wait");
     assert!(status.success(), "{lines:?}");
-    let limit = satyrn_host::confine::broker::MAX_CONNECTIONS;
+    let limit = satyrn_confine::broker::MAX_CONNECTIONS;
     assert!(
         most.0 <= 2 * limit + 16,
         "{} descriptors for {limit} connections at most",

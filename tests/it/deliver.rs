@@ -1142,8 +1142,8 @@ fn two_racing_delivers_give_exactly_one_ok_and_one_candidate_exists() {
 
 #[test]
 fn renderer_matches_the_fixture_bytes() {
-    use satyrn_host::code::Code;
-    use satyrn_host::deliver::receipt::{Outcome, Receipt};
+    use satyrn_code::Code;
+    use satyrn_deliver::receipt::{Outcome, Receipt};
     let mut full = Receipt::new(
         Outcome::Discarded,
         Code::CleanupFailed,

@@ -224,7 +224,7 @@ fn component_matches_agrees_with_cpython() {
     let expected = cpython(&sample);
     let repo = crate::support::Repo::with_files(&[]);
     let dir = std::os::fd::OwnedFd::from(std::fs::File::open(repo.path()).expect("open"));
-    let mut mutator = satyrn_host::engine::Loaded::new()
+    let mut mutator = satyrn_engine::Loaded::new()
         .expect("load")
         .instantiate(&dir)
         .expect("instantiate");

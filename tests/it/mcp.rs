@@ -843,7 +843,7 @@ fn every_message_gets_a_well_formed_answer() {
             .to_string()
             .into_bytes()
     };
-    let mut over = vec![b'x'; satyrn_host::mcp::framing::MAX_MESSAGE_BYTES + 1];
+    let mut over = vec![b'x'; satyrn_mcp::framing::MAX_MESSAGE_BYTES + 1];
     over.extend_from_slice(b"yz");
     let bad: [(&[u8], i64); 5] = [
         (b"{not json}", -32700),

@@ -193,7 +193,7 @@ const PERIOD_MS: u64 = 10;
 /// file's header). Before the exchange and re-check, it was 25–50 %.
 #[test]
 fn publishes_racing_an_in_place_writer_rarely_overwrite_its_writes() {
-    use satyrn_host::publish;
+use satyrn_publish as publish;
     use satyrn_mutator_core::revision::Revision;
     use std::os::unix::fs::MetadataExt;
     let mut body = String::from("seq=000000000000\n");
@@ -203,7 +203,7 @@ fn publishes_racing_an_in_place_writer_rarely_overwrite_its_writes() {
     body.push_str("value = ANCHOR_A;\n");
     let fx = Fixture::new(&[("raced.txt", body.as_bytes())], &["*.txt"]);
     let path = fx.file("raced.txt");
-    let root = satyrn_host::repo::RepoRoot::open(fx.repo.path()).expect("open the worktree");
+    let root = satyrn_contract::repo::RepoRoot::open(fx.repo.path()).expect("open the worktree");
     let writer = InPlaceWriter::start(path.clone(), 0, std::time::Duration::from_millis(PERIOD_MS));
     let (mut ok, mut stale, mut lost) = (0u32, 0u32, 0u32);
     let started = std::time::Instant::now();
@@ -222,7 +222,7 @@ fn publishes_racing_an_in_place_writer_rarely_overwrite_its_writes() {
         } else {
             text.replace("ANCHOR_B", "ANCHOR_A")
         };
-        let lock = satyrn_host::lock::WorktreeLock::acquire(root.dir()).expect("lock");
+        let lock = satyrn_os::lock::WorktreeLock::acquire(root.dir()).expect("lock");
         let result = publish::publish(
             root.dir(),
             "raced.txt",
@@ -353,9 +353,9 @@ fn a_file_renamed_over_mid_edit_is_stale_never_a_failure() {
     use std::sync::Arc;
     use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-    use satyrn_host::engine::{Instances, Loaded};
-    use satyrn_host::operation::{ReplaceArgs, Scope, replace};
-    use satyrn_host::repo::RepoRoot;
+    use satyrn_engine::{Instances, Loaded};
+    use satyrn_operation::{ReplaceArgs, Scope, replace};
+    use satyrn_contract::repo::RepoRoot;
 
     const EDITS: usize = 1_500;
     const BASE: &[u8] = b"value = ANCHOR;\n";
@@ -375,7 +375,7 @@ fn a_file_renamed_over_mid_edit_is_stale_never_a_failure() {
         })
     };
     let contract =
-        satyrn_host::contract::parse(b"id: race\ntask: t\nwritable_paths: [\"t.txt\"]\n")
+        satyrn_contract::parse(b"id: race\ntask: t\nwritable_paths: [\"t.txt\"]\n")
             .expect("contract");
     let root = RepoRoot::open(fx.repo.path()).expect("root");
     let loaded = Loaded::new().expect("engine");

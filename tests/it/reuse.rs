@@ -1,5 +1,5 @@
 //! The shared reuse fixtures (`tests/fixtures/mutator-cases.json`) through the Rust host
-//! — the real embedded component via `satyrn_host::engine::Loaded` — and
+//! — the real embedded component via `satyrn_engine::Loaded` — and
 //! `satyrn-host component export`. Node (jco) and Python (wasmtime-py) run the same
 //! fixtures in `tests/reuse/` (`scripts/test-reuse.sh`); see `docs/reuse.md`.
 
@@ -9,7 +9,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use satyrn_host::engine::{
+use satyrn_engine::{
     COMPONENT_WASM, Loaded, Mutator, RefusalCode, ReplaceError, ReplaceRequest, RevisionError,
 };
 use serde_json::{Value, json};

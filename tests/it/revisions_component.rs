@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use satyrn_host::engine::{Loaded, Mutator, RevisionError};
+use satyrn_engine::{Loaded, Mutator, RevisionError};
 use satyrn_mutator_core::gates::MAX_TEXT_FILE_BYTES;
 
 use crate::support::{Repo, Snapshot, sha256_hex, snapshot};

@@ -4,8 +4,8 @@
 //! read-only WASI preopen, is held to the same model.
 
 use proptest::prelude::*;
-use satyrn_host::engine::{ListRequest, Loaded, SearchRequest, SkipReason};
-use satyrn_host::operation::kind_name;
+use satyrn_engine::{ListRequest, Loaded, SearchRequest, SkipReason};
+use satyrn_operation::kind_name;
 
 #[path = "../../components/mutator-core/tests/common/tree_model.rs"]
 mod tree_model;

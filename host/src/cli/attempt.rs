@@ -1,5 +1,5 @@
 //! `satyrn-host attempt [--model MODEL]... [--] CONTRACT`: one Pi attempt in the current
-//! worktree (see [`crate::attempt`]). The model comes from `--model`, else `SATYRN_MODEL`;
+//! worktree (see [`satyrn_attempt`]). The model comes from `--model`, else `SATYRN_MODEL`;
 //! neither, or a value Pi could read as an option, is a usage error (exit 2). After `--`
 //! every argument is the contract, even one that starts with `-`.
 //!
@@ -12,8 +12,8 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use crate::attempt::{self, pi};
-use crate::deliver::series::{COUNT_VAR, INDEX_VAR};
+use satyrn_attempt::{self as attempt, pi};
+use satyrn_deliver::series::{COUNT_VAR, INDEX_VAR};
 
 /// `attempt`'s arguments.
 #[derive(Debug, clap::Args)]

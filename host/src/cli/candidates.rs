@@ -1,11 +1,11 @@
 //! `satyrn-host candidates list|show|diff|apply|drop`: reviewing what `deliver` published
-//! (see [`crate::candidates`] and `docs/candidates.md`).
+//! (see [`satyrn_candidates`] and `docs/candidates.md`).
 //!
 //! - With `--json`, stdout carries exactly one JSON document, `{"version":1,"code",
 //!   "message", …}`, also for a refusal; without it, a table or text on stdout and a
 //!   refusal as one line `satyrn-host candidates: CODE: message` on stderr.
 //! - `diff` writes the patch itself to stdout (no `--json`).
-//! - The exit status is the code's row in [`crate::code`]; a usage error exits 2.
+//! - The exit status is the code's row in [`satyrn_code`]; a usage error exits 2.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -13,9 +13,9 @@ use std::path::PathBuf;
 use clap::Subcommand;
 use serde::Serialize;
 
-use crate::candidates::{self, Error, Namespace, apply, diff, drop, list, remote, series, show};
-use crate::code::Code;
-use crate::git::Git;
+use satyrn_candidates::{self as candidates, Error, Namespace, apply, diff, drop, list, remote, series, show};
+use satyrn_code::Code;
+use satyrn_git::Git;
 
 /// Review, apply and drop the candidates deliver published.
 #[derive(Debug, clap::Args)]
@@ -284,7 +284,7 @@ fn open(
 /// is stopped with its process group and named: `git::GitError::TimedOut`).
 fn bounded(git: Git, timeout: std::time::Duration) -> Git {
     match std::time::Instant::now().checked_add(timeout) {
-        Some(deadline) => git.with_deadline(deadline, crate::git::OnSignal::Stop),
+        Some(deadline) => git.with_deadline(deadline, satyrn_git::OnSignal::Stop),
         None => git,
     }
 }

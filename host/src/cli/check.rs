@@ -2,8 +2,8 @@
 //! four-field response `{"version":1,"ok":…,"code":…,"message":…}` and exits with its
 //! status (0, or 3–6).
 
-use crate::code::Code;
-use crate::protocol::{self, Response, Shape};
+use satyrn_code::Code;
+use satyrn_protocol::{self as protocol, Response, Shape};
 
 /// `check`'s arguments.
 #[derive(Debug, clap::Args)]
@@ -23,7 +23,7 @@ pub struct Args {
 pub fn run(args: &Args) -> u8 {
     let (repo, contract) = (&args.target.repo, &args.target.contract);
     let checked = super::panic::catch(|| protocol::check(repo, contract).map(drop))
-        .unwrap_or_else(|message| Err(crate::code::Failure::new(Code::InternalError, message)));
+        .unwrap_or_else(|message| Err(satyrn_code::Failure::new(Code::InternalError, message)));
     let response = match checked {
         Ok(()) => Response {
             shape: Shape::Check,

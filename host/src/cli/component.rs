@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use crate::engine::{COMPONENT_WASM, InterfaceItems, Loaded};
+use satyrn_engine::{COMPONENT_WASM, InterfaceItems, Loaded};
 
 /// The file name of the component in the export.
 pub const WASM_FILE: &str = "satyrn_mutator.wasm";
@@ -83,7 +83,7 @@ fn export_command(out: &Path) -> u8 {
                 std::io::stderr(),
                 "satyrn-host: component export: {message}"
             );
-            return crate::code::Code::InternalError.exit_status();
+            return satyrn_code::Code::InternalError.exit_status();
         }
     };
     match export(out, &manifest) {
@@ -96,7 +96,7 @@ fn export_command(out: &Path) -> u8 {
                 std::io::stderr(),
                 "satyrn-host: component export: {message}"
             );
-            crate::code::USAGE_EXIT
+            satyrn_code::USAGE_EXIT
         }
     }
 }

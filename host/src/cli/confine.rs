@@ -1,10 +1,10 @@
 //! `satyrn-host confine --repo WORKTREE CONTRACT -- COMMAND [ARG ...]` (see
-//! [`crate::confine`] and `docs/confinement.md`).
+//! [`satyrn_confine`] and `docs/confinement.md`).
 
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-use crate::confine::{self, Request};
+use satyrn_confine::{self as confine, Request};
 
 /// `confine`'s arguments.
 #[derive(Debug, clap::Args)]

@@ -2,7 +2,7 @@
 //! [--attempt I | --attempt-from slurm|kubernetes | --attempts N [--jobs J]] CONTRACT --
 //! COMMAND [ARG ...]`: runs one attempt in
 //! a detached worktree and prints one receipt, or (`--attempts`) a series of them and one
-//! summary (see [`crate::deliver`], [`crate::deliver::series`] and `docs/delivery.md`).
+//! summary (see [`satyrn_deliver`], [`satyrn_deliver::series`] and `docs/delivery.md`).
 //!
 //! - A literal `--` is required; every token after it is the command's argv, exactly.
 //!   A missing `--` or an empty command is a usage error: exit 2, no receipt.
@@ -14,9 +14,9 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::code::Code;
-use crate::deliver::candidate::MAX_ATTEMPTS;
-use crate::deliver::{self, Request, receipt::Outcome, receipt::Receipt};
+use satyrn_code::Code;
+use satyrn_deliver::candidate::MAX_ATTEMPTS;
+use satyrn_deliver::{self as deliver, Request, receipt::Outcome, receipt::Receipt};
 
 /// `deliver`'s arguments.
 #[derive(Debug, clap::Args)]
@@ -198,13 +198,13 @@ pub fn run(args: Args) -> u8 {
         }
         return run_series(&series_args(&request), attempts, jobs, &request);
     }
-    let receipt = match crate::os::signals::install() {
+    let receipt = match satyrn_os::signals::install() {
         Ok(()) => super::panic::catch(|| {
-            super::panic::trigger("deliver");
+            satyrn_os::fault::trigger("deliver");
             deliver::deliver(&request)
         })
         .unwrap_or_else(|message| {
-            let repo = deliver::normalize(&request.repo);
+            let repo = satyrn_git::root::normalize(&request.repo);
             Receipt::new(
                 Outcome::Refused,
                 Code::InternalError,
@@ -213,7 +213,7 @@ pub fn run(args: Args) -> u8 {
             )
         }),
         Err(e) => {
-            let repo = deliver::normalize(&request.repo);
+            let repo = satyrn_git::root::normalize(&request.repo);
             Receipt::new(
                 Outcome::Refused,
                 Code::InternalError,
@@ -276,7 +276,7 @@ fn series_args(request: &Request) -> Vec<OsString> {
 /// `--attempts N`: supervises N child `deliver`s and prints one summary line.
 fn run_series(args: &[OsString], attempts: u16, jobs: u16, request: &Request) -> u8 {
     let refused = |message: String| {
-        let repo = deliver::normalize(&request.repo);
+        let repo = satyrn_git::root::normalize(&request.repo);
         let receipt = Receipt::new(
             Outcome::Refused,
             Code::InternalError,
@@ -286,7 +286,7 @@ fn run_series(args: &[OsString], attempts: u16, jobs: u16, request: &Request) ->
         super::print_json_line(&receipt.to_json());
         receipt.exit_status()
     };
-    if let Err(e) = crate::os::signals::install() {
+    if let Err(e) = satyrn_os::signals::install() {
         return refused(format!("cannot install signal handlers: {e}"));
     }
     let exe = match std::env::current_exe() {
@@ -305,7 +305,7 @@ fn run_series(args: &[OsString], attempts: u16, jobs: u16, request: &Request) ->
 mod tests {
     use super::super::{Command, parse};
     use super::*;
-    use crate::deliver::DEFAULT_TIMEOUT;
+    use satyrn_deliver::DEFAULT_TIMEOUT;
 
     fn request(list: &[&str]) -> Result<Request, clap::Error> {
         let args = std::iter::once("deliver").chain(list.iter().copied());

@@ -29,7 +29,7 @@ pub fn run(args: &Args) -> u8 {
         Ok(()) => super::write_stdout(&roff),
         Err(e) => {
             super::print_error("man", &e);
-            crate::code::Code::InternalError.exit_status()
+            satyrn_code::Code::InternalError.exit_status()
         }
     }
 }

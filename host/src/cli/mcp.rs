@@ -1,10 +1,9 @@
 //! `satyrn-host mcp --repo WORKTREE CONTRACT`: an MCP server over stdio (see
-//! [`crate::mcp`] and `docs/mcp.md`). Start-up refusals exit with the contract's or the
+//! [`satyrn_mcp`] and `docs/mcp.md`). Start-up refusals exit with the contract's or the
 //! repository's status (3–6) and one line on stderr, before any MCP traffic.
 
 use std::io::Write;
-
-use crate::mcp;
+use satyrn_mcp as mcp;
 
 /// `mcp`'s arguments.
 #[derive(Debug, clap::Args)]
@@ -38,10 +37,10 @@ pub fn run(args: &Args) -> u8 {
     let broker = args
         .broker
         .clone()
-        .or_else(|| std::env::var_os(crate::confine::broker::SOCKET_VAR).map(Into::into));
+        .or_else(|| std::env::var_os(satyrn_confine::broker::SOCKET_VAR).map(Into::into));
     if let Some(socket) = broker {
-        let secret = std::env::var(crate::confine::broker::SECRET_VAR).ok();
-        return match mcp::relay::relay(&socket, secret.as_deref()) {
+        let secret = std::env::var(satyrn_confine::broker::SECRET_VAR).ok();
+        return match satyrn_confine::relay::relay(&socket, secret.as_deref()) {
             Ok(status) => status,
             Err(failure) => {
                 let _ = writeln!(std::io::stderr(), "satyrn-host mcp: {failure}");
@@ -54,7 +53,7 @@ pub fn run(args: &Args) -> u8 {
             std::io::stderr(),
             "satyrn-host mcp: --repo REPO and CONTRACT are required outside a confined run (no SATYRN_BROKER)"
         );
-        return crate::code::USAGE_EXIT;
+        return satyrn_code::USAGE_EXIT;
     };
     match mcp::open(repo, contract) {
         Ok(session) => mcp::serve(session),

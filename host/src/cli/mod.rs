@@ -16,7 +16,7 @@ use clap::builder::{OsStringValueParser, TypedValueParser};
 use clap::error::ErrorKind;
 use clap::{CommandFactory, Parser, Subcommand};
 
-use crate::code::{Code, USAGE_EXIT};
+use satyrn_code::{Code, USAGE_EXIT};
 
 pub mod attempt;
 pub mod candidates;
@@ -94,12 +94,12 @@ fn dispatch(args: &[OsString]) -> u8 {
         Command::Candidates(args) => candidates::run(args),
         Command::Series(args) => series::run(args),
         Command::Attempt(args) => {
-            panic::trigger("attempt");
+            satyrn_os::fault::trigger("attempt");
             attempt::run(args)
         }
         Command::Mcp(args) => mcp::run(&args),
         Command::Component(args) => {
-            panic::trigger("component");
+            satyrn_os::fault::trigger("component");
             component::run(&args)
         }
         Command::Completions(args) => completions::run(&args),

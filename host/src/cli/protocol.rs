@@ -3,8 +3,8 @@
 
 use std::io::Read;
 
-use crate::code::{Code, Failure};
-use crate::protocol::{self, MAX_REQUEST_BYTES, Response, Shape};
+use satyrn_code::{Code, Failure};
+use satyrn_protocol::{self as protocol, MAX_REQUEST_BYTES, Response, Shape};
 
 /// `protocol`'s arguments: none, the request is read from stdin.
 #[derive(Debug, clap::Args)]
@@ -25,7 +25,7 @@ pub fn run(_: &Args) -> u8 {
         .lock()
         .take(MAX_REQUEST_BYTES as u64 + 1)
         .read_to_end(&mut input);
-    if let (Ok(_), Some(socket)) = (&read, std::env::var_os(crate::confine::broker::SOCKET_VAR)) {
+    if let (Ok(_), Some(socket)) = (&read, std::env::var_os(satyrn_confine::broker::SOCKET_VAR)) {
         return relay(std::path::Path::new(&socket), &input);
     }
     let response = match read {
@@ -63,8 +63,8 @@ fn relay(socket: &std::path::Path, input: &[u8]) -> u8 {
         super::print_json_line(&response.to_json());
         response.exit_status()
     };
-    let secret = std::env::var(crate::confine::broker::SECRET_VAR).unwrap_or_default();
-    let mut stream = match crate::confine::broker::connect(socket, &secret, " protocol") {
+    let secret = std::env::var(satyrn_confine::broker::SECRET_VAR).unwrap_or_default();
+    let mut stream = match satyrn_confine::broker::connect(socket, &secret, " protocol") {
         Ok(stream) => stream,
         Err(e) => {
             return failed(format!(

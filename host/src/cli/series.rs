@@ -1,7 +1,7 @@
 //! `satyrn-host series emit slurm|kubernetes --repo-url URL --contract PATH --attempts N
 //! --push REMOTE [--rev REV] [--timeout SECONDS] [--parallelism J] [--image IMAGE]
 //! [--host-bin PATH] -- COMMAND [ARG ...]`: prints the job definition that runs one
-//! `deliver` per index of a series on the scheduler ([`crate::deliver::emit`],
+//! `deliver` per index of a series on the scheduler ([`satyrn_deliver::emit`],
 //! `docs/delivery.md`, "Across machines"). Writes nothing, starts nothing.
 //!
 //! - `--id`, the contract's id, names the job and the candidates: `ID/001` … `ID/N`.
@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use clap::Subcommand;
 
-use crate::deliver::emit::{self, Job};
+use satyrn_deliver::emit::{self, Job};
 
 /// `series`'s arguments.
 #[derive(Debug, clap::Args)]
