@@ -94,7 +94,10 @@ python3 - "$root" <<'EOF'
 import json, sys
 root = sys.argv[1].rstrip("/") + "/"
 data = json.load(open(root + "target/coverage/summary.json"))
+import glob, os
 crates = {"satyrn-host": "host/src/", "satyrn-mutator-core": "components/mutator-core/src/"}
+for d in sorted(glob.glob(root + "crates/*/")):
+    crates["satyrn-" + os.path.basename(d.rstrip("/"))] = d.removeprefix(root) + "src/"
 totals = {name: [0, 0] for name in crates}
 rows = []
 for f in data["data"][0]["files"]:

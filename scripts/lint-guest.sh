@@ -2,7 +2,7 @@
 # clippy (-D warnings) for the wasm guest (components/mutator), for its own target
 # wasm32-wasip2: with rustup when it has the target, else with Debian's rustc-web and its
 # clippy (scripts/setup.sh installs them), building core and alloc from source as
-# host/build.rs does. Its own target directory, so it never waits on the workspace's lock.
+# crates/engine/build.rs does. Its own target directory, so it never waits on the workspace's lock.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root/components/mutator"

@@ -16,12 +16,12 @@
 
 #![allow(clippy::print_stdout)] // a bench prints its figures
 
+use satyrn_publish as publish;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::time::{Duration, Instant};
-use satyrn_publish as publish;
 
 fn main() {
     let mut calls = 200usize;

@@ -24,10 +24,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use satyrn_engine::{Loaded, ReplaceRequest};
-use satyrn_publish as publish;
 use satyrn_contract::repo::RepoRoot;
+use satyrn_engine::{Loaded, ReplaceRequest};
 use satyrn_mutator_core::revision::Revision;
+use satyrn_publish as publish;
 use sha2::{Digest, Sha256};
 
 /// Runs on the 64 MiB file (each takes about half a second).

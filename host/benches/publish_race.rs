@@ -28,9 +28,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use satyrn_publish::{self as publish, PublishError};
 use satyrn_contract::repo::RepoRoot;
 use satyrn_mutator_core::revision::Revision;
+use satyrn_publish::{self as publish, PublishError};
 
 #[derive(Default)]
 struct Tally {

@@ -3,7 +3,7 @@
  * ([`processChannel`], lib/exchange.ts), or, inside a confined run, one connection to the
  * run's broker for the whole Pi session ([`BrokerSession`]).
  *
- * The broker's protocol session (host/src/confine/broker.rs): the first line is the run's
+ * The broker's protocol session (crates/confine/src/broker.rs): the first line is the run's
  * secret and ` protocol`; then each request is framed as its length in bytes, a newline
  * and the JSON, and each answer is the exit status on a line, then the response line.
  * Requests go one at a time, in the order they were sent; the broker answers them in that

@@ -25,7 +25,7 @@ export const CONTEXT_VAR = "SATYRN_MUTATION_CONTEXT_FILE";
 export const LEGACY_CONTEXT_VAR = "SATYRN_MUTATION_CONTEXT";
 /** The host binary variable's name. */
 export const HOST_VAR = "SATYRN_HOST_BIN";
-/** The confined run's broker socket variable (host/src/confine/broker.rs). */
+/** The confined run's broker socket variable (crates/confine/src/broker.rs). */
 export const BROKER_VAR = "SATYRN_BROKER";
 /** The confined run's broker secret variable: 64 hexadecimal digits. */
 export const BROKER_SECRET_VAR = "SATYRN_BROKER_SECRET";
@@ -134,7 +134,7 @@ export function parseContext(env: NodeJS.ProcessEnv): ContextResult {
 
 /**
  * satyrn's tools, exactly the names `satyrn-host attempt` passes to Pi's `--tools`
- * (host/src/attempt/pi.rs). Inside an attempt engine.ts blocks every other tool name, and
+ * (crates/attempt/src/pi.rs). Inside an attempt engine.ts blocks every other tool name, and
  * every call at all until mutator.ts has registered all of these.
  */
 export const SATYRN_TOOLS: readonly string[] = ["read", "edit", "ls", "find", "grep", "write", "delete", "apply_patch"];

@@ -10,7 +10,7 @@
  *   agent saw (read pages add up; a search hit or the attempt's starting map is part; a
  *   write is whole; an edit keeps what its base was), so a `write` over or a `delete` of
  *   a file seen only in part says so (`seen: "part"`) and the host refuses it
- *   (`PARTLY_SEEN`): the same rule as `satyrn-host mcp`'s (host/src/mcp/seen.rs).
+ *   (`PARTLY_SEEN`): the same rule as `satyrn-host mcp`'s (crates/mcp/src/seen.rs).
  * - A refusal (a well-formed response with `ok:false`) becomes a Pi tool error naming the
  *   code and message; the session goes on.
  * - A timeout, crash, malformed response or any transport failure **poisons** the editor:

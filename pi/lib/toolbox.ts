@@ -3,7 +3,7 @@
  * shapes in (where Pi has the tool), one protocol request out (`list`, `search`, `write`,
  * `delete`, `apply_patch`) over the
  * editor's channel (lib/channel.ts), concise text back for the model, as the MCP server renders the same results
- * (host/src/mcp/render.rs).
+ * (crates/mcp/src/render.rs).
  *
  * - Arguments are validated strictly: an unknown field, a wrong type or a bad number is an
  *   `INVALID_REQUEST` tool error before anything is spawned.
@@ -339,7 +339,7 @@ export class Toolbox {
 
 /**
  * A refused change set's problems, one per line, as the MCP server renders them
- * (host/src/mcp/server.rs `refused`): the operation, its path and code, each hunk's or
+ * (crates/mcp/src/server.rs `refused`): the operation, its path and code, each hunk's or
  * edit's problem with where the file differs. Empty for any other refusal.
  */
 export function problems(result: Args | null | undefined): string {

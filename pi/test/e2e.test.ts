@@ -414,7 +414,7 @@ test("deliver + attempt + real Pi without PI_OFFLINE: a hostile repository's and
         ? m.content
         : (m.content as Array<{ type: string; text?: string }>).map((part) => (part.type === "text" ? (part.text ?? "") : `[${part.type}]`)).join("");
     const system = messages.filter((m) => m.role === "system").map(text);
-    const systemPrompt = readFileSync(join(ROOT, "host", "src", "attempt", "system_prompt.md"), "utf8");
+    const systemPrompt = readFileSync(join(ROOT, "crates", "attempt", "src", "system_prompt.md"), "utf8");
     assert.equal(system.length, 1, JSON.stringify(system));
     assert.match(
       system[0],
@@ -636,13 +636,13 @@ test("real Pi: an ambiguous edit is refused with the match list, the retry with 
 });
 
 /**
- * Pi as `satyrn-host attempt` starts it (host/src/attempt/pi.rs), with the given extensions;
+ * Pi as `satyrn-host attempt` starts it (crates/attempt/src/pi.rs), with the given extensions;
  * the prompt is an argument here rather than standard input.
  */
 function attemptPiArgs(extensions: string[]): string[] {
   return [
     "--print", "--mode", "json", "--no-session", "--model", MODEL,
-    "--system-prompt", readFileSync(join(ROOT, "host", "src", "attempt", "system_prompt.md"), "utf8"), "--no-extensions",
+    "--system-prompt", readFileSync(join(ROOT, "crates", "attempt", "src", "system_prompt.md"), "utf8"), "--no-extensions",
     ...extensions.flatMap((e) => ["--extension", join(ROOT, "pi", e)]),
     "--no-skills", "--no-prompt-templates", "--no-themes", "--no-context-files", "--tools", SATYRN_TOOLS.join(","),
     "Task: read the readme.",

@@ -21,8 +21,8 @@ function closure(entries: string[]): Set<string> {
   return seen;
 }
 
-test("satyrn-host embeds exactly the files an attempt's engine.ts and mutator.ts import (host/src/attempt/pi.rs)", () => {
-  const rust = readFileSync(join(ROOT, "host", "src", "attempt", "pi.rs"), "utf8");
+test("satyrn-host embeds exactly the files an attempt's engine.ts and mutator.ts import (crates/attempt/src/pi.rs)", () => {
+  const rust = readFileSync(join(ROOT, "crates", "attempt", "src", "pi.rs"), "utf8");
   const list = rust.slice(rust.indexOf("EXTENSION_FILES"), rust.indexOf("];", rust.indexOf("EXTENSION_FILES")));
   const embedded = new Set([...list.matchAll(/\(\s*"([^"]+)",\s*include_str!\("\.\.\/\.\.\/\.\.\/pi\/([^"]+)"\)/g)].map((m) => {
     assert.equal(m[1], m[2], "each entry is written where it was read from");
@@ -31,9 +31,9 @@ test("satyrn-host embeds exactly the files an attempt's engine.ts and mutator.ts
   assert.deepEqual([...embedded].sort(), [...closure(["engine.ts", "mutator.ts"])].sort());
 });
 
-test("satyrn-host's `--tools` list is exactly SATYRN_TOOLS, the names the guard allows (host/src/attempt/pi.rs)", async () => {
+test("satyrn-host's `--tools` list is exactly SATYRN_TOOLS, the names the guard allows (crates/attempt/src/pi.rs)", async () => {
   const { SATYRN_TOOLS } = await import("../lib/context.ts");
-  const rust = readFileSync(join(ROOT, "host", "src", "attempt", "pi.rs"), "utf8");
+  const rust = readFileSync(join(ROOT, "crates", "attempt", "src", "pi.rs"), "utf8");
   const tools = /pub const TOOLS: &str = "([^"]*)";/.exec(rust);
   assert.ok(tools !== null, "pi.rs defines TOOLS");
   assert.equal(tools[1], SATYRN_TOOLS.join(","));

@@ -4,9 +4,9 @@
 //! embedded component, so the shipped artifact is held to the model too.
 
 use proptest::prelude::*;
+use satyrn_contract::repo::RepoRoot;
 use satyrn_engine::{EditError, EditOp, EditRequest, InsertAfterEdit, Loaded, ReplaceEdit};
 use satyrn_protocol::problem_spelling;
-use satyrn_contract::repo::RepoRoot;
 
 #[path = "../../components/mutator-core/tests/common/edit_model.rs"]
 mod edit_model;

@@ -437,7 +437,7 @@ fn contract_cases() -> Vec<(&'static str, ContractFile, &'static str, i32)> {
             "CONTRACT_INVALID",
             4,
         ),
-        // Accepted by yaml-rust2 alone (`host/src/contract/lexical.rs`).
+        // Accepted by yaml-rust2 alone (`crates/contract/src/lexical.rs`).
         (
             "a control character in a flow sequence",
             ContractFile::raw("id: x\ntask: t\nwritable_paths: [a\u{1}.txt]\n"),

@@ -193,8 +193,8 @@ const PERIOD_MS: u64 = 10;
 /// file's header). Before the exchange and re-check, it was 25–50 %.
 #[test]
 fn publishes_racing_an_in_place_writer_rarely_overwrite_its_writes() {
-use satyrn_publish as publish;
     use satyrn_mutator_core::revision::Revision;
+    use satyrn_publish as publish;
     use std::os::unix::fs::MetadataExt;
     let mut body = String::from("seq=000000000000\n");
     for i in 0..512 {
@@ -353,9 +353,9 @@ fn a_file_renamed_over_mid_edit_is_stale_never_a_failure() {
     use std::sync::Arc;
     use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
+    use satyrn_contract::repo::RepoRoot;
     use satyrn_engine::{Instances, Loaded};
     use satyrn_operation::{ReplaceArgs, Scope, replace};
-    use satyrn_contract::repo::RepoRoot;
 
     const EDITS: usize = 1_500;
     const BASE: &[u8] = b"value = ANCHOR;\n";
@@ -374,9 +374,8 @@ fn a_file_renamed_over_mid_edit_is_stale_never_a_failure() {
             }
         })
     };
-    let contract =
-        satyrn_contract::parse(b"id: race\ntask: t\nwritable_paths: [\"t.txt\"]\n")
-            .expect("contract");
+    let contract = satyrn_contract::parse(b"id: race\ntask: t\nwritable_paths: [\"t.txt\"]\n")
+        .expect("contract");
     let root = RepoRoot::open(fx.repo.path()).expect("root");
     let loaded = Loaded::new().expect("engine");
     let instances = Instances::new(&loaded, root.dir()).expect("instances");

@@ -24,13 +24,17 @@
 use alloc::string::String;
 use alloc::vec::Vec;
 
-/// One step of a translated pattern. Every token but [`Token::Star`] matches exactly one
-/// character.
+/// One step of a translated pattern ([`translate`]). Every token but [`Token::Star`]
+/// matches exactly one character.
 #[derive(Debug, Clone, PartialEq, Eq)]
-enum Token {
+pub enum Token {
+    /// This character.
     Literal(char),
+    /// `?`: any one character.
     AnyChar,
+    /// `*`: any run of characters, `/` included.
     Star,
+    /// A bracket expression.
     Class(Class),
     /// CPython's `(?!)`: an empty set, which matches nothing.
     Never,
@@ -38,14 +42,17 @@ enum Token {
 
 /// A bracket expression after CPython's range clean-up.
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct Class {
-    negated: bool,
+pub struct Class {
+    /// `[!...]`: the set's complement.
+    pub negated: bool,
     /// Inclusive ranges; a single character `c` is `(c, c)`.
-    ranges: Vec<(char, char)>,
+    pub ranges: Vec<(char, char)>,
 }
 
 impl Class {
-    fn contains(&self, c: char) -> bool {
+    /// Whether `c` is in the set (or, negated, not in it).
+    #[must_use]
+    pub fn contains(&self, c: char) -> bool {
         self.ranges.iter().any(|&(lo, hi)| lo <= c && c <= hi) != self.negated
     }
 }
@@ -469,7 +476,11 @@ impl PatternSet {
     }
 }
 
-fn translate(pattern: &str) -> Vec<Token> {
+/// Translates `pattern` into tokens the way CPython's `fnmatch.translate` does (the one
+/// translation: [`Pattern`] matches these tokens, and the fuzzers' backtracking oracle
+/// matches the same ones). Never fails: every string is a valid pattern.
+#[must_use]
+pub fn translate(pattern: &str) -> Vec<Token> {
     let pat: Vec<char> = pattern.chars().collect();
     let n = pat.len();
     let mut tokens = Vec::new();
@@ -631,7 +642,10 @@ fn read_set(set: &[char]) -> Vec<(char, char)> {
     ranges
 }
 
-fn one_char(token: &Token, c: char) -> bool {
+/// Whether the one-character `token` matches `c` (a star or an empty set matches no
+/// single character).
+#[must_use]
+pub fn one_char(token: &Token, c: char) -> bool {
     match token {
         Token::Literal(l) => *l == c,
         Token::AnyChar => true,

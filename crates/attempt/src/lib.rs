@@ -34,14 +34,14 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use satyrn_code::Failure;
-use satyrn_contract as contract;
-use satyrn_os::fsid;
-use satyrn_git::{self as git, Git};
-use satyrn_os::{owned_dir, signals};
-use satyrn_contract::repo::RepoRoot;
 use artifacts::Destination;
 pub use error::AttemptError;
+use satyrn_code::Failure;
+use satyrn_contract as contract;
+use satyrn_contract::repo::RepoRoot;
+use satyrn_git::{self as git, Git};
+use satyrn_os::fsid;
+use satyrn_os::{owned_dir, signals};
 
 /// Where the transcript is published, when set.
 pub const TRANSCRIPT_VAR: &str = "SATYRN_ATTEMPT_TRANSCRIPT";

@@ -10,9 +10,9 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use satyrn_contract::repo::RepoRoot;
 use satyrn_engine::{Loaded, RevisionError};
 use satyrn_git::{self as git, Git};
-use satyrn_contract::repo::RepoRoot;
 
 /// The most threads that hash at once: 4 (each runs its own component instance).
 pub const MAX_THREADS: usize = 4;

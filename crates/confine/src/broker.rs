@@ -19,11 +19,11 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use satyrn_publish::ledger::Ledger;
 use satyrn_contract::Contract;
+use satyrn_contract::repo::RepoRoot;
 use satyrn_engine::Loaded;
 use satyrn_mcp::server::Session;
-use satyrn_contract::repo::RepoRoot;
+use satyrn_publish::ledger::Ledger;
 
 /// The environment variable that names the broker's socket inside a confined run.
 pub const SOCKET_VAR: &str = "SATYRN_BROKER";

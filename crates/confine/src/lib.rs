@@ -42,10 +42,10 @@ use std::process::Command;
 use rustix::process::{Pid, Signal};
 
 use satyrn_code::{Code, Failure};
+use satyrn_contract::repo::RepoRoot;
 use satyrn_contract::{self as contract, Contract};
 use satyrn_git::Git;
 use satyrn_os::{process, signals};
-use satyrn_contract::repo::RepoRoot;
 
 /// One `confine` request, as parsed from the command line.
 #[derive(Debug, Clone)]

@@ -4,7 +4,6 @@
 use std::fmt;
 use std::io;
 
-
 use satyrn_code::Code;
 use satyrn_git::GitError;
 
@@ -285,8 +284,8 @@ impl std::error::Error for RemoveError {
 
 #[cfg(test)]
 mod tests {
-    use std::path::PathBuf;
     use super::*;
+    use std::path::PathBuf;
 
     fn git() -> GitError {
         GitError::Spawn {

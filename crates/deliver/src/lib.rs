@@ -43,15 +43,15 @@ use std::time::{Duration, Instant};
 
 use satyrn_mutator_core::path::shown;
 
-use satyrn_code::Code;
-use satyrn_contract as contract;
-use satyrn_git::{Git, GitError, OnSignal};
-use satyrn_os::signals;
 use candidate::{Change, Published};
 use command::CommandError;
 use error::PreflightError;
-use satyrn_git::root::{dirty_entries, normalize, resolve as resolve_root};
 use receipt::{Outcome, Receipt};
+use satyrn_code::Code;
+use satyrn_contract as contract;
+use satyrn_git::root::{dirty_entries, normalize, resolve as resolve_root};
+use satyrn_git::{Git, GitError, OnSignal};
+use satyrn_os::signals;
 use worktree::{Attempt, WorktreeError};
 
 /// The default `--timeout`: 600 s.

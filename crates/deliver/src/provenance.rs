@@ -17,8 +17,8 @@ use std::path::Path;
 
 use super::candidate::RawChange;
 use super::conformance::{Breach, ChangeKind};
-use satyrn_publish::ledger::Record;
 use satyrn_git::{Git, GitError};
+use satyrn_publish::ledger::Record;
 
 /// The code of a change the broker did not make, in the receipt's `outside_contract`.
 pub const NOT_BROKERED: &str = "NOT_BROKERED";

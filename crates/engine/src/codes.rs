@@ -23,7 +23,6 @@ impl From<ProblemCode> for Code {
     }
 }
 
-
 impl From<ReadCode> for Code {
     fn from(code: ReadCode) -> Self {
         match code {
@@ -35,7 +34,6 @@ impl From<ReadCode> for Code {
         }
     }
 }
-
 
 impl From<RefusalCode> for Code {
     fn from(code: RefusalCode) -> Self {

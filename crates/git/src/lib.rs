@@ -646,8 +646,8 @@ fn wait_until(
     deadline: Instant,
     on_signal: OnSignal,
 ) -> std::io::Result<Waited> {
-    use satyrn_os::signals;
     use rustix::event::{PollFd, PollFlags, Timespec};
+    use satyrn_os::signals;
     let pidfd = satyrn_os::process::pidfd_of(child).ok();
     loop {
         if on_signal == OnSignal::Stop

@@ -30,8 +30,8 @@ use rmcp::ServiceExt;
 
 use satyrn_code::{Code, Failure};
 use satyrn_contract as contract;
-use satyrn_engine::Loaded;
 use satyrn_contract::repo::RepoRoot;
+use satyrn_engine::Loaded;
 use server::{Server, Session};
 
 /// How long the end of a session waits for the last answers to reach stdout: 5 s.

@@ -25,6 +25,7 @@ use super::seen::Views;
 use super::workers::Workers;
 use satyrn_code::Failure;
 use satyrn_contract::Contract;
+use satyrn_contract::repo::RepoRoot;
 use satyrn_engine::{EngineError, Instances, Loaded};
 use satyrn_git::Git;
 use satyrn_operation::{self as operation, Scope};
@@ -32,7 +33,6 @@ use satyrn_operation::{
     DeleteArgs, EditArgs, EditDetails, EditResult, ListArgs, ReadArgs, ReadResult, SearchArgs,
     Seen, WriteArgs,
 };
-use satyrn_contract::repo::RepoRoot;
 
 /// What a session holds: fixed at start, never changed by a tool argument.
 #[derive(Debug)]

@@ -7,9 +7,9 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::{ChangeSetArgs, EditRefusal, Problem, Scope, Seen, internal, lock, partly_seen};
+use crate::EditDetails;
 use satyrn_code::{Code, Failure};
 use satyrn_engine as engine;
-use crate::EditDetails;
 use satyrn_publish as publish;
 
 /// What a change set did to one path.

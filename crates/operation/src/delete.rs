@@ -5,9 +5,9 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::{Scope, Seen, internal, lock, partly_seen, refusal};
+use crate::DeleteArgs;
 use satyrn_code::Failure;
 use satyrn_engine as engine;
-use crate::DeleteArgs;
 use satyrn_publish as publish;
 
 /// The result of a `delete`.

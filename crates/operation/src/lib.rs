@@ -13,9 +13,9 @@
 
 use satyrn_code::{Code, Failure};
 use satyrn_contract::Contract;
+use satyrn_contract::repo::RepoRoot;
 use satyrn_engine as engine;
 use satyrn_os::lock::WorktreeLock;
-use satyrn_contract::repo::RepoRoot;
 
 mod agent_paths;
 mod apply_patch;

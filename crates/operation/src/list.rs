@@ -5,9 +5,9 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::{Scope, internal, read_failure};
+use crate::ListArgs;
 use satyrn_code::Failure;
 use satyrn_engine as engine;
-use crate::ListArgs;
 
 /// One entry of a list page.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]

@@ -5,9 +5,9 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::{Scope, internal, read_failure};
+use crate::SearchArgs;
 use satyrn_code::Failure;
 use satyrn_engine as engine;
-use crate::SearchArgs;
 
 /// One shown line.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]

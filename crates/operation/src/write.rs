@@ -6,9 +6,9 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::{Scope, Seen, internal, lock, partly_seen, plan_base, refusal};
+use crate::WriteArgs;
 use satyrn_code::{Code, Failure};
 use satyrn_engine as engine;
-use crate::WriteArgs;
 use satyrn_publish as publish;
 
 /// The result of a `write`.

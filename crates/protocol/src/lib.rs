@@ -33,10 +33,10 @@
 use std::path::Path;
 
 use satyrn_code::{Code, Failure};
+use satyrn_contract::repo::RepoRoot;
 use satyrn_contract::{self as contract, Contract};
 use satyrn_engine::{Instances, Loaded};
 use satyrn_operation::{self as operation, Scope};
-use satyrn_contract::repo::RepoRoot;
 
 mod request;
 mod response;

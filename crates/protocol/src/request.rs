@@ -10,10 +10,10 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::{MAX_REQUEST_BYTES, Shape, VERSION};
+use satyrn_mutator_core::path::MAX_PATH_BYTES;
 use satyrn_operation::echo::{echo, echo_long, echo_quoted, field_path, json_error};
 use satyrn_operation::strict::StrictObject;
 use satyrn_operation::{self as operation, RequestShape};
-use satyrn_mutator_core::path::MAX_PATH_BYTES;
 
 /// A parsed request.
 #[derive(Debug, Clone)]

@@ -13,7 +13,7 @@ use super::tests_support::{
 };
 use super::{PublishError, create};
 
-const CHILD: &str = "publish::tests_create::child_process_entry";
+const CHILD: &str = "tests_create::child_process_entry";
 
 #[test]
 fn creates_the_file_and_its_parents_with_mode_0644_and_no_temporary() {

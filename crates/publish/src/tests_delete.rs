@@ -15,7 +15,7 @@ use super::tests_support::{
 };
 use super::{PublishError, delete};
 
-const CHILD: &str = "publish::tests_delete::child_process_entry";
+const CHILD: &str = "tests_delete::child_process_entry";
 
 #[test]
 fn deletes_the_file_it_was_shown_and_leaves_no_temporary() {

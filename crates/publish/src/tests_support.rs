@@ -193,7 +193,7 @@ pub(super) fn outcome_word(outcome: &Result<(), PublishError>) -> &'static str {
 pub(super) const REPORT: &str = "satyrn-child ";
 
 /// This test binary running only the test `test` (its full path, e.g.
-/// `publish::tests_create::child_process_entry`), with `envs` added; stdin and stdout piped.
+/// `tests_create::child_process_entry`), with `envs` added; stdin and stdout piped.
 pub(super) struct SelfChild {
     child: Child,
     stdin: Option<ChildStdin>,

@@ -13,7 +13,9 @@ use std::path::PathBuf;
 use clap::Subcommand;
 use serde::Serialize;
 
-use satyrn_candidates::{self as candidates, Error, Namespace, apply, diff, drop, list, remote, series, show};
+use satyrn_candidates::{
+    self as candidates, Error, Namespace, apply, diff, drop, list, remote, series, show,
+};
 use satyrn_code::Code;
 use satyrn_git::Git;
 

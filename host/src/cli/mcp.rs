@@ -2,8 +2,8 @@
 //! [`satyrn_mcp`] and `docs/mcp.md`). Start-up refusals exit with the contract's or the
 //! repository's status (3–6) and one line on stderr, before any MCP traffic.
 
-use std::io::Write;
 use satyrn_mcp as mcp;
+use std::io::Write;
 
 /// `mcp`'s arguments.
 #[derive(Debug, clap::Args)]

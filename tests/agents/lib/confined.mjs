@@ -20,7 +20,7 @@ import { toolResultsOf } from "./scripted-model.mjs";
 
 /** `.env`'s content: it must never reach the model. */
 export const SECRET = "SATYRN_TEST_SECRET=4b1d-never-shown-to-a-model";
-/** The first line of the note `confine --agent` writes (host/src/confine/agent/note.rs). */
+/** The first line of the note `confine --agent` writes (crates/confine/src/agent/note.rs). */
 export const NOTE_HEADING = "# satyrn: this session is confined";
 /** What the repository's test command prints when it passes. */
 export const TESTS_PASSED = "TESTS PASSED: beta was edited";

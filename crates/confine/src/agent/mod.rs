@@ -32,8 +32,8 @@ use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
-use satyrn_code::{Code, Failure};
 use crate::rules::Follow;
+use satyrn_code::{Code, Failure};
 
 /// The agents `confine --agent` prepares for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
