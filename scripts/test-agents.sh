@@ -3,9 +3,8 @@
 # Code driven by a scripted model on 127.0.0.1 (also inside `satyrn-host deliver`), the MCP
 # Inspector CLI, and the Python MCP SDK. Everything runs offline except the installs.
 #
-# Installs what it needs, pinned, and only when missing or changed: Node/npm and python3-venv
-# from Debian, `npm ci` in tests/agents (stamped with its lock file), a virtualenv with
-# tests/agents/python/requirements.txt in target/agents-venv (stamped with the requirements).
+# Installs what it needs, pinned, and only when missing or changed
+# (scripts/install-test-deps.sh: `npm ci` in tests/agents, target/agents-venv).
 # Nothing is skipped: a missing dependency is installed or the script fails.
 #
 # The binary under test: SATYRN_TEST_HOST_BIN, default target/debug/satyrn-host (built here
@@ -16,52 +15,25 @@ cd "$root"
 
 log() { printf 'test-agents: %s\n' "$*" >&2; }
 
-need_apt=()
-command -v node >/dev/null && command -v npm >/dev/null || need_apt+=(nodejs npm)
-command -v git >/dev/null || need_apt+=(git)
-python3 -c 'import ensurepip, venv' 2>/dev/null || need_apt+=(python3-venv)
-if [ ${#need_apt[@]} -gt 0 ]; then
-  log "installing Debian packages: ${need_apt[*]}"
+command -v git >/dev/null || {
   export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq "${need_apt[@]}" >/dev/null
-fi
-node_major=$(node -p 'process.versions.node.split(".")[0]')
-if [ "$node_major" -lt 20 ]; then
-  log "Node $(node --version) is too old: tests/agents needs Node 20 or newer"
-  exit 1
-fi
-
-# Node: the exact versions of package-lock.json; the stamp makes a second run instant.
+  apt-get update -qq && apt-get install -y -qq git >/dev/null
+}
+bash scripts/install-test-deps.sh
 node_dir=tests/agents
-if ! cmp -s "$node_dir/package-lock.json" "$node_dir/node_modules/.satyrn-installed-lock"; then
-  log "npm ci in $node_dir"
-  (cd "$node_dir" && npm ci --no-audit --no-fund --loglevel=error)
-  cp "$node_dir/package-lock.json" "$node_dir/node_modules/.satyrn-installed-lock"
-fi
 for client in codex claude mcp-inspector; do
   if [ ! -x "$node_dir/node_modules/.bin/$client" ]; then
     log "$client is missing from $node_dir/node_modules after npm ci"
     exit 1
   fi
 done
-
-# Python: a virtualenv under target/, so nothing is installed into the system.
 venv=target/agents-venv
-requirements=tests/agents/python/requirements.txt
-if ! cmp -s "$requirements" "$venv/.satyrn-installed-requirements"; then
-  log "installing $requirements into $venv"
-  rm -rf "$venv"
-  python3 -m venv "$venv"
-  "$venv/bin/pip" install --disable-pip-version-check -q -r "$requirements"
-  cp "$requirements" "$venv/.satyrn-installed-requirements"
-fi
 
 if [ -n "${SATYRN_TEST_HOST_BIN:-}" ]; then
   host=$SATYRN_TEST_HOST_BIN
 else
   host=$root/target/debug/satyrn-host
-  [ -x "$host" ] || cargo build -p satyrn-host --locked --quiet
+  [ -x "$host" ] || cargo build --workspace --all-targets --locked --quiet
 fi
 if [ ! -x "$host" ]; then
   log "satyrn-host not found or not executable at $host"

@@ -1,13 +1,22 @@
 #!/usr/bin/env bash
 # Runs every test of satyrn from a fresh clone: installs what the machine lacks, builds once
-# (the wasm component, the precompiled artifact and satyrn-host), checks formatting and
-# lints, then runs every suite from that one build.
+# (the wasm component, the precompiled artifact and satyrn-host, one feature set for every
+# step), checks formatting and lints, then runs every suite from that one build.
+#
+# What runs at once (the machine has two cores; docs/performance.md, "The test run"):
+# - the Node and Python installs (network) while cargo builds (CPU);
+# - the guest's clippy (its own target directory) beside the workspace's clippy;
+# - the Rust tests beside the foreign suites (Node/Python reuse, the Pi package, the MCP
+#   clients), which wait on processes and sockets more than they compute.
+# Each parallel lane writes its own log, printed whole when the lane ends, so no two
+# runners' lines interleave. The long fuzzing campaign (AddressSanitizer) is not part of
+# this run: `scripts/fuzz.sh` (docs/fuzzing.md); every committed fuzz input is replayed by
+# `cargo test` (tests/it/fuzz_inputs.rs).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 
-# Each step's wall time, printed as it ends and once more at the end (the run's budget: the
-# house issue's 20 minutes).
+# Each step's wall time, printed as it ends and once more at the end.
 timings=()
 step_name="setup"
 step_start=$SECONDS
@@ -29,29 +38,76 @@ report() {
 }
 trap report EXIT
 
+logs=$root/target/test-logs
+mkdir -p "$logs"
+
+# Lanes: `lane NAME COMMAND...` starts COMMAND in the background with its output in
+# target/test-logs/NAME.log; `join_lanes` waits for every started lane, prints each log
+# whole with the lane's time, and fails when any lane failed.
+lane_names=()
+lane_pids=()
+lane() {
+  local name=$1
+  shift
+  (
+    start=$SECONDS
+    set +e
+    "$@" >"$logs/$name.log" 2>&1
+    rc=$?
+    printf '%d %d\n' "$rc" $((SECONDS - start)) >"$logs/$name.status"
+    exit "$rc"
+  ) &
+  lane_names+=("$name")
+  lane_pids+=("$!")
+}
+join_lanes() {
+  local failed=0 i name rc took
+  for i in "${!lane_pids[@]}"; do
+    name=${lane_names[$i]}
+    wait "${lane_pids[$i]}" || true
+    read -r rc took <"$logs/$name.status"
+    printf '\n==> lane %s (%d s, exit %d): target/test-logs/%s.log\n' "$name" "$took" "$rc" "$name" >&2
+    cat "$logs/$name.log"
+    timings+=("$(printf '%4d s    lane %s (exit %d)' "$took" "$name" "$rc")")
+    [ "$rc" -eq 0 ] || failed=1
+  done
+  lane_names=()
+  lane_pids=()
+  return "$failed"
+}
+
 bash scripts/setup.sh
 
-step "format (workspace and the wasm guest)"
+step "format (workspace, the wasm guest, the fuzz crate)"
 cargo fmt --all -- --check
 (cd components/mutator && cargo fmt -- --check)
-
-step "build (component + host, one build for every suite)"
-cargo build --workspace --all-targets --locked
-
-step "lints (workspace and the wasm guest)"
-cargo clippy --workspace --all-targets --locked -- -D warnings
-bash scripts/lint-guest.sh
 (cd fuzz && cargo fmt -- --check)
 
-step "fuzz smoke (each target for 10 s after its regression inputs; docs/fuzzing.md)"
-bash scripts/fuzz.sh 10
+step "build (component + every crate and test, one feature set for every suite), installs beside it"
+lane installs bash scripts/install-test-deps.sh
+built=0
+cargo build --workspace --all-targets --locked || built=$?
+join_lanes
+[ "$built" -eq 0 ]
 
-step "tests"
-cargo test --workspace --locked
-bash scripts/test-reuse.sh  # the same fixtures under Node (jco) and Python (wasmtime)
+step "lints (workspace and the wasm guest, side by side)"
+lane guest-lint bash scripts/lint-guest.sh
+linted=0
+cargo clippy --workspace --all-targets --locked -- -D warnings || linted=$?
+join_lanes
+[ "$linted" -eq 0 ]
 
-step "Pi package (unit tests, the real satyrn-host, the real Pi CLI with a scripted model)"
-(cd pi && npm ci --no-audit --no-fund --loglevel=error && npm test)
-
-step "MCP clients (Codex CLI, Claude Code, MCP Inspector, Python MCP SDK) against satyrn-host mcp"
-bash scripts/test-agents.sh
+step "tests: Rust (cargo test) beside the foreign suites (reuse, Pi, MCP clients)"
+export SATYRN_TEST_HOST_BIN=$root/target/debug/satyrn-host
+foreign() {
+  bash scripts/test-reuse.sh # the same fixtures under Node (jco) and Python (wasmtime)
+  # The Pi package: unit tests, the real satyrn-host, the real Pi CLI with a scripted model.
+  (cd pi && npm test)
+  # Codex CLI, Claude Code, MCP Inspector, Python MCP SDK against satyrn-host mcp.
+  bash scripts/test-agents.sh
+}
+lane foreign foreign
+tested=0
+cargo test --workspace --locked --lib --bins --tests || tested=$?
+join_lanes
+[ "$tested" -eq 0 ]

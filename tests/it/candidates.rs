@@ -4,7 +4,7 @@
 
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::Value;
 
@@ -376,8 +376,9 @@ pub fn race_drop_against_republication(refs_in: &Path, c1: &str, drop: impl Fn()
     );
     let spread = timed.elapsed() * 2;
     let (mut dropped, mut republished, mut rounds) = (0, 0, 0u32);
-    let deadline = Instant::now() + Duration::from_secs(4);
-    while rounds < 20 || (Instant::now() < deadline && rounds < 400) {
+    // 60 rounds over 16 spreads of delay: 185 rounds gave 114 drops won and 71
+    // re-publications kept, so both outcomes come up dozens of times.
+    while rounds < 60 {
         git_ok(refs_in, &["update-ref", name, c1]);
         git_ok(refs_in, &["update-ref", receipt, &tag]);
         let running = drop().spawn().expect("spawn drop");

@@ -2,7 +2,7 @@
 //! directories, an edit, a delete, a move into new directories, an overwrite; files of
 //! 10 KiB to 4 MiB), for real: first at every step of the publish in turn (debug builds
 //! stop themselves there with `SATYRN_TEST_KILL_AT`), then at delays spread over whole
-//! runs, until at least 1,000 processes were killed. After each kill the next taker of the
+//! runs, until at least 300 processes were killed. After each kill the next taker of the
 //! worktree lock settles the record: the worktree then holds exactly every file's old
 //! state or exactly every file's new state (bytes, modes, directories), no temporary and no
 //! record is left, and the next call succeeds.
@@ -20,8 +20,10 @@ use serde_json::json;
 use crate::protocol_common::Fixture;
 use crate::support::{host_bin, protocol_raw, sha256_hex, tree_state};
 
-/// The least number of killed processes.
-const KILLS: u32 = 1000;
+/// The least number of killed processes: the kill at every step of the publish first, then
+/// random delays over the whole publish on two worktrees. 1,000 kills took 132 s; 300 took
+/// 26 s and gave 229 roll-backs, 15 roll-forwards, 4 untouched and 125 completed sets.
+const KILLS: u32 = 300;
 
 type State = BTreeMap<String, (String, Vec<u8>, u32)>;
 

@@ -8,7 +8,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
@@ -691,9 +690,9 @@ fn a_parent_swapped_for_a_symlink_never_lets_a_create_or_a_search_escape() {
             swaps
         })
     };
-    let deadline = Instant::now() + Duration::from_secs(4);
+    // 100 creates and searches against the swapper (236 in 4 s ran against 28,129 swaps).
     let (mut creates, mut searches, mut created) = (0u32, 0u32, 0u32);
-    while Instant::now() < deadline {
+    while creates < 100 {
         let run = t.run(
             "write",
             json!({"path": format!("src/swap/n{creates}.rs"), "expected_sha256": null, "content": "x\n"}),

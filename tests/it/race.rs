@@ -206,9 +206,8 @@ fn publishes_racing_an_in_place_writer_rarely_overwrite_its_writes() {
     let root = satyrn_contract::repo::RepoRoot::open(fx.repo.path()).expect("open the worktree");
     let writer = InPlaceWriter::start(path.clone(), 0, std::time::Duration::from_millis(PERIOD_MS));
     let (mut ok, mut stale, mut lost) = (0u32, 0u32, 0u32);
-    let started = std::time::Instant::now();
     let mut calls = 0u32;
-    while calls < 400 && started.elapsed() < std::time::Duration::from_secs(6) {
+    while calls < 400 {
         calls += 1;
         let mark = writer.mark();
         // Keep the inode read open until the accounting is done.
@@ -264,7 +263,7 @@ fn publishes_racing_an_in_place_writer_rarely_overwrite_its_writes() {
 fn a_fifo_swapped_in_before_the_open_never_blocks_a_call() {
     use std::sync::Arc;
     use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-    use std::time::{Duration, Instant};
+    use std::time::Duration;
 
     use crate::protocol_common::protocol_timeout;
 
@@ -304,9 +303,9 @@ fn a_fifo_swapped_in_before_the_open_never_blocks_a_call() {
         .request("t.txt", Some(&sha), "ANCHOR", "OTHER")
         .to_string();
     let mut codes = std::collections::BTreeMap::<String, usize>::new();
-    let deadline = Instant::now() + Duration::from_secs(3);
+    // 150 calls: 367 calls met 335 refusals of four kinds and 32 successes.
     let mut rounds = 0usize;
-    while Instant::now() < deadline || rounds < 20 {
+    while rounds < 150 {
         let request = if rounds.is_multiple_of(2) {
             &read
         } else {

@@ -8,7 +8,7 @@ use std::os::fd::OwnedFd;
 use std::os::unix::fs::{PermissionsExt, symlink};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use satyrn_engine::{Loaded, Mutator, RevisionError};
 use satyrn_mutator_core::gates::MAX_TEXT_FILE_BYTES;
@@ -253,8 +253,8 @@ fn a_file_replaced_while_hashed_gives_one_whole_version_or_a_refusal() {
     let counts = within_deadline(&repo, move |m| {
         let mut counts = BTreeMap::<(&str, String), u32>::new();
         for batched in [false, true] {
-            let until = Instant::now() + Duration::from_secs(2);
-            while Instant::now() < until {
+            // 300 calls of each kind: 2 s gave about 480 of each against 3,595 renames.
+            for _ in 0..300 {
                 let result = if batched {
                     m.revisions(&["d/target.txt"], &writable, &[])
                         .expect("no trap")

@@ -3,7 +3,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use rustix::fs::RenameFlags;
 
@@ -339,9 +339,9 @@ fn a_parent_swapped_for_an_outside_symlink_never_lets_a_create_escape() {
         })
     };
     let (mut created, mut refused) = (Vec::new(), 0u64);
-    let deadline = Instant::now() + Duration::from_secs(2);
+    // 20,000 creates: 69,717 in 2 s published 301 and met 69,416 symlinked parents.
     let mut i = 0u64;
-    while Instant::now() < deadline {
+    while i < 20_000 {
         let path = if i.is_multiple_of(2) {
             format!("p/f{i}")
         } else {
