@@ -78,8 +78,11 @@ fn text_strategy() -> impl Strategy<Value = String> {
     .prop_map(|parts| parts.concat())
 }
 
+#[path = "common/cases.rs"]
+mod cases;
+
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(4000))]
+    #![proptest_config(cases::config(4000))]
 
     #[test]
     fn decide_agrees_with_the_reference(

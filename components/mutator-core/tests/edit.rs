@@ -95,8 +95,11 @@ fn check(text: &str, edits: &[E]) -> Result<(), TestCaseError> {
     Ok(())
 }
 
+#[path = "common/cases.rs"]
+mod cases;
+
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(3000))]
+    #![proptest_config(cases::config(3000))]
 
     /// Generated files (LF, CRLF, mixed, bare CR, BOM, unicode, repeated lines) and batches.
     #[test]

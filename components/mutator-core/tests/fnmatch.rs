@@ -101,8 +101,11 @@ fn text_for(tokens: &[Tok], picks: &[u8]) -> String {
     out
 }
 
+#[path = "common/cases.rs"]
+mod cases;
+
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(4000))]
+    #![proptest_config(cases::config(4000))]
 
     #[test]
     fn matcher_agrees_with_the_table(

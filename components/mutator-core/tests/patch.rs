@@ -16,8 +16,11 @@ fn occurrences(lines: &[String], block: &[String]) -> usize {
         .count()
 }
 
+#[path = "common/cases.rs"]
+mod cases;
+
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(2000))]
+    #![proptest_config(cases::config(2000))]
 
     #[test]
     fn a_hunk_applies_exactly_when_its_block_is_unique(

@@ -208,8 +208,11 @@ fn line() -> impl Strategy<Value = String> {
     ]
 }
 
+#[path = "common/cases.rs"]
+mod cases;
+
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(96))]
+    #![proptest_config(cases::config(96))]
 
     #[test]
     fn pages_agree_with_the_reference(

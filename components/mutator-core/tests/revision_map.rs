@@ -12,8 +12,11 @@ mod common;
 use common::disk::Disk;
 use common::tree_model::{materialize, tree};
 
+#[path = "common/cases.rs"]
+mod cases;
+
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(128))]
+    #![proptest_config(cases::config(128))]
 
     #[test]
     fn revisions_is_revision_path_by_path(

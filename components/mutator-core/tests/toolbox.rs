@@ -54,8 +54,11 @@ fn all_pages(
     panic!("the listing did not end");
 }
 
+#[path = "common/cases.rs"]
+mod cases;
+
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(64))]
+    #![proptest_config(cases::config(64))]
 
     /// Every page concatenated is the model's walk, whatever the page size; `.git` and
     /// private paths never appear, symlinks appear but are never entered.
