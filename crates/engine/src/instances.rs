@@ -61,7 +61,7 @@ impl Instances {
     pub fn new(loaded: &Loaded, worktree: &OwnedFd) -> Result<Self, EngineError> {
         let worktree = worktree
             .try_clone()
-            .map_err(|e| EngineError(format!("duplicating the worktree descriptor: {e}")))?;
+            .map_err(|e| EngineError::new("duplicating the worktree descriptor", e))?;
         Ok(Self {
             loaded: loaded.clone(),
             worktree,
@@ -141,8 +141,8 @@ impl Lent<'_> {
         call: impl FnOnce(&mut Mutator) -> Result<T, EngineError>,
     ) -> Result<T, EngineError> {
         let Some(kept) = self.kept.as_mut() else {
-            return Err(EngineError(
-                "the component instance was discarded after a failed call".into(),
+            return Err(EngineError::plain(
+                "the component instance was discarded after a failed call",
             ));
         };
         let result = call(&mut kept.mutator);

@@ -77,49 +77,71 @@ pub use in_place::COMPILED_COMPONENT;
 pub static COMPONENT_WASM: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/satyrn_mutator.wasm"));
 
 /// A failure of the engine itself (not a decision): loading, instantiating or a trap.
-/// Always a bug or a broken installation; reported as `INTERNAL_ERROR`.
-#[derive(Debug)]
-pub struct EngineError(pub String);
+/// Always a bug or a broken installation; reported as `INTERNAL_ERROR`. Its message is
+/// what was being done and the cause with its chain; the cause stays its source.
+#[derive(Debug, thiserror::Error)]
+#[error("{context}{}", source.as_ref().map(|s| format!(": {s}")).unwrap_or_default())]
+pub struct EngineError {
+    /// What the engine was doing, e.g. "the component trapped in replace".
+    pub context: String,
+    /// The cause: wasmtime's error (its whole chain), or the operating system's; none
+    /// when the engine itself refused (an instance discarded after a failed call).
+    #[source]
+    pub source: Option<Box<dyn std::error::Error + Send + Sync + 'static>>,
+}
 
-impl std::fmt::Display for EngineError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
+impl EngineError {
+    /// An engine failure while doing `context`, caused by `source`.
+    pub fn new(
+        context: impl Into<String>,
+        source: impl Into<Box<dyn std::error::Error + Send + Sync + 'static>>,
+    ) -> Self {
+        Self {
+            context: context.into(),
+            source: Some(source.into()),
+        }
+    }
+
+    /// An engine failure with no cause beyond `context`.
+    #[must_use]
+    pub fn plain(context: impl Into<String>) -> Self {
+        Self {
+            context: context.into(),
+            source: None,
+        }
+    }
+
+    /// An engine failure while doing `context`, caused by wasmtime's `error`: its whole
+    /// chain in the message (wasmtime's alternate form), the error itself as the source.
+    fn wasmtime(context: impl Into<String>, error: wasmtime::Error) -> Self {
+        let chain = format!("{error:#}");
+        let source = error.into_boxed_dyn_error();
+        if chain == source.to_string() {
+            Self::new(context, source)
+        } else {
+            Self::new(context, Chained { chain, source })
+        }
     }
 }
 
-impl std::error::Error for EngineError {}
+/// wasmtime's error shown with its whole chain, keeping the error itself as the source.
+#[derive(Debug, thiserror::Error)]
+#[error("{chain}")]
+struct Chained {
+    chain: String,
+    #[source]
+    source: Box<dyn std::error::Error + Send + Sync + 'static>,
+}
 
 /// Why [`Loaded::new`] could not load the component.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum LoadError {
     /// This CPU lacks features the component was precompiled for (`CPU_UNSUPPORTED`).
+    #[error(transparent)]
     Cpu(cpu::CpuUnsupported),
     /// The engine failed (`INTERNAL_ERROR`).
-    Engine(EngineError),
-}
-
-impl std::fmt::Display for LoadError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::Cpu(e) => e.fmt(f),
-            Self::Engine(e) => e.fmt(f),
-        }
-    }
-}
-
-impl std::error::Error for LoadError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            Self::Cpu(e) => Some(e),
-            Self::Engine(e) => Some(e),
-        }
-    }
-}
-
-impl From<EngineError> for LoadError {
-    fn from(e: EngineError) -> Self {
-        Self::Engine(e)
-    }
+    #[error(transparent)]
+    Engine(#[from] EngineError),
 }
 
 impl From<LoadError> for satyrn_code::Failure {
@@ -133,7 +155,7 @@ impl From<LoadError> for satyrn_code::Failure {
 }
 
 fn engine_error(context: &str) -> impl FnOnce(wasmtime::Error) -> EngineError + '_ {
-    move |e| EngineError(format!("{context}: {e:#}"))
+    move |e| EngineError::wasmtime(context, e)
 }
 
 /// The engine and the deserialized component, linked once: what every [`Mutator`] is
@@ -210,7 +232,7 @@ impl Loaded {
     pub fn instantiate(&self, worktree: &OwnedFd) -> Result<Mutator, EngineError> {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .build()
-            .map_err(|e| EngineError(format!("creating the runtime: {e}")))?;
+            .map_err(|e| EngineError::new("creating the runtime", e))?;
         let entered = runtime.enter();
         let mut wasi = WasiCtxBuilder::new();
         // Before the preopen, which captures it: run file operations on this thread
@@ -325,6 +347,21 @@ impl Mutator {
         self.store.data().memory.peak_bytes
     }
 
+    /// The one call path of every export: enters the instance's runtime, calls `export`
+    /// through `call` and names the export in the [`EngineError`] of a trap.
+    fn call<T>(
+        &mut self,
+        export: &str,
+        call: impl FnOnce(
+            &bindings::exports::satyrn::mutator::mutator::Guest,
+            &mut Store<State>,
+        ) -> wasmtime::Result<T>,
+    ) -> Result<T, EngineError> {
+        let _entered = self.runtime.enter();
+        call(self.instance.satyrn_mutator_mutator(), &mut self.store)
+            .map_err(|e| EngineError::wasmtime(format!("the component trapped in {export}"), e))
+    }
+
     /// Asks the component to decide one replacement (see the WIT `replace`).
     ///
     /// # Errors
@@ -334,11 +371,7 @@ impl Mutator {
         &mut self,
         request: &ReplaceRequest,
     ) -> Result<Result<Plan, ReplaceError>, EngineError> {
-        let _entered = self.runtime.enter();
-        self.instance
-            .satyrn_mutator_mutator()
-            .call_replace(&mut self.store, request)
-            .map_err(engine_error("the component trapped in replace"))
+        self.call("replace", |guest, store| guest.call_replace(store, request))
     }
 
     /// Asks the component for a declared file's revision (see the WIT `revision`).
@@ -352,11 +385,9 @@ impl Mutator {
         writable_paths: &[String],
         private_paths: &[String],
     ) -> Result<Result<String, RevisionError>, EngineError> {
-        let _entered = self.runtime.enter();
-        self.instance
-            .satyrn_mutator_mutator()
-            .call_revision(&mut self.store, path, writable_paths, private_paths)
-            .map_err(engine_error("the component trapped in revision"))
+        self.call("revision", |guest, store| {
+            guest.call_revision(store, path, writable_paths, private_paths)
+        })
     }
 
     /// Asks the component for the revisions of many paths in one call (see the WIT
@@ -372,12 +403,10 @@ impl Mutator {
         writable_paths: &[String],
         private_paths: &[String],
     ) -> Result<Vec<Result<String, RevisionError>>, EngineError> {
-        let _entered = self.runtime.enter();
         let paths: Vec<String> = paths.iter().map(|p| (*p).to_string()).collect();
-        self.instance
-            .satyrn_mutator_mutator()
-            .call_revisions(&mut self.store, &paths, writable_paths, private_paths)
-            .map_err(engine_error("the component trapped in revisions"))
+        self.call("revisions", |guest, store| {
+            guest.call_revisions(store, &paths, writable_paths, private_paths)
+        })
     }
 
     /// Asks the component whether `path` matches one of `patterns`.
@@ -386,11 +415,9 @@ impl Mutator {
     ///
     /// [`EngineError`] on a trap.
     pub fn matches(&mut self, path: &str, patterns: &[String]) -> Result<bool, EngineError> {
-        let _entered = self.runtime.enter();
-        self.instance
-            .satyrn_mutator_mutator()
-            .call_matches(&mut self.store, path, patterns)
-            .map_err(engine_error("the component trapped in matches"))
+        self.call("matches", |guest, store| {
+            guest.call_matches(store, path, patterns)
+        })
     }
 
     /// Asks the component for one page of a file (see the WIT `read`).
@@ -402,11 +429,7 @@ impl Mutator {
         &mut self,
         request: &ReadRequest,
     ) -> Result<Result<ReadPage, ReadError>, EngineError> {
-        let _entered = self.runtime.enter();
-        self.instance
-            .satyrn_mutator_mutator()
-            .call_read(&mut self.store, request)
-            .map_err(engine_error("the component trapped in read"))
+        self.call("read", |guest, store| guest.call_read(store, request))
     }
 
     /// Asks the component to decide a batch of edits (see the WIT `edit`).
@@ -418,11 +441,7 @@ impl Mutator {
         &mut self,
         request: &EditRequest,
     ) -> Result<Result<EditPlan, EditError>, EngineError> {
-        let _entered = self.runtime.enter();
-        self.instance
-            .satyrn_mutator_mutator()
-            .call_edit(&mut self.store, request)
-            .map_err(engine_error("the component trapped in edit"))
+        self.call("edit", |guest, store| guest.call_edit(store, request))
     }
 
     /// Asks the component for one page of a directory's entries (see the WIT `list`).
@@ -434,11 +453,7 @@ impl Mutator {
         &mut self,
         request: &ListRequest,
     ) -> Result<Result<ListPage, ReadError>, EngineError> {
-        let _entered = self.runtime.enter();
-        self.instance
-            .satyrn_mutator_mutator()
-            .call_list(&mut self.store, request)
-            .map_err(engine_error("the component trapped in list"))
+        self.call("list", |guest, store| guest.call_list(store, request))
     }
 
     /// Asks the component for one page of a search (see the WIT `search`).
@@ -450,11 +465,7 @@ impl Mutator {
         &mut self,
         request: &SearchRequest,
     ) -> Result<Result<SearchPage, ReadError>, EngineError> {
-        let _entered = self.runtime.enter();
-        self.instance
-            .satyrn_mutator_mutator()
-            .call_search(&mut self.store, request)
-            .map_err(engine_error("the component trapped in search"))
+        self.call("search", |guest, store| guest.call_search(store, request))
     }
 
     /// Asks the component to decide a whole-file write (see the WIT `write`).
@@ -466,11 +477,7 @@ impl Mutator {
         &mut self,
         request: &WriteRequest,
     ) -> Result<Result<WritePlan, ReplaceError>, EngineError> {
-        let _entered = self.runtime.enter();
-        self.instance
-            .satyrn_mutator_mutator()
-            .call_write(&mut self.store, request)
-            .map_err(engine_error("the component trapped in write"))
+        self.call("write", |guest, store| guest.call_write(store, request))
     }
 
     /// Asks the component to decide the removal of a file (see the WIT `delete-file`).
@@ -482,11 +489,9 @@ impl Mutator {
         &mut self,
         request: &DeleteRequest,
     ) -> Result<Result<DeletePlan, ReplaceError>, EngineError> {
-        let _entered = self.runtime.enter();
-        self.instance
-            .satyrn_mutator_mutator()
-            .call_delete_file(&mut self.store, request)
-            .map_err(engine_error("the component trapped in delete-file"))
+        self.call("delete-file", |guest, store| {
+            guest.call_delete_file(store, request)
+        })
     }
 
     /// Decides a change set.
@@ -498,11 +503,9 @@ impl Mutator {
         &mut self,
         request: &ChangeSetRequest,
     ) -> Result<Result<Vec<FileChange>, ChangeSetError>, EngineError> {
-        let _entered = self.runtime.enter();
-        self.instance
-            .satyrn_mutator_mutator()
-            .call_change_set(&mut self.store, request)
-            .map_err(engine_error("the component trapped in change-set"))
+        self.call("change-set", |guest, store| {
+            guest.call_change_set(store, request)
+        })
     }
 
     /// Parses and decides a patch as a change set.
@@ -514,11 +517,9 @@ impl Mutator {
         &mut self,
         request: &PatchRequest,
     ) -> Result<Result<Vec<FileChange>, ChangeSetError>, EngineError> {
-        let _entered = self.runtime.enter();
-        self.instance
-            .satyrn_mutator_mutator()
-            .call_apply_patch(&mut self.store, request)
-            .map_err(engine_error("the component trapped in apply-patch"))
+        self.call("apply-patch", |guest, store| {
+            guest.call_apply_patch(store, request)
+        })
     }
 }
 

@@ -16,7 +16,6 @@
 //! see `docs/architecture.md`). [`create`] and [`delete`] reuse these pieces: the same
 //! path re-check, no-follow walk, sweep, temporary, target check and held signals.
 
-use std::fmt;
 use std::io::Write;
 use std::os::fd::OwnedFd;
 
@@ -54,38 +53,61 @@ pub use temporary::is_temporary_name;
 /// Why a publish, create or delete did not happen. In every case the target is unchanged
 /// and no temporary is left behind (unless removing it failed, which the message then
 /// says); only the parent directories a [`create`] made may remain.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, thiserror::Error)]
 pub enum PublishError {
     /// The target's bytes no longer hash to the plan's base revision (`REVISION_STALE`).
+    #[error("{0}")]
     Stale(String),
-    /// Any operational failure (`MUTATION_FAILED`).
+    /// An operational failure decided here, e.g. a path of the wrong kind
+    /// (`MUTATION_FAILED`).
+    #[error("{0}")]
     Failed(String),
+    /// An operating-system call failed (`MUTATION_FAILED`): on which path, doing what, and
+    /// the error, kept as the source.
+    #[error("`{path}`: {what} failed: {source}")]
+    Io {
+        /// The worktree-relative path being published.
+        path: String,
+        /// The step, e.g. "fsync of the temporary".
+        what: String,
+        /// The operating system's error.
+        #[source]
+        source: std::io::Error,
+    },
     /// [`create`] only: the path already exists, of any kind (`TARGET_EXISTS`).
+    #[error("{0}")]
     Exists(String),
 }
 
-impl fmt::Display for PublishError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+impl PublishError {
+    /// Whether this is a `MUTATION_FAILED` ([`PublishError::Failed`] or
+    /// [`PublishError::Io`]), and its message.
+    #[must_use]
+    pub fn failure_message(&self) -> Option<String> {
         match self {
-            Self::Stale(m) | Self::Failed(m) | Self::Exists(m) => f.write_str(m),
+            Self::Failed(_) | Self::Io { .. } => Some(self.to_string()),
+            Self::Stale(_) | Self::Exists(_) => None,
         }
     }
 }
 
-impl std::error::Error for PublishError {}
-
 impl From<PublishError> for Failure {
     fn from(e: PublishError) -> Self {
-        match e {
-            PublishError::Stale(m) => Failure::new(Code::RevisionStale, m),
-            PublishError::Failed(m) => Failure::new(Code::MutationFailed, m),
-            PublishError::Exists(m) => Failure::new(Code::TargetExists, m),
-        }
+        let code = match e {
+            PublishError::Stale(_) => Code::RevisionStale,
+            PublishError::Failed(_) | PublishError::Io { .. } => Code::MutationFailed,
+            PublishError::Exists(_) => Code::TargetExists,
+        };
+        Failure::new(code, e.to_string())
     }
 }
 
 fn failed(path: &str, what: &str, e: impl Into<std::io::Error>) -> PublishError {
-    PublishError::Failed(format!("`{path}`: {what} failed: {}", e.into()))
+    PublishError::Io {
+        path: path.to_owned(),
+        what: what.to_owned(),
+        source: e.into(),
+    }
 }
 
 /// Replaces the file at `path` (worktree-relative, `/`-separated) beneath `root` with
@@ -437,10 +459,7 @@ mod tests {
             "",
         ] {
             let err = super::publish(&root, path, &base, b"owned\n").expect_err(path);
-            assert!(
-                matches!(err, super::PublishError::Failed(_)),
-                "{path}: {err:?}"
-            );
+            assert!(err.failure_message().is_some(), "{path}: {err:?}");
         }
         assert_eq!(
             std::fs::read(outer.path().join("outside.txt")).expect("read"),

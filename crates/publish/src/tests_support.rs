@@ -185,7 +185,7 @@ pub(super) fn outcome_word(outcome: &Result<(), PublishError>) -> &'static str {
         Ok(()) => "ok",
         Err(PublishError::Exists(_)) => "exists",
         Err(PublishError::Stale(_)) => "stale",
-        Err(PublishError::Failed(_)) => "failed",
+        Err(PublishError::Failed(_) | PublishError::Io { .. }) => "failed",
     }
 }
 
