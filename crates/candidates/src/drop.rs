@@ -59,7 +59,7 @@ pub fn drop(git: &Git, id: &str, expected: &str) -> Result<Dropped, Error> {
         "--stdin",
         "-z",
     ];
-    let out = git.output_input(&args, &input)?;
+    let out = git.cmd(&args).stdin(&input).output()?;
     if out.status.success() {
         return Ok(Dropped {
             id: id.to_owned(),

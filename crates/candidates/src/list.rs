@@ -209,8 +209,8 @@ fn numstat(git: &Git, commits: &[&str]) -> Result<HashMap<String, Vec<FileChange
         input.push_str(commit);
         input.push('\n');
     }
-    let out = git.run_input_env(
-        &[
+    let out = git
+        .cmd(&[
             "diff-tree",
             "--stdin",
             "--always",
@@ -221,10 +221,10 @@ fn numstat(git: &Git, commits: &[&str]) -> Result<HashMap<String, Vec<FileChange
             "--no-renames",
             "--no-ext-diff",
             "--ignore-submodules=none",
-        ],
-        input.as_bytes(),
-        &[("GIT_FLUSH", "0")],
-    )?;
+        ])
+        .stdin(input.as_bytes())
+        .envs(&[("GIT_FLUSH", "0")])
+        .run()?;
     let mut map: HashMap<String, Vec<FileChange>> = HashMap::new();
     let mut current: Option<String> = None;
     for record in git::split_z(&out) {

@@ -179,7 +179,7 @@ pub fn build(wt: &Git, id: &str, base: &str) -> Result<Change, CandidateError> {
         "-m",
         &message,
     ];
-    let out = wt.run_env(&args, &envs)?;
+    let out = wt.cmd(&args).envs(&envs).run()?;
     let commit = String::from_utf8_lossy(&out).trim().to_owned();
     let listed = wt.run(&[
         "diff-tree",
@@ -299,7 +299,7 @@ pub fn write_receipt_tag(
     let body = format!(
         "object {commit}\ntype commit\ntag satyrn-candidate-{id}\ntagger {IDENTITY_NAME} <{IDENTITY_EMAIL}> {created} +0000\n\n{receipt_json}\n"
     );
-    let out = repo.run_input(&["mktag"], body.as_bytes())?;
+    let out = repo.cmd(&["mktag"]).stdin(body.as_bytes()).run()?;
     Ok(String::from_utf8_lossy(&out).trim().to_owned())
 }
 
@@ -330,7 +330,7 @@ pub fn publish(
     if let Some((receipt_name, tag)) = receipt {
         input.extend_from_slice(format!("create {receipt_name}\0{tag}\0").as_bytes());
     }
-    let out = repo.output_input(&args, &input)?;
+    let out = repo.cmd(&args).stdin(&input).output()?;
     if out.status.success() {
         return Ok(Published::Created);
     }

@@ -365,7 +365,9 @@ impl Snapshot {
             let kind = repo.line(&["cat-file", "-t", &oid]);
             let rehashed = kind.and_then(|kind| {
                 let bytes = repo.run(&["cat-file", &kind, &oid])?;
-                repo.run_input(&["hash-object", "-t", &kind, "--stdin"], &bytes)
+                repo.cmd(&["hash-object", "-t", &kind, "--stdin"])
+                    .stdin(&bytes)
+                    .run()
             });
             match rehashed {
                 Ok(hash) if String::from_utf8_lossy(&hash).trim() == oid => {}
@@ -689,10 +691,10 @@ fn missing_objects(
         input.push_str(object);
         input.push('\n');
     }
-    let out = repo.run_input(
-        &["cat-file", "--batch-check=%(objectname)"],
-        input.as_bytes(),
-    )?;
+    let out = repo
+        .cmd(&["cat-file", "--batch-check=%(objectname)"])
+        .stdin(input.as_bytes())
+        .run()?;
     let answers = String::from_utf8_lossy(&out);
     Ok(objects
         .iter()
@@ -891,7 +893,10 @@ pub fn stash_in_candidate(
                     .map(std::ffi::OsStr::new)
                     .to_vec();
             args.extend(stashed.keys().map(|p| std::ffi::OsStr::from_bytes(p)));
-            let out = repo.run_env(&args, &[("GIT_LITERAL_PATHSPECS", "1")])?;
+            let out = repo
+                .cmd(&args)
+                .envs(&[("GIT_LITERAL_PATHSPECS", "1")])
+                .run()?;
             Ok(satyrn_git::split_z(&out)
                 .into_iter()
                 .filter_map(|record| {

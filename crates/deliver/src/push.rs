@@ -71,7 +71,7 @@ pub enum Pushed {
 /// # Process-global effects
 ///
 /// Signals git's process group when the deadline passes or an interruption arrives
-/// ([`Git::output_until`]).
+/// ([`satyrn_git::Prepare::until`]).
 ///
 /// # Errors
 ///
@@ -91,7 +91,7 @@ pub fn push(
         .map(|(name, object)| format!("{object}:{name}"))
         .collect();
     let args = satyrn_git::atomic_push_args(&leases, remote, &specs);
-    let out = match repo.output_until(&args, deadline)? {
+    let out = match repo.cmd(&args).until(deadline)? {
         Bounded::Finished(out) => out,
         Bounded::TimedOut { stderr } => return Ok(Pushed::TimedOut(stderr)),
         Bounded::Interrupted { signal, .. } => return Ok(Pushed::Interrupted(signal)),
@@ -101,7 +101,7 @@ pub fn push(
     }
     let mut ask = vec!["ls-remote", "--refs", "--end-of-options", remote];
     ask.extend(refs.iter().map(|(name, _)| *name));
-    let listed = repo.output_until(&ask, deadline)?;
+    let listed = repo.cmd(&ask).until(deadline)?;
     // ls-remote matches a pattern against ref names' tails: only an exact name counts.
     let exact = |stdout: &[u8]| {
         String::from_utf8_lossy(stdout).lines().any(|line| {
@@ -130,17 +130,16 @@ pub fn withdraw(
     (receipt_ref, tag): (&str, &str),
 ) -> Result<(), GitError> {
     let input = format!("delete {head_ref}\0{commit}\0delete {receipt_ref}\0{tag}\0");
-    repo.run_input(
-        &[
-            "update-ref",
-            "--no-deref",
-            "-m",
-            "satyrn deliver --push: not published",
-            "--stdin",
-            "-z",
-        ],
-        input.as_bytes(),
-    )?;
+    repo.cmd(&[
+        "update-ref",
+        "--no-deref",
+        "-m",
+        "satyrn deliver --push: not published",
+        "--stdin",
+        "-z",
+    ])
+    .stdin(input.as_bytes())
+    .run()?;
     Ok(())
 }
 

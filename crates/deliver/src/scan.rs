@@ -144,7 +144,10 @@ fn first_staged(
         input.push(0);
     }
     // Exit 1: none is ignored.
-    let out = wt.output_input(&["check-ignore", "-z", "--stdin"], &input)?;
+    let out = wt
+        .cmd(&["check-ignore", "-z", "--stdin"])
+        .stdin(&input)
+        .output()?;
     if !matches!(out.status.code(), Some(0 | 1)) {
         return Err(ScanError::Git(git::failed(&["check-ignore"], &out)));
     }
@@ -153,7 +156,10 @@ fn first_staged(
         .map(OsStr::new)
         .to_vec();
     args.extend(large.iter().map(|(p, _)| p.as_os_str()));
-    let tracked = wt.run_env(&args, &[("GIT_LITERAL_PATHSPECS", "1")])?;
+    let tracked = wt
+        .cmd(&args)
+        .envs(&[("GIT_LITERAL_PATHSPECS", "1")])
+        .run()?;
     let sizes: Vec<(&[u8], u64)> = git::split_z(&tracked)
         .into_iter()
         .filter_map(|record| {

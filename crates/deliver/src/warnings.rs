@@ -74,7 +74,10 @@ pub fn in_candidate(wt: &Git, worktree: &Path, commit: &str) -> Result<Vec<Warni
                 }
             }
             "160000" => {
-                let out = wt.output_env(&["cat-file", "-e", sha], &[("GIT_NO_LAZY_FETCH", "1")])?;
+                let out = wt
+                    .cmd(&["cat-file", "-e", sha])
+                    .envs(&[("GIT_NO_LAZY_FETCH", "1")])
+                    .output()?;
                 if !out.status.success() {
                     warnings.push(Warning {
                         kind: Kind::GitlinkCommitMissing,

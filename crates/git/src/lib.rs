@@ -22,7 +22,6 @@
 pub mod root;
 
 use std::ffi::{OsStr, OsString};
-use std::fmt;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Output, Stdio};
@@ -60,9 +59,10 @@ const BOOTSTRAP_REMOVED: [&str; 6] = [
 ];
 
 /// Why a git invocation failed.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum GitError {
     /// git could not be started.
+    #[error("cannot run git {args}: {source}")]
     Spawn {
         /// The arguments, for the message.
         args: String,
@@ -70,6 +70,7 @@ pub enum GitError {
         source: std::io::Error,
     },
     /// git exited unsuccessfully.
+    #[error("git {args} failed ({status}): {stderr}")]
     Failed {
         /// The arguments, for the message.
         args: String,
@@ -79,6 +80,7 @@ pub enum GitError {
         stderr: String,
     },
     /// git succeeded but its output is not what was expected.
+    #[error("git {args}: {detail}")]
     Output {
         /// The arguments, for the message.
         args: String,
@@ -87,6 +89,10 @@ pub enum GitError {
     },
     /// A [`Git::with_deadline`] git was still running at its deadline; its process group
     /// was stopped and git reaped.
+    #[error(
+        "git {args} did not finish by its deadline and its process group was stopped{}",
+        said(stderr)
+    )]
     TimedOut {
         /// The arguments, for the message.
         args: String,
@@ -95,6 +101,10 @@ pub enum GitError {
     },
     /// A [`Git::with_deadline`] git was stopped because this process received `SIGINT`,
     /// `SIGTERM` or `SIGHUP` ([`satyrn_os::signals`]); its process group was stopped.
+    #[error(
+        "git {args} was stopped with its process group: {} was received",
+        satyrn_os::signals::name(*signal)
+    )]
     Interrupted {
         /// The arguments, for the message.
         args: String,
@@ -103,45 +113,12 @@ pub enum GitError {
     },
 }
 
-impl fmt::Display for GitError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Spawn { args, source } => write!(f, "cannot run git {args}: {source}"),
-            Self::Failed {
-                args,
-                status,
-                stderr,
-            } => write!(f, "git {args} failed ({status}): {stderr}"),
-            Self::Output { args, detail } => write!(f, "git {args}: {detail}"),
-            Self::TimedOut { args, stderr } => {
-                write!(
-                    f,
-                    "git {args} did not finish by its deadline and its process group was stopped"
-                )?;
-                if stderr.is_empty() {
-                    Ok(())
-                } else {
-                    write!(f, " (git said: {stderr})")
-                }
-            }
-            Self::Interrupted { args, signal } => write!(
-                f,
-                "git {args} was stopped with its process group: {} was received",
-                satyrn_os::signals::name(*signal)
-            ),
-        }
-    }
-}
-
-impl std::error::Error for GitError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            Self::Spawn { source, .. } => Some(source),
-            Self::Failed { .. }
-            | Self::Output { .. }
-            | Self::TimedOut { .. }
-            | Self::Interrupted { .. } => None,
-        }
+/// ` (git said: STDERR)`, or nothing when git said nothing.
+fn said(stderr: &str) -> String {
+    if stderr.is_empty() {
+        String::new()
+    } else {
+        format!(" (git said: {stderr})")
     }
 }
 
@@ -280,7 +257,7 @@ impl Git {
     /// `SIGINT`/`SIGTERM`/`SIGHUP` ([`GitError::Interrupted`]; only once
     /// [`satyrn_os::signals::install`] ran, and one received before the call counts). A
     /// call made once the deadline passed is started and stopped at once. See
-    /// [`Git::output_until`] for how long a stop takes.
+    /// [`Prepare::until`] for how long a stop takes.
     #[must_use]
     pub fn with_deadline(&self, deadline: Instant, on_signal: OnSignal) -> Self {
         Self {
@@ -329,129 +306,152 @@ impl Git {
         Ok(cmd)
     }
 
-    /// Runs git with `args` and `envs` and returns its output whatever the exit status.
-    ///
-    /// # Errors
-    ///
-    /// [`GitError::Spawn`] when git cannot be started.
-    pub fn output_env<S: AsRef<OsStr>>(
-        &self,
-        args: &[S],
-        envs: &[(&str, &str)],
-    ) -> Result<Output, GitError> {
-        self.exec(args, envs, None)
+    /// One git invocation with `args`, to add environment variables and input to before
+    /// running it ([`Prepare`]): the one builder every git call of satyrn goes through.
+    #[must_use]
+    pub fn cmd<S: AsRef<OsStr>>(&self, args: &[S]) -> Prepare<'_> {
+        Prepare {
+            git: self,
+            args: args.iter().map(|a| a.as_ref().to_owned()).collect(),
+            envs: Vec::new(),
+            input: None,
+        }
     }
 
-    /// Runs git with `args` and returns its output whatever the exit status.
+    /// `self.cmd(args).output()`: git's output whatever the exit status.
     ///
     /// # Errors
     ///
-    /// [`GitError::Spawn`] when git cannot be started.
+    /// As [`Prepare::output`].
     pub fn output<S: AsRef<OsStr>>(&self, args: &[S]) -> Result<Output, GitError> {
-        self.output_env(args, &[])
+        self.cmd(args).output()
     }
 
-    /// Runs git with `args` and `envs`; returns stdout bytes on success.
+    /// `self.cmd(args).run()`: stdout bytes on success.
     ///
     /// # Errors
     ///
-    /// [`GitError::Spawn`], or [`GitError::Failed`] on a non-zero exit.
-    pub fn run_env<S: AsRef<OsStr>>(
-        &self,
-        args: &[S],
-        envs: &[(&str, &str)],
-    ) -> Result<Vec<u8>, GitError> {
-        let out = self.output_env(args, envs)?;
-        if out.status.success() {
-            Ok(out.stdout)
-        } else {
-            Err(failed(args, &out))
-        }
-    }
-
-    /// Runs git with `args`; returns stdout bytes on success.
-    ///
-    /// # Errors
-    ///
-    /// [`GitError::Spawn`], or [`GitError::Failed`] on a non-zero exit.
+    /// As [`Prepare::run`].
     pub fn run<S: AsRef<OsStr>>(&self, args: &[S]) -> Result<Vec<u8>, GitError> {
-        self.run_env(args, &[])
+        self.cmd(args).run()
     }
 
-    /// Runs git with `args`, writing `input` to its stdin (from a thread, so a large input
-    /// and a large output cannot block each other), and returns its output whatever the
-    /// exit status.
+    /// `self.cmd(args).line()`: stdout as one trimmed UTF-8 line (an object id, a path).
     ///
     /// # Errors
     ///
-    /// [`GitError::Spawn`] when git cannot be started or its pipes fail.
-    pub fn output_input<S: AsRef<OsStr>>(
-        &self,
-        args: &[S],
-        input: &[u8],
-    ) -> Result<Output, GitError> {
-        self.output_input_env(args, input, &[])
+    /// As [`Prepare::line`].
+    pub fn line<S: AsRef<OsStr>>(&self, args: &[S]) -> Result<String, GitError> {
+        self.cmd(args).line()
+    }
+}
+
+/// One git invocation being prepared ([`Git::cmd`]), in the manner of `gix-command`'s
+/// `Prepare`: the arguments, then whatever environment and input it needs, then one of
+/// the ways to run it. Every way applies the [`Git`]'s hardening, pinning, deadline and
+/// parent-death signal.
+#[derive(Debug)]
+#[must_use = "a prepared git runs only when output, run, line or until is called"]
+pub struct Prepare<'a> {
+    git: &'a Git,
+    args: Vec<OsString>,
+    envs: Vec<(OsString, OsString)>,
+    input: Option<&'a [u8]>,
+}
+
+impl<'a> Prepare<'a> {
+    /// Adds `key=value` to git's environment (after the hardening, so it may not undo it:
+    /// callers add only git's own switches, e.g. `GIT_LITERAL_PATHSPECS`).
+    pub fn env(mut self, key: impl AsRef<OsStr>, value: impl AsRef<OsStr>) -> Self {
+        self.envs
+            .push((key.as_ref().to_owned(), value.as_ref().to_owned()));
+        self
     }
 
-    /// As [`Git::output_input`], with `envs` added to git's environment.
+    /// Adds every `(key, value)` of `envs`, as [`Prepare::env`].
+    pub fn envs<K: AsRef<OsStr>, V: AsRef<OsStr>>(mut self, envs: &[(K, V)]) -> Self {
+        for (k, v) in envs {
+            self = self.env(k, v);
+        }
+        self
+    }
+
+    /// Writes `input` to git's stdin (from a thread, so a large input and a large output
+    /// cannot block each other); without it stdin is `/dev/null`.
+    pub fn stdin(mut self, input: &'a [u8]) -> Self {
+        self.input = Some(input);
+        self
+    }
+
+    /// Runs git and returns its output whatever the exit status; bounded when the [`Git`]
+    /// has a deadline ([`Git::with_deadline`]).
     ///
     /// # Errors
     ///
-    /// As [`Git::output_input`].
-    pub fn output_input_env<S: AsRef<OsStr>>(
-        &self,
-        args: &[S],
-        input: &[u8],
-        envs: &[(&str, &str)],
-    ) -> Result<Output, GitError> {
-        self.exec(args, envs, Some(input))
+    /// [`GitError::Spawn`] when git cannot be started or its pipes fail;
+    /// [`GitError::TimedOut`] or [`GitError::Interrupted`] for a bounded git.
+    pub fn output(self) -> Result<Output, GitError> {
+        self.git.exec(&self.args, &self.envs, self.input)
     }
 
-    /// As [`Git::output_input`], returning stdout bytes on success.
+    /// Runs git; returns stdout bytes on success.
     ///
     /// # Errors
     ///
-    /// [`GitError::Spawn`], or [`GitError::Failed`] on a non-zero exit.
-    pub fn run_input<S: AsRef<OsStr>>(
-        &self,
-        args: &[S],
-        input: &[u8],
-    ) -> Result<Vec<u8>, GitError> {
-        self.run_input_env(args, input, &[])
-    }
-
-    /// As [`Git::run_input`], with `envs` added to git's environment.
-    ///
-    /// # Errors
-    ///
-    /// As [`Git::run_input`].
-    pub fn run_input_env<S: AsRef<OsStr>>(
-        &self,
-        args: &[S],
-        input: &[u8],
-        envs: &[(&str, &str)],
-    ) -> Result<Vec<u8>, GitError> {
-        let out = self.output_input_env(args, input, envs)?;
+    /// As [`Prepare::output`], or [`GitError::Failed`] on a non-zero exit.
+    pub fn run(self) -> Result<Vec<u8>, GitError> {
+        let out = self.git.exec(&self.args, &self.envs, self.input)?;
         if out.status.success() {
             Ok(out.stdout)
         } else {
-            Err(failed(args, &out))
+            Err(failed(&self.args, &out))
         }
     }
 
-    /// Runs git with `args` and returns its stdout as one trimmed UTF-8 line (an object
-    /// id, a path).
+    /// Runs git and returns its stdout as one trimmed UTF-8 line.
     ///
     /// # Errors
     ///
-    /// As [`Git::run`], or [`GitError::Output`] when the output is not UTF-8.
-    pub fn line<S: AsRef<OsStr>>(&self, args: &[S]) -> Result<String, GitError> {
-        let out = self.run(args)?;
+    /// As [`Prepare::run`], or [`GitError::Output`] when the output is not UTF-8.
+    pub fn line(self) -> Result<String, GitError> {
+        let args = describe(&self.args);
+        let out = self.run()?;
         let text = String::from_utf8(out).map_err(|_| GitError::Output {
-            args: describe(args),
+            args,
             detail: "output is not UTF-8".to_owned(),
         })?;
         Ok(text.trim_end_matches('\n').to_owned())
+    }
+
+    /// Runs git in a process group of its own until it exits or `deadline` passes or an
+    /// interruption arrives, whatever the [`Git`]'s own deadline, and says which
+    /// ([`Bounded`]): then the whole group (git and the helpers it started: `ssh`,
+    /// `git-remote-https`, …) is stopped with [`satyrn_os::process::stop_group`]
+    /// (`SIGTERM`, up to its grace of 5 s, `SIGKILL`) before git is reaped, so the call
+    /// returns at most about 7 s after the deadline; git usually ends on `SIGTERM`. Output is
+    /// read by two threads; after a stop, what has not reached end of file within 1 s is
+    /// dropped (the thread is left to end with the pipe). Interruptions count only once
+    /// [`satyrn_os::signals::install`] ran; one received before the call counts.
+    ///
+    /// # Process-global effects
+    ///
+    /// Signals every process of git's group on a timeout or an interruption; empties the
+    /// signals' self-pipe ([`satyrn_os::signals::drain`]).
+    ///
+    /// # Errors
+    ///
+    /// [`GitError::Spawn`] when git cannot be started or waited for.
+    pub fn until(self, deadline: Instant) -> Result<Bounded, GitError> {
+        let mut cmd = self.git.command(&self.args)?;
+        cmd.envs(self.envs.iter().map(|(k, v)| (k, v)));
+        if self.input.is_some() {
+            cmd.stdin(Stdio::piped());
+        }
+        satyrn_os::process::end_with_parent(&mut cmd, rustix::process::Signal::TERM);
+        bounded(cmd, self.input, deadline, OnSignal::Stop).map_err(|source| GitError::Spawn {
+            args: describe(&self.args),
+            source,
+        })
     }
 }
 
@@ -459,14 +459,14 @@ impl Git {
     /// Runs git with `args` and `envs` (and `input` on its stdin, from a thread, so a large
     /// input and a large output cannot block each other), bounded when this git has a
     /// deadline; returns its output whatever the exit status.
-    fn exec<S: AsRef<OsStr>>(
+    fn exec(
         &self,
-        args: &[S],
-        envs: &[(&str, &str)],
+        args: &[OsString],
+        envs: &[(OsString, OsString)],
         input: Option<&[u8]>,
     ) -> Result<Output, GitError> {
         let mut cmd = self.command(args)?;
-        cmd.envs(envs.iter().copied());
+        cmd.envs(envs.iter().map(|(k, v)| (k, v)));
         if input.is_some() {
             cmd.stdin(Stdio::piped());
         }
@@ -516,7 +516,7 @@ fn unbounded(mut cmd: Command, input: Option<&[u8]>) -> std::io::Result<Output> 
     })
 }
 
-/// How a git invocation with a deadline ended ([`Git::output_until`]).
+/// How a git invocation with a deadline ended ([`Prepare::until`]).
 #[derive(Debug)]
 pub enum Bounded {
     /// git ended before the deadline: its output, whatever its exit status.
@@ -548,42 +548,8 @@ enum Waited {
 /// a process that left its group could hold the pipes open.
 const STOPPED_OUTPUT_WAIT: Duration = Duration::from_secs(1);
 
-impl Git {
-    /// Runs git with `args` in a process group of its own and returns its output, or
-    /// [`Bounded::TimedOut`] when `deadline` passes first, or [`Bounded::Interrupted`] when
-    /// this process receives `SIGINT`/`SIGTERM`/`SIGHUP` first (only once
-    /// [`satyrn_os::signals::install`] ran; one received before the call counts): then the whole group (git and
-    /// the helpers it started: `ssh`, `git-remote-https`, …) is stopped with
-    /// [`satyrn_os::process::stop_group`] (`SIGTERM`, up to its grace of 5 s, `SIGKILL`)
-    /// before git is reaped, so the call returns at most about 7 s after the deadline (the
-    /// grace, then up to 2 s for `SIGKILL` to take effect); git usually ends on `SIGTERM`.
-    /// Output is read by two threads; after a stop, what has not reached end of file
-    /// within 1 s is dropped (the thread is left to end with the pipe).
-    ///
-    /// # Process-global effects
-    ///
-    /// Signals every process of git's group on a timeout or an interruption; empties the
-    /// signals' self-pipe ([`satyrn_os::signals::drain`]).
-    ///
-    /// # Errors
-    ///
-    /// [`GitError::Spawn`] when git cannot be started or waited for.
-    pub fn output_until<S: AsRef<OsStr>>(
-        &self,
-        args: &[S],
-        deadline: Instant,
-    ) -> Result<Bounded, GitError> {
-        let mut cmd = self.command(args)?;
-        satyrn_os::process::end_with_parent(&mut cmd, rustix::process::Signal::TERM);
-        bounded(cmd, None, deadline, OnSignal::Stop).map_err(|source| GitError::Spawn {
-            args: describe(args),
-            source,
-        })
-    }
-}
-
 /// Runs `cmd` (given its parent-death signal by the caller, if any) in a process group of
-/// its own until it exits, `deadline` passes or an interruption arrives (see [`Git::output_until`]).
+/// its own until it exits, `deadline` passes or an interruption arrives (see [`Prepare::until`]).
 fn bounded(
     mut cmd: Command,
     input: Option<&[u8]>,
