@@ -1,7 +1,6 @@
 //! The typed errors of delivery, each keeping its source, and the one place where each
 //! becomes a result [`Code`] (`code`). The messages are the receipt's and stderr's.
 
-use std::fmt;
 use std::io;
 
 use satyrn_code::Code;
@@ -10,13 +9,20 @@ use satyrn_git::GitError;
 pub use satyrn_git::root::RootError;
 
 /// Why a contract id cannot name a candidate ref.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum IdError {
     /// It contains `/`.
+    #[error("candidate id {0:?} contains '/'; it must be a single ref component")]
     Slash(String),
     /// It contains NUL.
+    #[error("candidate id {0:?} contains NUL")]
     Nul(String),
     /// It is longer than [`super::candidate::MAX_ID_BYTES`].
+    #[error(
+        "candidate id {:?}… is {len} bytes, over the {} a candidate id may have",
+        id.chars().take(40).collect::<String>(),
+        super::candidate::MAX_ID_BYTES
+    )]
     TooLong {
         /// The id.
         id: String,
@@ -24,6 +30,10 @@ pub enum IdError {
         len: usize,
     },
     /// It contains a character a reviewer could not read as it is.
+    #[error(
+        "candidate id {id:?} contains {what} U+{:04X}; a reviewer could not read the id as it is",
+        u32::from(*character)
+    )]
     Deceptive {
         /// The id.
         id: String,
@@ -33,8 +43,12 @@ pub enum IdError {
         what: &'static str,
     },
     /// It starts with `-`, so every command line that names it reads it as an option.
+    #[error(
+        "candidate id {0:?} starts with `-`, which every command line would read as an option"
+    )]
     LeadingDash(String),
     /// `git check-ref-format` refuses the ref it names.
+    #[error("candidate id {id:?} does not give a valid ref name ({name})")]
     NotRefName {
         /// The id.
         id: String,
@@ -42,7 +56,8 @@ pub enum IdError {
         name: String,
     },
     /// git itself could not be run.
-    Git(GitError),
+    #[error("{0}")]
+    Git(#[source] GitError),
 }
 
 impl IdError {
@@ -56,70 +71,27 @@ impl IdError {
     }
 }
 
-impl fmt::Display for IdError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Slash(id) => write!(
-                f,
-                "candidate id {id:?} contains '/'; it must be a single ref component"
-            ),
-            Self::Nul(id) => write!(f, "candidate id {id:?} contains NUL"),
-            Self::TooLong { id, len } => write!(
-                f,
-                "candidate id {:?}… is {len} bytes, over the {} a candidate id may have",
-                id.chars().take(40).collect::<String>(),
-                super::candidate::MAX_ID_BYTES
-            ),
-            Self::Deceptive {
-                id,
-                character,
-                what,
-            } => write!(
-                f,
-                "candidate id {id:?} contains {what} U+{:04X}; a reviewer could not read the id as it is",
-                u32::from(*character)
-            ),
-            Self::LeadingDash(id) => write!(
-                f,
-                "candidate id {id:?} starts with `-`, which every command line would read as an option"
-            ),
-            Self::NotRefName { id, name } => {
-                write!(
-                    f,
-                    "candidate id {id:?} does not give a valid ref name ({name})"
-                )
-            }
-            Self::Git(e) => e.fmt(f),
-        }
-    }
-}
-
-impl std::error::Error for IdError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            Self::Git(e) => Some(e),
-            _ => None,
-        }
-    }
-}
-
 /// Why a delivery is refused before anything is created.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum PreflightError {
     /// The worktree has tracked changes, deletions or untracked files (the first five).
+    #[error("the worktree has uncommitted changes or untracked files: {shown:?}")]
     Dirty {
         /// The first entries of `git status`, as git spells them.
         shown: Vec<String>,
     },
     /// The contract id cannot name a candidate ref.
-    Id(IdError),
+    #[error("{0}")]
+    Id(#[source] IdError),
     /// The candidate ref already exists.
+    #[error("candidate ref {name} already exists")]
     Exists {
         /// The ref.
         name: String,
     },
     /// git itself could not be run.
-    Git(GitError),
+    #[error("{0}")]
+    Git(#[source] GitError),
 }
 
 impl PreflightError {
@@ -135,40 +107,19 @@ impl PreflightError {
     }
 }
 
-impl fmt::Display for PreflightError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Dirty { shown } => write!(
-                f,
-                "the worktree has uncommitted changes or untracked files: {shown:?}"
-            ),
-            Self::Id(e) => e.fmt(f),
-            Self::Exists { name } => write!(f, "candidate ref {name} already exists"),
-            Self::Git(e) => e.fmt(f),
-        }
-    }
-}
-
-impl std::error::Error for PreflightError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            Self::Id(e) => Some(e),
-            Self::Git(e) => Some(e),
-            Self::Dirty { .. } | Self::Exists { .. } => None,
-        }
-    }
-}
-
 /// Why the command could not be run to an end.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum CommandError {
     /// The executable could not be started.
-    Unavailable(io::Error),
+    #[error("cannot start the command: {0}")]
+    Unavailable(#[source] io::Error),
     /// Setting up, spooling or waiting failed (the group was stopped): what failed, and
     /// the operating-system error.
-    Io(&'static str, io::Error),
+    #[error("{0}: {1}")]
+    Io(&'static str, #[source] io::Error),
     /// The repository's local git variables could not be listed to scrub them.
-    Environment(GitError),
+    #[error("{0}")]
+    Environment(#[source] GitError),
 }
 
 impl CommandError {
@@ -182,31 +133,14 @@ impl CommandError {
     }
 }
 
-impl fmt::Display for CommandError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Unavailable(e) => write!(f, "cannot start the command: {e}"),
-            Self::Io(what, e) => write!(f, "{what}: {e}"),
-            Self::Environment(e) => e.fmt(f),
-        }
-    }
-}
-
-impl std::error::Error for CommandError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            Self::Unavailable(e) | Self::Io(_, e) => Some(e),
-            Self::Environment(e) => Some(e),
-        }
-    }
-}
-
 /// Why the worktree administration lock is not held (delivery goes on without it).
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum LockError {
     /// The repository's common directory cannot be found.
-    CommonDir(GitError),
+    #[error("{0}")]
+    CommonDir(#[source] GitError),
     /// It cannot be opened.
+    #[error("cannot open {dir}: {source}")]
     Open {
         /// The common directory.
         dir: String,
@@ -214,6 +148,7 @@ pub enum LockError {
         source: io::Error,
     },
     /// `flock` failed on it.
+    #[error("cannot lock {dir}: {source}")]
     Lock {
         /// The common directory.
         dir: String,
@@ -221,8 +156,10 @@ pub enum LockError {
         source: io::Error,
     },
     /// A signal arrived while waiting.
+    #[error("interrupted while waiting for the worktree lock")]
     Interrupted,
     /// Another `deliver` held it for the whole wait.
+    #[error("{dir} stayed locked by another deliver for {seconds} s")]
     Busy {
         /// The common directory.
         dir: String,
@@ -231,55 +168,15 @@ pub enum LockError {
     },
 }
 
-impl fmt::Display for LockError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::CommonDir(e) => e.fmt(f),
-            Self::Open { dir, source } => write!(f, "cannot open {dir}: {source}"),
-            Self::Lock { dir, source } => write!(f, "cannot lock {dir}: {source}"),
-            Self::Interrupted => f.write_str("interrupted while waiting for the worktree lock"),
-            Self::Busy { dir, seconds } => {
-                write!(f, "{dir} stayed locked by another deliver for {seconds} s")
-            }
-        }
-    }
-}
-
-impl std::error::Error for LockError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            Self::CommonDir(e) => Some(e),
-            Self::Open { source, .. } | Self::Lock { source, .. } => Some(source),
-            Self::Interrupted | Self::Busy { .. } => None,
-        }
-    }
-}
-
 /// Why a stale attempt could not be removed (reported on stderr, never fatal).
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum RemoveError {
     /// A directory could not be removed.
-    Io(io::Error),
+    #[error("{0}")]
+    Io(#[source] io::Error),
     /// `git worktree prune` failed.
-    Git(GitError),
-}
-
-impl fmt::Display for RemoveError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Io(e) => e.fmt(f),
-            Self::Git(e) => e.fmt(f),
-        }
-    }
-}
-
-impl std::error::Error for RemoveError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            Self::Io(e) => Some(e),
-            Self::Git(e) => Some(e),
-        }
-    }
+    #[error("{0}")]
+    Git(#[source] GitError),
 }
 
 #[cfg(test)]
