@@ -91,11 +91,8 @@ thread_local! {
     static WORKTREE: Worktree = Worktree::new();
 }
 
-#[path = "../../components/mutator-core/tests/common/cases.rs"]
-mod cases;
-
 proptest! {
-    #![proptest_config(cases::config(1500))]
+    #![proptest_config(crate::cases::config(1500))]
 
     #[test]
     fn the_component_agrees_with_the_reference_model((text, edits) in file().prop_flat_map(edits_for)) {

@@ -5,6 +5,8 @@
 mod attempt;
 mod candidates;
 mod candidates_remote;
+#[path = "../../components/mutator-core/tests/common/cases.rs"]
+mod cases;
 mod change_set;
 mod change_set_kill;
 mod change_set_records;

@@ -16,11 +16,8 @@ fn strings(list: &[&str]) -> Vec<String> {
     list.iter().map(|s| (*s).to_string()).collect()
 }
 
-#[path = "../../components/mutator-core/tests/common/cases.rs"]
-mod cases;
-
 proptest! {
-    #![proptest_config(cases::config(24))]
+    #![proptest_config(crate::cases::config(24))]
 
     #[test]
     fn list_and_search_through_the_component_match_the_model(

@@ -43,9 +43,7 @@ pub enum IdError {
         what: &'static str,
     },
     /// It starts with `-`, so every command line that names it reads it as an option.
-    #[error(
-        "candidate id {0:?} starts with `-`, which every command line would read as an option"
-    )]
+    #[error("candidate id {0:?} starts with `-`, which every command line would read as an option")]
     LeadingDash(String),
     /// `git check-ref-format` refuses the ref it names.
     #[error("candidate id {id:?} does not give a valid ref name ({name})")]

@@ -308,7 +308,6 @@ impl Git {
 
     /// One git invocation with `args`, to add environment variables and input to before
     /// running it ([`Prepare`]): the one builder every git call of satyrn goes through.
-    #[must_use]
     pub fn cmd<S: AsRef<OsStr>>(&self, args: &[S]) -> Prepare<'_> {
         Prepare {
             git: self,
