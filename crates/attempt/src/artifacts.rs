@@ -18,7 +18,6 @@
 //! [`ArtifactError`]; nothing is ever overwritten.
 
 use std::ffi::{OsStr, OsString};
-use std::fmt;
 use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
@@ -29,16 +28,9 @@ use rustix::io::Errno;
 use satyrn_os::fsid::Identity;
 
 /// Why an artifact destination was refused or its publication failed (`ATTEMPT_FAILED`).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
 pub struct ArtifactError(pub String);
-
-impl fmt::Display for ArtifactError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for ArtifactError {}
 
 /// A directory the attempt may change, by path (for messages) and identity.
 #[derive(Debug, Clone)]

@@ -19,9 +19,13 @@ pub const CONTEXT_FILE_VAR: &str = "SATYRN_MUTATION_CONTEXT_FILE";
 pub const MAX_CONTEXT_BYTES: usize = 64 * 1024 * 1024;
 
 /// Why the context could not be written.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum ContextError {
     /// The encoded context is larger than [`MAX_CONTEXT_BYTES`].
+    #[error(
+        "the mutation context is {bytes} bytes ({files} declared files), over the \
+         {MAX_CONTEXT_BYTES}-byte limit; narrow writable_paths"
+    )]
     TooLarge {
         /// Its size in bytes.
         bytes: usize,
@@ -29,32 +33,11 @@ pub enum ContextError {
         files: usize,
     },
     /// The worktree or the frozen contract is not a UTF-8 path (JSON cannot carry it).
+    #[error("{0} is not a UTF-8 path")]
     NotUtf8(String),
     /// Writing the file failed.
-    Io(std::io::Error),
-}
-
-impl std::fmt::Display for ContextError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::TooLarge { bytes, files } => write!(
-                f,
-                "the mutation context is {bytes} bytes ({files} declared files), over the \
-                 {MAX_CONTEXT_BYTES}-byte limit; narrow writable_paths"
-            ),
-            Self::NotUtf8(path) => write!(f, "{path} is not a UTF-8 path"),
-            Self::Io(e) => write!(f, "cannot write the mutation context: {e}"),
-        }
-    }
-}
-
-impl std::error::Error for ContextError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            Self::Io(e) => Some(e),
-            _ => None,
-        }
-    }
+    #[error("cannot write the mutation context: {0}")]
+    Io(#[source] std::io::Error),
 }
 
 /// Encodes the context: `{"version":1,"repo":..,"contract":..,"revisions":{PATH:SHA256}}`.

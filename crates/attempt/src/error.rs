@@ -3,7 +3,6 @@
 //! and the repository's refusals keep their own codes, everything else is
 //! `ATTEMPT_FAILED` (exit 10).
 
-use std::fmt;
 use std::io;
 use std::path::PathBuf;
 
@@ -16,11 +15,13 @@ use satyrn_git::GitError;
 use satyrn_os::signals;
 
 /// Why an attempt failed.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum AttemptError {
     /// The contract or the repository was refused, with its own code.
+    #[error("{}", .0.message)]
     Refused(Failure),
     /// A file-system step failed: what it was (`cannot freeze the contract`), and why.
+    #[error("{what}: {source}")]
     Io {
         /// The step, as the message says it.
         what: &'static str,
@@ -28,6 +29,7 @@ pub enum AttemptError {
         source: io::Error,
     },
     /// A git step failed: what it was (`HEAD is not a readable commit`), and why.
+    #[error("{what}: {source}")]
     Git {
         /// The step, as the message says it.
         what: &'static str,
@@ -35,26 +37,37 @@ pub enum AttemptError {
         source: GitError,
     },
     /// git located its directories with output of an unexpected shape.
+    #[error("locating git's directories and HEAD failed: unexpected output {0:?}")]
     Located(String),
     /// An artifact destination was refused.
-    Artifact(ArtifactError),
+    #[error("{0}")]
+    Artifact(#[source] ArtifactError),
     /// The transcript and the patch would be one file.
+    #[error("{TRANSCRIPT_VAR} and {PATCH_VAR} name the same file ({}); give each its own", .0.display())]
     SameArtifact(PathBuf),
     /// The private directory was made inside the worktree (`TMPDIR` points into it).
+    #[error("the temporary directory {} lies inside the worktree; set TMPDIR elsewhere", .0.display())]
     PrivateInside(PathBuf),
     /// The revision map could not be built.
+    #[error("{0}")]
     Revisions(String),
     /// The contract declares no tracked file of this worktree.
+    #[error("{0}")]
     NothingWritable(String),
     /// The prompt is over its limit.
-    Prompt(PromptError),
+    #[error("{0}")]
+    Prompt(#[source] PromptError),
     /// The mutation context is over its limit or could not be written.
-    Context(ContextError),
+    #[error("{0}")]
+    Context(#[source] ContextError),
     /// Pi could not be found, or its private home prepared.
+    #[error("{0}")]
     Pi(String),
     /// A termination signal arrived before Pi started.
+    #[error("interrupted by {} before pi started", signals::name(*.0))]
     Interrupted(i32),
     /// Pi could not be started.
+    #[error("cannot start pi ({}): {source}", program.display())]
     Spawn {
         /// The program.
         program: PathBuf,
@@ -62,8 +75,10 @@ pub enum AttemptError {
         source: io::Error,
     },
     /// What failed once Pi had run (every step was still tried), in order.
+    #[error("{}", .0.join("; "))]
     After(Vec<String>),
     /// The private directory could not be removed.
+    #[error("cleanup failed, retained {}: {source}", dir.display())]
     Cleanup {
         /// The directory, retained.
         dir: PathBuf,
@@ -90,61 +105,6 @@ impl AttemptError {
     /// A maker of [`AttemptError::Git`] for `map_err`.
     pub(super) fn git(what: &'static str) -> impl FnOnce(GitError) -> Self {
         move |source| Self::Git { what, source }
-    }
-}
-
-impl fmt::Display for AttemptError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Refused(failure) => f.write_str(&failure.message),
-            Self::Io { what, source } => write!(f, "{what}: {source}"),
-            Self::Git { what, source } => write!(f, "{what}: {source}"),
-            Self::Located(out) => write!(
-                f,
-                "locating git's directories and HEAD failed: unexpected output {out:?}"
-            ),
-            Self::Artifact(e) => e.fmt(f),
-            Self::SameArtifact(path) => write!(
-                f,
-                "{TRANSCRIPT_VAR} and {PATCH_VAR} name the same file ({}); give each its own",
-                path.display()
-            ),
-            Self::PrivateInside(dir) => write!(
-                f,
-                "the temporary directory {} lies inside the worktree; set TMPDIR elsewhere",
-                dir.display()
-            ),
-            Self::Revisions(m) | Self::NothingWritable(m) | Self::Pi(m) => f.write_str(m),
-            Self::Prompt(e) => e.fmt(f),
-            Self::Context(e) => e.fmt(f),
-            Self::Interrupted(signal) => write!(
-                f,
-                "interrupted by {} before pi started",
-                signals::name(*signal)
-            ),
-            Self::Spawn { program, source } => {
-                write!(f, "cannot start pi ({}): {source}", program.display())
-            }
-            Self::After(errors) => f.write_str(&errors.join("; ")),
-            Self::Cleanup { dir, source } => {
-                write!(f, "cleanup failed, retained {}: {source}", dir.display())
-            }
-        }
-    }
-}
-
-impl std::error::Error for AttemptError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            Self::Io { source, .. } | Self::Spawn { source, .. } | Self::Cleanup { source, .. } => {
-                Some(source)
-            }
-            Self::Git { source, .. } => Some(source),
-            Self::Artifact(e) => Some(e),
-            Self::Prompt(e) => Some(e),
-            Self::Context(e) => Some(e),
-            _ => None,
-        }
     }
 }
 

@@ -21,23 +21,14 @@ pub const MAX_LISTING_BYTES: usize = 16 * 1024;
 pub const MAX_LISTED_PATTERNS: usize = 50;
 
 /// Why no prompt can be built.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "the task is {task_bytes} bytes, over the {MAX_TASK_BYTES}-byte limit of a prompt; shorten the task"
+)]
 pub struct PromptError {
     /// The task's size in bytes.
     pub task_bytes: usize,
 }
-
-impl std::fmt::Display for PromptError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "the task is {} bytes, over the {MAX_TASK_BYTES}-byte limit of a prompt; shorten the task",
-            self.task_bytes
-        )
-    }
-}
-
-impl std::error::Error for PromptError {}
 
 /// Builds the prompt. `writable` must be sorted (byte order); `patterns` are the contract's
 /// `writable_paths`.

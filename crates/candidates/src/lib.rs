@@ -22,8 +22,6 @@ pub mod remote;
 pub mod series;
 pub mod show;
 
-use std::fmt;
-
 use satyrn_code::Code;
 use satyrn_deliver::candidate::REF_PREFIX;
 use satyrn_git::{Git, GitError, root};
@@ -34,13 +32,16 @@ pub const HEAD_LEAF: &str = "/head";
 pub const RECEIPT_LEAF: &str = "/receipt";
 
 /// Why a `candidates` operation was refused; the repository is unchanged.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// `--repo` is not a worktree root (`REPO_UNAVAILABLE`).
+    #[error("{0}")]
     RepoUnavailable(String),
     /// No candidate has this id (`CANDIDATE_NOT_FOUND`).
+    #[error("no candidate {0:?}")]
     NotFound(String),
     /// The candidate's ref no longer names the expected commit (`CANDIDATE_CHANGED`).
+    #[error("{}", changed(id, expected, found.as_deref()))]
     Changed {
         /// The candidate id.
         id: String,
@@ -50,8 +51,10 @@ pub enum Error {
         found: Option<String>,
     },
     /// The checkout has changes or untracked files (`REPO_DIRTY`).
+    #[error("the checkout has uncommitted changes or untracked files: {0:?}")]
     Dirty(Vec<String>),
     /// The candidate does not merge cleanly onto `HEAD` (`APPLY_CONFLICT`).
+    #[error("candidate {id:?} conflicts with HEAD in {paths:?}; nothing was applied")]
     Conflict {
         /// The candidate id.
         id: String,
@@ -60,6 +63,9 @@ pub enum Error {
     },
     /// Applying would overwrite files in the checkout that git does not track — ignored
     /// ones, since the checkout is clean (`APPLY_CONFLICT`).
+    #[error(
+        "candidate {id:?} would overwrite files git does not track (ignored) in {paths:?}; nothing was applied"
+    )]
     Overwrite {
         /// The candidate id.
         id: String,
@@ -67,8 +73,10 @@ pub enum Error {
         paths: Vec<String>,
     },
     /// A git step failed (`GIT_FAILED`).
-    Git(GitError),
+    #[error("{0}")]
+    Git(#[from] GitError),
     /// git answered something this module cannot read (`GIT_FAILED`).
+    #[error("{0}")]
     Unexpected(String),
 }
 
@@ -87,56 +95,15 @@ impl Error {
     }
 }
 
-impl fmt::Display for Error {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::RepoUnavailable(m) | Self::Unexpected(m) => f.write_str(m),
-            Self::NotFound(id) => write!(f, "no candidate {id:?}"),
-            Self::Changed {
-                id,
-                expected,
-                found: Some(found),
-            } => write!(
-                f,
-                "candidate {id:?} names {found}, not the expected {expected}; nothing was changed"
-            ),
-            Self::Changed {
-                id,
-                expected,
-                found: None,
-            } => write!(
-                f,
-                "candidate {id:?} (expected at {expected}) no longer exists; nothing was changed"
-            ),
-            Self::Dirty(entries) => write!(
-                f,
-                "the checkout has uncommitted changes or untracked files: {entries:?}"
-            ),
-            Self::Conflict { id, paths } => write!(
-                f,
-                "candidate {id:?} conflicts with HEAD in {paths:?}; nothing was applied"
-            ),
-            Self::Overwrite { id, paths } => write!(
-                f,
-                "candidate {id:?} would overwrite files git does not track (ignored) in {paths:?}; nothing was applied"
-            ),
-            Self::Git(e) => write!(f, "{e}"),
-        }
-    }
-}
-
-impl std::error::Error for Error {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            Self::Git(e) => Some(e),
-            _ => None,
-        }
-    }
-}
-
-impl From<GitError> for Error {
-    fn from(e: GitError) -> Self {
-        Self::Git(e)
+/// The message of [`Error::Changed`].
+fn changed(id: &str, expected: &str, found: Option<&str>) -> String {
+    match found {
+        Some(found) => format!(
+            "candidate {id:?} names {found}, not the expected {expected}; nothing was changed"
+        ),
+        None => format!(
+            "candidate {id:?} (expected at {expected}) no longer exists; nothing was changed"
+        ),
     }
 }
 

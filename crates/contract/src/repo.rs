@@ -1,6 +1,5 @@
 //! The repository a request is about: an existing directory that is a git worktree root.
 
-use std::fmt;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 
@@ -16,16 +15,9 @@ pub struct RepoRoot {
 }
 
 /// Why the repository is unavailable (`REPO_UNAVAILABLE`).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
 pub struct RepoError(pub String);
-
-impl fmt::Display for RepoError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for RepoError {}
 
 impl From<RepoError> for Failure {
     fn from(e: RepoError) -> Self {

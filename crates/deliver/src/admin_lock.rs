@@ -10,10 +10,11 @@
 //! It is held for a few git calls at a time, never while the command runs, and it does not
 //! order `deliver` against a user's own concurrent `git worktree` commands.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use rustix::fd::OwnedFd;
-use rustix::fs::{FlockOperation, Mode, OFlags, flock};
+use rustix::fs::{Mode, OFlags};
+use satyrn_os::lock::{Waited, wait_exclusive};
 
 use super::error::LockError;
 use satyrn_git::Git;
@@ -61,33 +62,24 @@ impl AdminLock {
             dir: dir.clone(),
             source: e.into(),
         })?;
-        let end = Instant::now() + WAIT;
         let mut on_wait = Some(on_wait);
-        loop {
-            match flock(&fd, FlockOperation::NonBlockingLockExclusive) {
-                Ok(()) => return Ok(Self { _dir: fd }),
-                Err(rustix::io::Errno::WOULDBLOCK | rustix::io::Errno::INTR) => {
-                    if let Some(tell) = on_wait.take() {
-                        tell(&dir);
-                    }
-                }
-                Err(e) => {
-                    return Err(LockError::Lock {
-                        dir,
-                        source: e.into(),
-                    });
-                }
+        let waited = wait_exclusive(&fd, WAIT, || {
+            if let Some(tell) = on_wait.take() {
+                tell(&dir);
             }
-            if signals::received().is_some() {
-                return Err(LockError::Interrupted);
-            }
-            if Instant::now() >= end {
-                return Err(LockError::Busy {
-                    dir,
-                    seconds: WAIT.as_secs(),
-                });
-            }
-            std::thread::sleep(Duration::from_millis(5));
+            signals::received().is_none()
+        })
+        .map_err(|source| LockError::Lock {
+            dir: dir.clone(),
+            source,
+        })?;
+        match waited {
+            Waited::Locked => Ok(Self { _dir: fd }),
+            Waited::Stopped => Err(LockError::Interrupted),
+            Waited::TimedOut => Err(LockError::Busy {
+                dir,
+                seconds: WAIT.as_secs(),
+            }),
         }
     }
 }

@@ -119,29 +119,14 @@ pub enum Change {
 }
 
 /// Why the candidate could not be built (`GIT_FAILED`).
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum CandidateError {
     /// A git step failed.
-    Git(GitError),
+    #[error("{0}")]
+    Git(#[from] GitError),
     /// A changed path is not UTF-8 (lossy spelling in the message).
+    #[error("changed path {0:?} is not UTF-8")]
     NonUtf8Path(String),
-}
-
-impl std::fmt::Display for CandidateError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::Git(e) => write!(f, "{e}"),
-            Self::NonUtf8Path(p) => write!(f, "changed path {p:?} is not UTF-8"),
-        }
-    }
-}
-
-impl std::error::Error for CandidateError {}
-
-impl From<GitError> for CandidateError {
-    fn from(e: GitError) -> Self {
-        Self::Git(e)
-    }
 }
 
 /// Stages everything in the worktree (`add -A`; `deliver` swept the publish temporaries a

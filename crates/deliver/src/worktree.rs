@@ -21,13 +21,16 @@ use satyrn_os::owned_dir;
 pub const CLEANUP_LIMIT: Duration = Duration::from_secs(30);
 
 /// Why the worktree could not be created or removed.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum WorktreeError {
     /// The temporary parent could not be created or verified (`GIT_FAILED`).
+    #[error("{0}")]
     Parent(String),
     /// A git step failed (`GIT_FAILED`).
-    Git(GitError),
+    #[error("{0}")]
+    Git(#[from] GitError),
     /// Cleanup left something behind (`CLEANUP_FAILED`); exactly what is listed.
+    #[error("retained {} ({})", .0.kept(), .0.detail)]
     Retained(Leftovers),
 }
 
@@ -77,24 +80,6 @@ impl Leftovers {
         }
         kept.push(format!("the temporary directory {}", self.parent.display()));
         kept.join(", ")
-    }
-}
-
-impl std::fmt::Display for WorktreeError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::Parent(m) => f.write_str(m),
-            Self::Git(e) => write!(f, "{e}"),
-            Self::Retained(l) => write!(f, "retained {} ({})", l.kept(), l.detail),
-        }
-    }
-}
-
-impl std::error::Error for WorktreeError {}
-
-impl From<GitError> for WorktreeError {
-    fn from(e: GitError) -> Self {
-        Self::Git(e)
     }
 }
 

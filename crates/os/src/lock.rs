@@ -49,24 +49,19 @@ impl<'a> WorktreeLock<'a> {
     /// otherwise the `openat` or `flock` error (for example on a file system that does not
     /// support it).
     pub fn acquire_within(dir: &'a impl AsFd, wait: Duration) -> std::io::Result<Self> {
-        let deadline = Instant::now() + wait;
-        let mut pause = Duration::from_millis(1);
-        loop {
-            if let Some(held) = Self::try_acquire(dir)? {
-                return Ok(held);
-            }
-            let now = Instant::now();
-            if now >= deadline {
-                return Err(std::io::Error::new(
-                    std::io::ErrorKind::TimedOut,
-                    format!(
-                        "another satyrn call has held the worktree lock for more than {} s",
-                        wait.as_secs_f64()
-                    ),
-                ));
-            }
-            std::thread::sleep(pause.min(deadline - now));
-            pause = (pause * 2).min(Duration::from_millis(10));
+        let own = Self::open(dir)?;
+        match wait_exclusive(&own, wait, || true)? {
+            Waited::Locked => Ok(Self {
+                dir: own,
+                root: PhantomData,
+            }),
+            Waited::TimedOut | Waited::Stopped => Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!(
+                    "another satyrn call has held the worktree lock for more than {} s",
+                    wait.as_secs_f64()
+                ),
+            )),
         }
     }
 
@@ -80,25 +75,80 @@ impl<'a> WorktreeLock<'a> {
     }
 
     fn lock(dir: &'a impl AsFd) -> std::io::Result<Option<Self>> {
-        let own = rustix::fs::openat(
+        let own = Self::open(dir)?;
+        Ok(try_exclusive(&own)?.then_some(Self {
+            dir: own,
+            root: PhantomData,
+        }))
+    }
+
+    /// A fresh open file description of the directory `dir`.
+    fn open(dir: &'a impl AsFd) -> std::io::Result<OwnedFd> {
+        Ok(rustix::fs::openat(
             dir,
             ".",
             OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
             Mode::empty(),
-        )?;
-        loop {
-            match flock(&own, FlockOperation::NonBlockingLockExclusive) {
-                Ok(()) => {
-                    return Ok(Some(Self {
-                        dir: own,
-                        root: PhantomData,
-                    }));
-                }
-                Err(rustix::io::Errno::INTR) => {}
-                Err(rustix::io::Errno::WOULDBLOCK) => return Ok(None),
-                Err(e) => return Err(e.into()),
-            }
+        )?)
+    }
+}
+
+/// How [`wait_exclusive`] ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Waited {
+    /// The lock is held.
+    Locked,
+    /// Someone still held it when the wait was over.
+    TimedOut,
+    /// `keep_waiting` said to stop.
+    Stopped,
+}
+
+/// One non-blocking exclusive `flock` of `fd` (retried on `EINTR`): whether it was taken.
+///
+/// # Errors
+///
+/// The `flock` error other than `EWOULDBLOCK` (for example on a file system that does not
+/// support it).
+pub fn try_exclusive(fd: &impl AsFd) -> std::io::Result<bool> {
+    loop {
+        match flock(fd, FlockOperation::NonBlockingLockExclusive) {
+            Ok(()) => return Ok(true),
+            Err(rustix::io::Errno::INTR) => {}
+            Err(rustix::io::Errno::WOULDBLOCK) => return Ok(false),
+            Err(e) => return Err(e.into()),
         }
+    }
+}
+
+/// The one bounded wait for an exclusive `flock` of `fd`: [`try_exclusive`], then after
+/// every busy try `keep_waiting()` (false stops the wait) and a growing pause (from 1 ms up
+/// to 10 ms), until the lock is taken or `wait` has passed. The lock belongs to `fd`'s
+/// open file description and is released when it is closed.
+///
+/// # Errors
+///
+/// As [`try_exclusive`].
+pub fn wait_exclusive(
+    fd: &impl AsFd,
+    wait: Duration,
+    mut keep_waiting: impl FnMut() -> bool,
+) -> std::io::Result<Waited> {
+    let deadline = Instant::now() + wait;
+    let mut pause = Duration::from_millis(1);
+    loop {
+        if try_exclusive(fd)? {
+            return Ok(Waited::Locked);
+        }
+        if !keep_waiting() {
+            return Ok(Waited::Stopped);
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            return Ok(Waited::TimedOut);
+        }
+        std::thread::sleep(pause.min(deadline - now));
+        pause = (pause * 2).min(Duration::from_millis(10));
     }
 }
 

@@ -160,22 +160,14 @@ impl Owner {
 ///
 /// `/proc/PID/stat` cannot be read for another reason, or is malformed.
 pub fn start_time(pid: u32) -> io::Result<Option<u64>> {
-    let stat = match std::fs::read(format!("/proc/{pid}/stat")) {
-        Ok(s) => s,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e),
-    };
-    let close = stat
-        .iter()
-        .rposition(|b| *b == b')')
-        .ok_or_else(|| io::Error::other("malformed /proc stat"))?;
-    // Field 22 (starttime); the fields after ')' start at field 3.
-    String::from_utf8_lossy(&stat[close + 1..])
-        .split_ascii_whitespace()
-        .nth(22 - 3)
-        .and_then(|f| f.parse().ok())
-        .map(Some)
-        .ok_or_else(|| io::Error::other("malformed /proc stat"))
+    let raw = i32::try_from(pid).map_err(|_| io::Error::other("no such pid"))?;
+    match crate::process::Stat::read(raw)? {
+        None => Ok(None),
+        Some(stat) => stat
+            .start
+            .map(Some)
+            .ok_or_else(|| io::Error::other("malformed /proc stat")),
+    }
 }
 
 /// Whether `/proc` is of this process's pid namespace (`/proc/self` names our own pid); a

@@ -252,14 +252,32 @@ pub struct Stat {
     /// A zombie (`Z`) or dead (`X`) with no thread left: no longer running any code. (A
     /// group leader that exited while its other threads run shows `Z` but is not dead.)
     pub dead: bool,
+    /// Its start time in clock ticks after boot (field 22), when the line has it.
+    pub start: Option<u64>,
 }
 
 impl Stat {
     /// The process `pid`, `None` when it does not exist (or `/proc` is not mounted).
     #[must_use]
     pub fn of(pid: Pid) -> Option<Self> {
-        let raw = pid.as_raw_nonzero().get();
-        Self::parse(raw, &std::fs::read(format!("/proc/{raw}/stat")).ok()?)
+        Self::read(pid.as_raw_nonzero().get()).ok().flatten()
+    }
+
+    /// The one reader of `/proc/PID/stat`: the process `raw_pid`, `Ok(None)` when no such
+    /// process exists.
+    ///
+    /// # Errors
+    ///
+    /// The file cannot be read for another reason, or is malformed.
+    pub fn read(raw_pid: i32) -> std::io::Result<Option<Self>> {
+        let stat = match std::fs::read(format!("/proc/{raw_pid}/stat")) {
+            Ok(stat) => stat,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        Self::parse(raw_pid, &stat)
+            .map(Some)
+            .ok_or_else(|| std::io::Error::other("malformed /proc stat"))
     }
 
     /// `pid (comm) state ppid pgrp session …`: `comm` may contain anything, so the fields
@@ -276,6 +294,11 @@ impl Stat {
         let threads = (0..13)
             .try_for_each(|_| number().map(drop))
             .and_then(|()| number());
+        // itrealvalue, then starttime (field 22).
+        let start = threads
+            .and_then(|_| number())
+            .and_then(|_| number())
+            .and_then(|t| u64::try_from(t).ok());
         Some(Self {
             pid: Pid::from_raw(raw_pid)?,
             ppid: i32::try_from(ppid).ok()?,
@@ -285,6 +308,7 @@ impl Stat {
             // A leader that exited while its other threads run is `Z` too, with the
             // thread count of the group (it is counted until it is reaped).
             dead: matches!(state, 'Z' | 'X') && threads.is_none_or(|n| n <= 1),
+            start,
         })
     }
 }
