@@ -259,6 +259,31 @@ fn refused(failure: &Failure, details: Option<&EditDetails>) -> CallToolResult {
 /// A success with `value` as structured content, its fields that are `null` left out (an
 /// absent optional field is what the output schema allows; the protocol writes `null`), and
 /// `text` for clients that show text only.
+/// A tool's answer to an operation's `outcome`: the result, structured, with `text` of it
+/// for the model; or the refusal.
+fn answer<T: serde::Serialize>(
+    outcome: Result<T, Failure>,
+    text: impl FnOnce(&T) -> String,
+) -> Result<CallToolResult, ErrorData> {
+    match outcome {
+        Ok(value) => {
+            let text = text(&value);
+            structured(&value, text)
+        }
+        Err(failure) => Ok(refused(&failure, None)),
+    }
+}
+
+/// [`answer`] for a change set: its refusal carries each problem of the set.
+fn answer_set(
+    outcome: Result<operation::ChangeSetResult, operation::EditRefusal>,
+) -> Result<CallToolResult, ErrorData> {
+    match outcome {
+        Ok(done) => structured(&done, render::change_set(&done)),
+        Err((failure, details)) => Ok(refused(&failure, details.as_deref())),
+    }
+}
+
 fn structured<T: serde::Serialize>(value: &T, text: String) -> Result<CallToolResult, ErrorData> {
     fn drop_nulls(value: &mut serde_json::Value) {
         match value {
@@ -450,10 +475,7 @@ impl Server {
                 .inspect(|done| session.settled(done, &bases, ct))
         })
         .await?;
-        match outcome {
-            Ok(done) => structured(&done, render::change_set(&done)),
-            Err((failure, details)) => Ok(refused(&failure, details.as_deref())),
-        }
+        answer_set(outcome)
     }
 
     #[tool(
@@ -506,10 +528,7 @@ impl Server {
                 .inspect(|done| session.settled(done, &bases, ct))
         })
         .await?;
-        match outcome {
-            Ok(done) => structured(&done, render::change_set(&done)),
-            Err((failure, details)) => Ok(refused(&failure, details.as_deref())),
-        }
+        answer_set(outcome)
     }
 
     #[tool(
@@ -532,10 +551,7 @@ impl Server {
             operation::list(session.scope(), &args)
         })
         .await?;
-        match outcome {
-            Ok(listed) => structured(&listed, render::list(&listed)),
-            Err(failure) => Ok(refused(&failure, None)),
-        }
+        answer(outcome, render::list)
     }
 
     #[tool(
@@ -566,10 +582,7 @@ impl Server {
             })
         })
         .await?;
-        match outcome {
-            Ok(found) => structured(&found, render::search(&found)),
-            Err(failure) => Ok(refused(&failure, None)),
-        }
+        answer(outcome, render::search)
     }
 
     #[tool(
@@ -615,10 +628,7 @@ impl Server {
             })
         })
         .await?;
-        match outcome {
-            Ok(written) => structured(&written, render::write(&written)),
-            Err(failure) => Ok(refused(&failure, None)),
-        }
+        answer(outcome, render::write)
     }
 
     #[tool(
@@ -655,10 +665,7 @@ impl Server {
             })
         })
         .await?;
-        match outcome {
-            Ok(deleted) => structured(&deleted, format!("Deleted {}.", deleted.path)),
-            Err(failure) => Ok(refused(&failure, None)),
-        }
+        answer(outcome, |deleted| format!("Deleted {}.", deleted.path))
     }
 
     #[tool(
