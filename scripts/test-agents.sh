@@ -7,8 +7,8 @@
 # (scripts/install-test-deps.sh: `npm ci` in tests/agents, target/agents-venv).
 # Nothing is skipped: a missing dependency is installed or the script fails.
 #
-# The binary under test: SATYRN_TEST_HOST_BIN, default target/debug/satyrn-host (built here
-# when the default is used and missing; an explicit SATYRN_TEST_HOST_BIN must exist).
+# The binary under test: SATYRN_TEST_HOST_BIN, default target/debug/satyrn-host (brought up
+# to date here when the default is used; an explicit SATYRN_TEST_HOST_BIN must exist).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -33,7 +33,7 @@ if [ -n "${SATYRN_TEST_HOST_BIN:-}" ]; then
   host=$SATYRN_TEST_HOST_BIN
 else
   host=$root/target/debug/satyrn-host
-  [ -x "$host" ] || cargo build --workspace --all-targets --locked --quiet
+  cargo build --workspace --all-targets --locked --quiet
 fi
 if [ ! -x "$host" ]; then
   log "satyrn-host not found or not executable at $host"

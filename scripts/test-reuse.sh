@@ -17,10 +17,14 @@ node_dir=tests/reuse/node
 venv=target/reuse-venv
 
 # The component, exactly as a user gets it: exported from the built satyrn-host
-# (SATYRN_TEST_HOST_BIN, default target/debug/satyrn-host, built with the workspace's one
-# feature set when missing, so no later cargo step rebuilds it).
-host=${SATYRN_TEST_HOST_BIN:-$root/target/debug/satyrn-host}
-[ -x "$host" ] || cargo build --workspace --all-targets --locked --quiet
+# (SATYRN_TEST_HOST_BIN as given; by default target/debug/satyrn-host, brought up to date
+# with the workspace's one feature set, so no other cargo step rebuilds anything).
+if [ -n "${SATYRN_TEST_HOST_BIN:-}" ]; then
+  host=$SATYRN_TEST_HOST_BIN
+else
+  host=$root/target/debug/satyrn-host
+  cargo build --workspace --all-targets --locked --quiet
+fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 "$host" component export --out "$work/export" >/dev/null

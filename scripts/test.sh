@@ -36,45 +36,56 @@ report() {
   printf '\n==> step times (total %d s)\n' "$SECONDS" >&2
   printf '%s\n' "${timings[@]}" >&2
 }
-trap report EXIT
 
 logs=$root/target/test-logs
 mkdir -p "$logs"
 
-# Lanes: `lane NAME COMMAND...` starts COMMAND in the background with its output in
-# target/test-logs/NAME.log; `join_lanes` waits for every started lane, prints each log
-# whole with the lane's time, and fails when any lane failed.
+# Lanes: `lane NAME COMMAND...` starts the program COMMAND in the background, in a session
+# of its own (`setsid`), its output in target/test-logs/NAME.log; `join_lanes` waits for
+# every started lane (its exit status is the lane's), prints each log whole with the lane's
+# time, and fails when any lane failed. A lane still running when the script ends, however
+# it ends, is stopped with its whole session.
 lane_names=()
 lane_pids=()
 lane() {
   local name=$1
   shift
+  rm -f "$logs/$name.took" "$logs/$name.sid"
   (
     start=$SECONDS
-    set +e
-    "$@" >"$logs/$name.log" 2>&1
-    rc=$?
-    printf '%d %d\n' "$rc" $((SECONDS - start)) >"$logs/$name.status"
-    exit "$rc"
-  ) &
-  lane_names+=("$name")
+    trap 'echo $((SECONDS - start)) >"$logs/$name.took"' EXIT
+    # Not a group leader, so setsid makes the session without forking: its id is $!.
+    setsid "$@" &
+    echo "$!" >"$logs/$name.sid"
+    wait "$!"
+  ) >"$logs/$name.log" 2>&1 &
   lane_pids+=("$!")
+  lane_names+=("$name")
 }
 join_lanes() {
   local failed=0 i name rc took
   for i in "${!lane_pids[@]}"; do
     name=${lane_names[$i]}
-    wait "${lane_pids[$i]}" || true
-    read -r rc took <"$logs/$name.status"
-    printf '\n==> lane %s (%d s, exit %d): target/test-logs/%s.log\n' "$name" "$took" "$rc" "$name" >&2
+    rc=0
+    wait "${lane_pids[$i]}" || rc=$?
+    took=$(cat "$logs/$name.took" 2>/dev/null || echo '?')
+    printf '\n==> lane %s (%s s, exit %d): target/test-logs/%s.log\n' "$name" "$took" "$rc" "$name" >&2
     cat "$logs/$name.log"
-    timings+=("$(printf '%4d s    lane %s (exit %d)' "$took" "$name" "$rc")")
+    timings+=("$(printf '%4s s    lane %s (exit %d)' "$took" "$name" "$rc")")
     [ "$rc" -eq 0 ] || failed=1
   done
   lane_names=()
   lane_pids=()
   return "$failed"
 }
+stop_lanes() {
+  local name sid
+  for name in "${lane_names[@]}"; do
+    sid=$(cat "$logs/$name.sid" 2>/dev/null) || continue
+    pkill -TERM -s "$sid" 2>/dev/null || true
+  done
+}
+trap 'stop_lanes; report' EXIT
 
 bash scripts/setup.sh
 
@@ -99,14 +110,12 @@ join_lanes
 
 step "tests: Rust (cargo test) beside the foreign suites (reuse, Pi, MCP clients)"
 export SATYRN_TEST_HOST_BIN=$root/target/debug/satyrn-host
-foreign() {
-  bash scripts/test-reuse.sh # the same fixtures under Node (jco) and Python (wasmtime)
-  # The Pi package: unit tests, the real satyrn-host, the real Pi CLI with a scripted model.
-  (cd pi && npm test)
-  # Codex CLI, Claude Code, MCP Inspector, Python MCP SDK against satyrn-host mcp.
-  bash scripts/test-agents.sh
-}
-lane foreign foreign
+# The foreign suites, one after another: the same fixtures under Node (jco) and Python
+# (wasmtime); the Pi package (unit tests, the real satyrn-host, the real Pi CLI with a
+# scripted model); Codex CLI, Claude Code, MCP Inspector and the Python MCP SDK against
+# satyrn-host mcp.
+foreign='set -e; bash scripts/test-reuse.sh; (cd pi && npm test); bash scripts/test-agents.sh'
+lane foreign bash -c "$foreign"
 tested=0
 cargo test --workspace --locked --lib --bins --tests || tested=$?
 join_lanes

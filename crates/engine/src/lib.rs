@@ -137,10 +137,10 @@ struct Chained {
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
     /// This CPU lacks features the component was precompiled for (`CPU_UNSUPPORTED`).
-    #[error(transparent)]
-    Cpu(cpu::CpuUnsupported),
+    #[error("{0}")]
+    Cpu(#[source] cpu::CpuUnsupported),
     /// The engine failed (`INTERNAL_ERROR`).
-    #[error(transparent)]
+    #[error("{0}")]
     Engine(#[from] EngineError),
 }
 

@@ -347,8 +347,10 @@ impl Git {
 
 /// One git invocation being prepared ([`Git::cmd`]), in the manner of `gix-command`'s
 /// `Prepare`: the arguments, then whatever environment and input it needs, then one of
-/// the ways to run it. Every way applies the [`Git`]'s hardening, pinning, deadline and
-/// parent-death signal.
+/// the ways to run it. Every way applies the [`Git`]'s hardening and pinning; `output`,
+/// `run` and `line` also its deadline, interruption rule and parent-death signal
+/// ([`Git::with_deadline`], [`Git::outliving_parent`]), while `until` takes a deadline of
+/// its own and always stops on an interruption and ends with this process.
 #[derive(Debug)]
 #[must_use = "a prepared git runs only when output, run, line or until is called"]
 pub struct Prepare<'a> {

@@ -44,7 +44,7 @@ pub enum RootError {
         top: PathBuf,
     },
     /// git itself could not be run.
-    #[error(transparent)]
+    #[error("{0}")]
     Git(#[from] GitError),
 }
 

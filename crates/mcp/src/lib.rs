@@ -20,6 +20,7 @@ pub mod output;
 mod render;
 pub mod seen;
 pub mod server;
+pub mod workers;
 
 use std::io::Write;
 use std::path::Path;
@@ -35,11 +36,6 @@ use server::{Server, Session};
 
 /// How long the end of a session waits for the last answers to reach stdout: 5 s.
 pub const FLUSH_GRACE: Duration = Duration::from_secs(5);
-
-/// How long a thread of the blocking pool that finished a call waits for the next before
-/// it ends: 10 minutes (tokio's default is 10 s; a thread started anew costs more than a
-/// small call).
-pub const CALL_THREAD_KEEP_ALIVE: Duration = Duration::from_secs(600);
 
 /// How long shutdown waits for calls in flight: 60 s.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(60);
@@ -101,11 +97,8 @@ where
     R: tokio::io::AsyncBufRead + Unpin + Send + 'static,
     W: tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
-    // The calls run on the runtime's blocking pool (`server::off_thread`), whose threads
-    // wait for the next call for as long as a session may pause between calls.
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
-        .thread_keep_alive(CALL_THREAD_KEEP_ALIVE)
         .build()
     {
         Ok(runtime) => runtime,

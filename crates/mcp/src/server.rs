@@ -3,7 +3,7 @@
 //!
 //! Every call runs the operation layer ([`satyrn_operation`]) on a worker thread (the
 //! engine enters a small runtime of its own per call, which must not run inside the
-//! server's; tokio's blocking pool keeps the threads between calls), with the engine loaded
+//! server's; [`super::workers`] keeps the threads between calls), with the engine loaded
 //! once for the session and component instances kept between calls
 //! ([`satyrn_engine::Instances`]). Writes are serialized by the worktree lock that
 //! `satyrn-host protocol` takes too.
@@ -22,6 +22,7 @@ use super::args::NoArgs;
 use super::output::BoundaryOutput;
 use super::render;
 use super::seen::Views;
+use super::workers::Workers;
 use satyrn_code::Failure;
 use satyrn_contract::Contract;
 use satyrn_contract::repo::RepoRoot;
@@ -50,6 +51,7 @@ pub struct Session {
     /// Slots for calls running at once ([`MAX_CONCURRENT_CALLS`]).
     slots: Arc<tokio::sync::Semaphore>,
     /// The threads that run the calls.
+    workers: Workers,
     /// The ledger a confined run's broker records each publication in (provenance).
     ledger: Option<Arc<satyrn_publish::ledger::Ledger>>,
     /// The client runs under `satyrn-host confine`'s kernel rules (said in the instructions).
@@ -71,6 +73,7 @@ impl Session {
             instances,
             views: Mutex::new(Views::default()),
             slots: Arc::new(tokio::sync::Semaphore::new(MAX_CONCURRENT_CALLS)),
+            workers: Workers::default(),
             ledger: None,
             confined: false,
         })
@@ -165,14 +168,9 @@ pub struct Server {
     tool_router: ToolRouter<Self>,
 }
 
-/// Runs `work` on a thread of tokio's blocking pool and awaits it. At most
+/// Runs `work` on a worker thread ([`Workers`]) and awaits it. At most
 /// [`MAX_CONCURRENT_CALLS`] run at once; later calls wait for a slot, so a client cannot make
-/// the server start unboundedly many component instances, nor the pool more threads than
-/// calls that ran at once. The engine enters a runtime of its own and must not run on the
-/// server's thread; a pool thread that finished a call waits for the next (starting a
-/// thread per call cost more than the operation). A call that panics is answered as one
-/// that ended without a result; the instance it held is not kept
-/// (`satyrn_engine::Lent`).
+/// the server start unboundedly many component instances.
 ///
 /// A call the client cancelled (`notifications/cancelled`: `ct`) while it waited for a slot,
 /// or before its worker picked it up, never runs. One cancelled while it runs goes on (a
@@ -189,13 +187,20 @@ async fn off_thread<T: Send + 'static>(
         permit = Arc::clone(&session.slots).acquire_owned() => permit
             .map_err(|_| ErrorData::internal_error("the server is shutting down", None))?,
     };
+    let (tx, rx) = tokio::sync::oneshot::channel();
     let worker = Arc::clone(session);
-    let call = tokio::task::spawn_blocking(move || {
+    let started = session.workers.run(move || {
         let result = (!ct.is_cancelled()).then(|| work(&worker, &ct));
         drop(permit);
-        result
+        let _ = tx.send(result);
     });
-    call.await
+    if let Err(e) = started {
+        return Err(ErrorData::internal_error(
+            format!("cannot start a thread for the call: {e}"),
+            None,
+        ));
+    }
+    rx.await
         .map_err(|_| ErrorData::internal_error("the call ended without a result", None))?
         .ok_or_else(cancelled)
 }
@@ -256,9 +261,6 @@ fn refused(failure: &Failure, details: Option<&EditDetails>) -> CallToolResult {
     CallToolResult::error(vec![ContentBlock::text(text)])
 }
 
-/// A success with `value` as structured content, its fields that are `null` left out (an
-/// absent optional field is what the output schema allows; the protocol writes `null`), and
-/// `text` for clients that show text only.
 /// A tool's answer to an operation's `outcome`: the result, structured, with `text` of it
 /// for the model; or the refusal.
 fn answer<T: serde::Serialize>(
@@ -284,6 +286,9 @@ fn answer_set(
     }
 }
 
+/// A success with `value` as structured content, its fields that are `null` left out (an
+/// absent optional field is what the output schema allows; the protocol writes `null`), and
+/// `text` for clients that show text only.
 fn structured<T: serde::Serialize>(value: &T, text: String) -> Result<CallToolResult, ErrorData> {
     fn drop_nulls(value: &mut serde_json::Value) {
         match value {

@@ -160,7 +160,9 @@ impl Owner {
 ///
 /// `/proc/PID/stat` cannot be read for another reason, or is malformed.
 pub fn start_time(pid: u32) -> io::Result<Option<u64>> {
-    let raw = i32::try_from(pid).map_err(|_| io::Error::other("no such pid"))?;
+    let Ok(raw) = i32::try_from(pid) else {
+        return Ok(None);
+    };
     match crate::process::Stat::read(raw)? {
         None => Ok(None),
         Some(stat) => stat

@@ -13,12 +13,12 @@ use std::time::{Duration, Instant};
 
 use rustix::process::{Pid, PidfdFlags, Signal, WaitOptions};
 
-/// The grace between `SIGTERM` and `SIGKILL` in [`stop_group`]: 5 s.
 /// `1` in a command's environment exactly when `confine`'s kernel rules hold it (removed
 /// otherwise): satyrn's Pi package then lets Pi's own tools run (`pi/lib/guard.ts`), and
 /// `attempt` removes it from what Pi inherits (only `confine` says it).
 pub const CONFINED_VAR: &str = "SATYRN_CONFINED";
 
+/// The grace between `SIGTERM` and `SIGKILL` in [`stop_group`]: 5 s.
 pub const GRACE: Duration = Duration::from_secs(5);
 
 /// `child`'s pid as rustix spells it.

@@ -172,7 +172,7 @@ struct Shared {
 /// The rounds of one [`race`].
 const ROUNDS: u64 = 3_000;
 
-/// Races one delete per round against `writer` for three seconds; checks every round.
+/// Races one delete per round against `writer` for [`ROUNDS`] rounds; checks every round.
 fn race(writer: Writer) -> Tally {
     let tree = Arc::new(Tree::new());
     let shared = Arc::new(Shared {
