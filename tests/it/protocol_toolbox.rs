@@ -716,7 +716,10 @@ fn a_parent_swapped_for_a_symlink_never_lets_a_create_or_a_search_escape() {
     assert_eq!(outside, ["secret.rs"], "nothing was ever written outside");
     eprintln!("{creates} creates ({created} published), {searches} searches, {swaps} swaps");
     // Most creates met the symlink (100 gave 2 published): the race was exercised.
-    assert!(swaps > 0 && created < creates, "{created} of {creates} published");
+    assert!(
+        swaps > 0 && created < creates,
+        "{created} of {creates} published"
+    );
 }
 
 #[test]
