@@ -149,32 +149,23 @@ mod tests {
 
     #[test]
     fn each_kind_of_change_is_named() {
-        let kind = |c: RawChange| ChangeKind::of(&c);
-        assert_eq!(
-            kind(raw("000000", "100644", false, b'A')),
-            ChangeKind::Added
-        );
-        assert_eq!(
-            kind(raw("100644", "000000", false, b'D')),
-            ChangeKind::Deleted
-        );
-        assert_eq!(
-            kind(raw("100644", "100644", false, b'M')),
-            ChangeKind::Modified
-        );
-        assert_eq!(kind(raw("100644", "100755", true, b'M')), ChangeKind::Mode);
-        assert_eq!(
-            kind(raw("100644", "100755", false, b'M')),
-            ChangeKind::Modified
-        );
-        assert_eq!(kind(raw("100644", "120000", false, b'T')), ChangeKind::Type);
-        assert_eq!(
-            kind(raw("000000", "160000", false, b'A')),
-            ChangeKind::Gitlink
-        );
-        assert_eq!(
-            kind(raw("160000", "000000", false, b'D')),
-            ChangeKind::Gitlink
-        );
+        let cases = [
+            ("000000", "100644", false, b'A', ChangeKind::Added),
+            ("100644", "000000", false, b'D', ChangeKind::Deleted),
+            ("100644", "100644", false, b'M', ChangeKind::Modified),
+            ("100644", "100755", true, b'M', ChangeKind::Mode),
+            ("100644", "100755", false, b'M', ChangeKind::Modified),
+            ("100644", "120000", false, b'T', ChangeKind::Type),
+            ("000000", "160000", false, b'A', ChangeKind::Gitlink),
+            ("160000", "000000", false, b'D', ChangeKind::Gitlink),
+        ];
+        for (old, new, same_content, status, expected) in cases {
+            assert_eq!(
+                ChangeKind::of(&raw(old, new, same_content, status)),
+                expected,
+                "{old} -> {new} ({})",
+                char::from(status)
+            );
+        }
     }
 }

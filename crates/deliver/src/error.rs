@@ -245,6 +245,16 @@ mod tests {
                 GIT.to_string(),
                 true,
             ),
+            // A git error without a source of its own is still this error's source.
+            (
+                RootError::Git(GitError::Output {
+                    args: "rev-parse".to_string(),
+                    detail: "no output".to_string(),
+                }),
+                Code::GitFailed,
+                "git rev-parse: no output".to_string(),
+                true,
+            ),
         ];
         for (error, code, message, has_source) in cases {
             assert_eq!(error.code(), code, "{message}");
