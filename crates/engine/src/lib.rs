@@ -22,6 +22,8 @@ mod open_at;
 
 pub use instances::{Instances, Lent, REUSE_MAX_MEMORY};
 
+// The generated types carry the WIT package's own documentation (`wit/mutator.wit`).
+#[allow(missing_docs)]
 mod bindings {
     wasmtime::component::bindgen!({
         world: "mutator-component",
