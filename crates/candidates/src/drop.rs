@@ -49,16 +49,7 @@ pub fn drop(git: &Git, id: &str, expected: &str) -> Result<Dropped, Error> {
         input.extend_from_slice(format!("delete {receipt}\0{tag}\0").as_bytes());
         refs.push(receipt);
     }
-    let args = [
-        "-c",
-        "core.filesRefLockTimeout=2000",
-        "update-ref",
-        "--no-deref",
-        "-m",
-        "satyrn candidates drop",
-        "--stdin",
-        "-z",
-    ];
+    let args = satyrn_git::ref_transaction_args("satyrn candidates drop");
     let out = git.cmd(&args).stdin(&input).output()?;
     if out.status.success() {
         return Ok(Dropped {

@@ -301,16 +301,7 @@ pub fn publish(
     commit: &str,
     receipt: Option<(&str, &str)>,
 ) -> Result<Published, GitError> {
-    let args = [
-        "-c",
-        "core.filesRefLockTimeout=2000",
-        "update-ref",
-        "--no-deref",
-        "-m",
-        "satyrn deliver",
-        "--stdin",
-        "-z",
-    ];
+    let args = git::ref_transaction_args("satyrn deliver");
     let mut input = format!("create {name}\0{commit}\0").into_bytes();
     if let Some((receipt_name, tag)) = receipt {
         input.extend_from_slice(format!("create {receipt_name}\0{tag}\0").as_bytes());

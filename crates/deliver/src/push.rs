@@ -130,14 +130,9 @@ pub fn withdraw(
     (receipt_ref, tag): (&str, &str),
 ) -> Result<(), GitError> {
     let input = format!("delete {head_ref}\0{commit}\0delete {receipt_ref}\0{tag}\0");
-    repo.cmd(&[
-        "update-ref",
-        "--no-deref",
-        "-m",
+    repo.cmd(&satyrn_git::ref_transaction_args(
         "satyrn deliver --push: not published",
-        "--stdin",
-        "-z",
-    ])
+    ))
     .stdin(input.as_bytes())
     .run()?;
     Ok(())

@@ -667,6 +667,24 @@ fn exited_unreaped(child: &std::process::Child) -> std::io::Result<bool> {
     Ok(status.is_some())
 }
 
+/// The arguments of one ref transaction: `git update-ref --no-deref --stdin -z` with
+/// `message` in the reflog, waiting up to 2 s for a ref lock another git holds
+/// (`core.filesRefLockTimeout`); its commands (`create`, `delete`, … NUL-separated) go on
+/// stdin. Every or none of them applies.
+#[must_use]
+pub fn ref_transaction_args(message: &str) -> [&str; 8] {
+    [
+        "-c",
+        "core.filesRefLockTimeout=2000",
+        "update-ref",
+        "--no-deref",
+        "-m",
+        message,
+        "--stdin",
+        "-z",
+    ]
+}
+
 /// The arguments of an atomic, lease-guarded `git push` to `remote`: each `(ref, expected)`
 /// lease is `--force-with-lease=REF:EXPECTED` (an empty `expected` expects the ref to be
 /// absent), then `refspecs`; hooks, signing and submodule pushes off, porcelain output, and
