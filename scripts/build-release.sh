@@ -6,7 +6,10 @@
 # into it. It starts about 1 ms faster than the dynamically linked build on this project's
 # machine kind, a fifth of a whole-process `protocol replace` (docs/performance.md, "Process
 # start"). `--target` is passed explicitly so that only the target's crates get the flag:
-# proc macros and build scripts stay dynamic, as rustc requires. The result is
+# proc macros and build scripts stay dynamic, as rustc requires. The `getrandom` crate is
+# told to call `getrandom(2)` through libc: in a static binary it finds no symbol at run
+# time and would fall back to polling /dev/random and reading /dev/urandom on every start
+# (docs/performance.md, "where each system call goes"). The result is
 # target/<host triple>/release/satyrn-host.
 #
 # Other hosts get the plain `cargo build --release` binary, target/release/satyrn-host.
@@ -17,7 +20,7 @@ triple=$(rustc -vV | sed -n 's/^host: //p')
 case "$triple" in
   *-linux-gnu)
     cargo build --release --locked -p satyrn-host --target "$triple" \
-      --config "target.$triple.rustflags = ['-C', 'target-feature=+crt-static']" >&2
+      --config "target.$triple.rustflags = ['-C', 'target-feature=+crt-static', '--cfg', 'getrandom_backend=\"linux_getrandom\"']" >&2
     echo "$root/target/$triple/release/satyrn-host"
     ;;
   *)
