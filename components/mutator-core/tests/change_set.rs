@@ -342,3 +342,152 @@ fn a_patch_plans_its_files_and_an_add_over_an_existing_path_is_refused() {
     assert_eq!(problems[0].line, Some(2), "the Add's header line");
     assert_eq!(snapshot(dir.path()), before, "deciding writes nothing");
 }
+
+/// Each gate of a set's single operation, refused with its code, beside the same kind of
+/// operation granted.
+#[test]
+fn each_gate_of_an_operation_refuses_with_its_code_and_its_sibling_is_granted() {
+    let (dir, disk) = worktree(&[("src/main.rs", MAIN), ("src/lib.rs", LIB)]);
+    let before = snapshot(dir.path());
+    let (main_sha, lib_sha) = (sha(MAIN), sha(LIB));
+    let writable = patterns(&["src/*"]);
+    let one = |op: ChangeOp<'_>| {
+        decide(
+            &disk,
+            &ChangeSetRequest {
+                ops: &[op],
+                writable_paths: &writable,
+                private_paths: &[],
+            },
+        )
+    };
+    let code = |r: Result<Vec<FileChange>, ChangeSetError>| match r {
+        Err(ChangeSetError::Rejected { problems, .. }) => problems[0].code,
+        other => panic!("expected a refusal: {other:?}"),
+    };
+    let replace = [EditOp::Replace {
+        old_text: "old();",
+        new_text: "new();",
+        occurrence: None,
+    }];
+    let missing_anchor = [EditOp::Replace {
+        old_text: "not in the file",
+        new_text: "x",
+        occurrence: None,
+    }];
+    let op = |path, sha, action| ChangeOp {
+        path,
+        expected_sha256: sha,
+        action,
+        line: None,
+    };
+    // An edit needs the revision the caller saw, and its batch must apply.
+    assert_eq!(
+        code(one(op("src/main.rs", None, Action::Edit(&replace)))),
+        OpCode::Refused(RefusalCode::RevisionUnavailable)
+    );
+    assert_eq!(
+        code(one(op(
+            "src/main.rs",
+            Some(&main_sha),
+            Action::Edit(&missing_anchor)
+        ))),
+        OpCode::EditsRejected
+    );
+    assert!(one(op("src/main.rs", Some(&main_sha), Action::Edit(&replace))).is_ok());
+    // A write without a revision creates; with one it overwrites; neither the other way.
+    assert_eq!(
+        code(one(op("src/main.rs", None, Action::Write("x\n")))),
+        OpCode::Refused(RefusalCode::TargetExists)
+    );
+    assert_eq!(
+        code(one(op(
+            "src/absent.rs",
+            Some(&main_sha),
+            Action::Write("x\n")
+        ))),
+        OpCode::FileMissing
+    );
+    let overwritten =
+        one(op("src/main.rs", Some(&main_sha), Action::Write("x\n"))).expect("an overwrite");
+    assert_eq!(overwritten[0].base, Some(Revision::of(MAIN.as_bytes())));
+    assert_eq!(overwritten[0].content.as_deref(), Some(&b"x\n"[..]));
+    // A move onto an existing file needs that file's revision.
+    let onto = |to_sha| {
+        op(
+            "src/main.rs",
+            Some(&main_sha),
+            Action::Move {
+                to: "src/lib.rs",
+                to_expected_sha256: to_sha,
+            },
+        )
+    };
+    assert_eq!(code(one(onto(None))), OpCode::MoveExists);
+    let moved = by_path(one(onto(Some(&lib_sha))).expect("a move over a seen file"));
+    assert_eq!(moved["src/lib.rs"].base, Some(Revision::of(LIB.as_bytes())));
+    assert_eq!(
+        moved["src/lib.rs"].content.as_deref(),
+        Some(MAIN.as_bytes())
+    );
+    assert_eq!(moved["src/main.rs"].content, None);
+    assert_eq!(snapshot(dir.path()), before, "deciding writes nothing");
+}
+
+/// Later operations of one set see what earlier ones did: a file written, then edited, then
+/// moved, lands once, at its last path, with every change.
+#[test]
+fn later_operations_see_what_earlier_ones_did() {
+    let (_dir, disk) = worktree(&[("src/main.rs", MAIN)]);
+    let writable = patterns(&["src/*", "src/*/*"]);
+    let edit = [EditOp::InsertAfter {
+        anchor_text: "pub fn fresh() {}\n",
+        new_text: "pub fn more() {}\n",
+        occurrence: None,
+    }];
+    let ops = [
+        ChangeOp {
+            path: "src/fresh.rs",
+            expected_sha256: None,
+            action: Action::Write("pub fn fresh() {}\n"),
+            line: None,
+        },
+        ChangeOp {
+            path: "src/fresh.rs",
+            expected_sha256: None,
+            action: Action::Edit(&edit),
+            line: None,
+        },
+        ChangeOp {
+            path: "src/fresh.rs",
+            expected_sha256: None,
+            action: Action::Move {
+                to: "src/deep/fresh.rs",
+                to_expected_sha256: None,
+            },
+            line: None,
+        },
+    ];
+    let planned = by_path(
+        decide(
+            &disk,
+            &ChangeSetRequest {
+                ops: &ops,
+                writable_paths: &writable,
+                private_paths: &[],
+            },
+        )
+        .expect("a set that builds on itself"),
+    );
+    assert_eq!(
+        planned["src/deep/fresh.rs"].content.as_deref(),
+        Some(&b"pub fn fresh() {}\npub fn more() {}\n"[..])
+    );
+    assert_eq!(planned["src/deep/fresh.rs"].base, None);
+    assert!(
+        planned
+            .get("src/fresh.rs")
+            .is_none_or(|c| c.content.is_none() && c.base.is_none()),
+        "{planned:?}"
+    );
+}
