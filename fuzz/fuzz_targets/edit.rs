@@ -1,11 +1,10 @@
 //! The `edit` fuzz target: libFuzzer's entry around `fuzz/targets/edit.rs`. Its input is
-//! structured (`arbitrary`), so it keeps no committed inputs; the same model is held to the
-//! library by the core's property tests (`components/mutator-core/tests/edit.rs`).
+//! structured (`arbitrary`), so it keeps no committed inputs; `tests/it/fuzz_inputs.rs` runs its
+//! checks on a few batches, and the core's property tests hold the same model to the
+//! library.
 #![no_main]
 
 #[path = "../targets/edit.rs"]
 mod target;
 
-libfuzzer_sys::fuzz_target!(|input: (String, Vec<(bool, String, String, Option<u8>)>)| {
-    target::check(input)
-});
+libfuzzer_sys::fuzz_target!(|input: target::Input| target::check(input));

@@ -12,8 +12,11 @@ use edit_model::{Codes, E, model};
 const MAX_TEXT: usize = 2048;
 const MAX_EDITS: usize = 12;
 
+/// One input: a text and its batch, each edit `(insert, selector, new_text, occurrence)`.
+pub type Input = (String, Vec<(bool, String, String, Option<u8>)>);
+
 /// The target's checks on one input; panics on a violation.
-pub fn check(input: (String, Vec<(bool, String, String, Option<u8>)>)) {
+pub fn check(input: Input) {
     let (text, raw) = input;
     if text.len() > MAX_TEXT || raw.is_empty() || raw.len() > MAX_EDITS {
         return;
@@ -27,7 +30,7 @@ pub fn check(input: (String, Vec<(bool, String, String, Option<u8>)>)) {
             occurrence: occurrence.map(|n| u32::from(n % 8) + 1),
         })
         .collect();
-    let ops: Vec<EditOp<'_>> = edits.iter().map(op).collect();
+    let ops: Vec<EditOp<'_>> = edits.iter().map(E::op).collect();
     let expected = model(&text, &edits);
     match (expected, edit::apply(&text, &ops)) {
         (Ok(bytes), Ok(applied)) => {
@@ -43,21 +46,5 @@ pub fn check(input: (String, Vec<(bool, String, String, Option<u8>)>)) {
             assert_eq!(codes, got);
         }
         (expected, got) => panic!("model {expected:?} but library {got:?}"),
-    }
-}
-
-fn op(e: &E) -> EditOp<'_> {
-    if e.insert {
-        EditOp::InsertAfter {
-            anchor_text: &e.selector,
-            new_text: &e.new_text,
-            occurrence: e.occurrence,
-        }
-    } else {
-        EditOp::Replace {
-            old_text: &e.selector,
-            new_text: &e.new_text,
-            occurrence: e.occurrence,
-        }
     }
 }

@@ -2,12 +2,18 @@
 //! seeds (`fuzz/seeds/TARGET/`) — through the very checks its fuzz target makes
 //! (`fuzz/targets/TARGET.rs`, included here), in the default test run and without
 //! AddressSanitizer. The fuzzing campaign itself, instrumented, is `scripts/fuzz.sh`
-//! (`docs/fuzzing.md`). The `edit` target takes structured input and keeps no inputs.
+//! (`docs/fuzzing.md`). The `edit` target takes structured input and keeps no inputs: its
+//! checks run here on a few batches written out, so the target compiles in every run.
 
 use std::path::{Path, PathBuf};
 
 #[path = "../../fuzz/targets/contract.rs"]
 mod contract;
+// The target includes the edit model itself, as `edit_component` does: two copies of
+// that model in this binary are harmless, and the target stays one file for libFuzzer.
+#[allow(clippy::duplicate_mod)]
+#[path = "../../fuzz/targets/edit.rs"]
+mod edit;
 #[path = "../../fuzz/targets/path_fnmatch.rs"]
 mod path_fnmatch;
 #[path = "../../fuzz/targets/protocol_request.rs"]
@@ -63,6 +69,30 @@ fn every_committed_contract_input_passes_the_targets_checks() {
 #[test]
 fn every_committed_path_fnmatch_input_passes_the_targets_checks() {
     replay("path_fnmatch", 6, path_fnmatch::check);
+}
+
+#[test]
+fn the_edit_targets_checks_hold_for_batches_that_apply_and_batches_that_are_refused() {
+    let batch = |edits: &[(bool, &str, &str, Option<u8>)]| {
+        edits
+            .iter()
+            .map(|(insert, s, n, o)| (*insert, (*s).to_owned(), (*n).to_owned(), *o))
+            .collect::<Vec<_>>()
+    };
+    let text = "fn a() {}\nfn b() {}\nfn a() {}\n".to_owned();
+    edit::check((text.clone(), batch(&[(false, "fn b", "fn c", None)])));
+    edit::check((
+        text.clone(),
+        batch(&[(true, "fn b() {}\n", "// after b\n", None)]),
+    ));
+    edit::check((text.clone(), batch(&[(false, "fn a", "fn z", Some(1))])));
+    // Refused batches: an ambiguous selector, a missing one, overlapping edits.
+    edit::check((text.clone(), batch(&[(false, "fn a", "fn z", None)])));
+    edit::check((text.clone(), batch(&[(false, "missing", "x", None)])));
+    edit::check((
+        text,
+        batch(&[(false, "fn b", "x", None), (false, "b() {}", "y", None)]),
+    ));
 }
 
 /// The replay can fail: a check that panics on an input fails the test, naming the input.

@@ -13,22 +13,6 @@ mod common;
 
 use common::edit_model::{Codes, E, edits_for, file, model};
 
-fn op(e: &E) -> EditOp<'_> {
-    if e.insert {
-        EditOp::InsertAfter {
-            anchor_text: &e.selector,
-            new_text: &e.new_text,
-            occurrence: e.occurrence,
-        }
-    } else {
-        EditOp::Replace {
-            old_text: &e.selector,
-            new_text: &e.new_text,
-            occurrence: e.occurrence,
-        }
-    }
-}
-
 struct One(Vec<u8>);
 
 impl Worktree for One {
@@ -44,7 +28,7 @@ impl Worktree for One {
 }
 
 fn check(text: &str, edits: &[E]) -> Result<(), TestCaseError> {
-    let ops: Vec<EditOp<'_>> = edits.iter().map(op).collect();
+    let ops: Vec<EditOp<'_>> = edits.iter().map(E::op).collect();
     let expected = model(text, edits);
     let got = edit::apply(text, &ops);
     match (&expected, &got) {

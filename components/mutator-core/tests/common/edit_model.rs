@@ -16,6 +16,26 @@ pub struct E {
     pub occurrence: Option<u32>,
 }
 
+impl E {
+    /// The library's spelling of this edit (the model itself never uses it).
+    pub fn op(&self) -> satyrn_mutator_core::edit::EditOp<'_> {
+        use satyrn_mutator_core::edit::EditOp;
+        if self.insert {
+            EditOp::InsertAfter {
+                anchor_text: &self.selector,
+                new_text: &self.new_text,
+                occurrence: self.occurrence,
+            }
+        } else {
+            EditOp::Replace {
+                old_text: &self.selector,
+                new_text: &self.new_text,
+                occurrence: self.occurrence,
+            }
+        }
+    }
+}
+
 pub type Codes = Vec<(Option<usize>, &'static str)>;
 
 /// A resolved edit in the model: start, end, new text, whether it is an insertion.
