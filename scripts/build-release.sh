@@ -9,7 +9,13 @@
 # proc macros and build scripts stay dynamic, as rustc requires. The `getrandom` crate is
 # told to call `getrandom(2)` through libc: in a static binary it finds no symbol at run
 # time and would fall back to polling /dev/random and reading /dev/urandom on every start
-# (docs/performance.md, "where each system call goes"). The result is
+# (docs/performance.md, "where each system call goes").
+#
+# It is linked by scripts/link-hot-first.sh, which lays out first the functions a one-shot
+# `protocol` request executes (host/hot-functions.txt, named with v0 mangling, hence
+# `-C symbol-mangling-version=v0`): a replace then maps a third of the code pages it did
+# (docs/performance.md, "Issue 19: the hot functions first"). When the list is newer than
+# the last link, the binary is relinked. The result is
 # target/<host triple>/release/satyrn-host.
 #
 # Other hosts get the plain `cargo build --release` binary, target/release/satyrn-host.
@@ -19,8 +25,19 @@ cd "$root"
 triple=$(rustc -vV | sed -n 's/^host: //p')
 case "$triple" in
   *-linux-gnu)
-    cargo build --release --locked -p satyrn-host --target "$triple" \
-      --config "target.$triple.rustflags = ['-C', 'target-feature=+crt-static', '--cfg', 'getrandom_backend=\"linux_getrandom\"']" >&2
+    list=$root/host/hot-functions.txt
+    deps=$root/target/$triple/release/deps
+    last=$(ls -t "$deps"/satyrn_host-*.order 2>/dev/null | head -n 1 || true)
+    if [ -n "$last" ] && [ "$list" -nt "$last" ]; then
+      cargo clean --release --locked -p satyrn-host --target "$triple" >&2
+    fi
+    SATYRN_LLD_DIR=$(rustc --print sysroot)/lib/rustlib/$triple/bin/gcc-ld \
+      cargo build --release --locked -p satyrn-host --target "$triple" \
+      --config "target.$triple.linker = '$root/scripts/link-hot-first.sh'" \
+      --config "target.$triple.rustflags = ['-C', 'target-feature=+crt-static', '-C', 'symbol-mangling-version=v0', '--cfg', 'getrandom_backend=\"linux_getrandom\"']" >&2
+    order=$(ls -t "$deps"/satyrn_host-*.order 2>/dev/null | head -n 1 || true)
+    listed=$(grep -cv '^#' "$list" || true)
+    echo "build-release: the link order names $(wc -l < "${order:-/dev/null}") symbols ($listed hot functions listed)" >&2
     echo "$root/target/$triple/release/satyrn-host"
     ;;
   *)

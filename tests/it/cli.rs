@@ -199,3 +199,32 @@ fn the_internal_watchdog_checks_its_own_command_line() {
         .expect("run");
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
 }
+
+#[test]
+fn only_the_exact_protocol_command_line_skips_clap() {
+    // `satyrn-host protocol` alone is dispatched without clap (its one-shot start-up); any
+    // other command line that names it is still clap's: usage errors, help and version.
+    assert_usage_error(&["protocol", "extra"], "unexpected argument 'extra'");
+    assert_usage_error(
+        &["protocol", "--repo", "/tmp"],
+        "unexpected argument '--repo'",
+    );
+    let version = host(&["protocol", "--version"]);
+    assert_eq!(version.status.code(), Some(0));
+    assert!(text(&version.stdout).contains(env!("CARGO_PKG_VERSION")));
+    // The sibling: the exact command line answers its request on stdout.
+    let mut child = Command::new(host_bin())
+        .arg("protocol")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("run satyrn-host protocol");
+    std::io::Write::write_all(&mut child.stdin.take().expect("stdin"), b"{}").expect("write");
+    let out = child.wait_with_output().expect("wait");
+    assert_eq!(out.status.code(), Some(7), "INVALID_REQUEST's status");
+    assert!(
+        text(&out.stdout).contains("\"code\":\"INVALID_REQUEST\""),
+        "{}",
+        text(&out.stdout)
+    );
+}

@@ -30,6 +30,7 @@ mod edit_component;
 mod faults;
 mod fnmatch_differential;
 mod fuzz_inputs;
+mod hot_first;
 mod mcp;
 mod protocol_common;
 mod protocol_edit;

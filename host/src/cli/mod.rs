@@ -81,6 +81,15 @@ fn dispatch(args: &[OsString]) -> u8 {
     {
         return deliver_watchdog::run(rest);
     }
+    // `protocol` takes no arguments, and agents start one process per tool call: its exact
+    // command line skips building the whole command tree (docs/performance.md, "Issue 19:
+    // the hot functions first"). Any other command line, `protocol --help` included, is
+    // clap's.
+    if let [only] = args
+        && only == "protocol"
+    {
+        return protocol::run(&protocol::Args {});
+    }
     let program = std::iter::once(OsString::from("satyrn-host"));
     let cli = match Cli::try_parse_from(program.chain(args.iter().cloned())) {
         Ok(cli) => cli,
