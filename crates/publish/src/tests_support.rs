@@ -7,7 +7,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::os::fd::OwnedFd;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::process::{Child, ChildStdin, Command, Stdio};
 
 use super::PublishError;
 
@@ -193,24 +193,30 @@ pub(super) fn outcome_word(outcome: &Result<(), PublishError>) -> &'static str {
 pub(super) const REPORT: &str = "satyrn-child ";
 
 /// This test binary running only the test `test` (its full path, e.g.
-/// `tests_create::child_process_entry`), with `envs` added; stdin and stdout piped.
+/// `tests_create::child_process_entry`), with `envs` added; stdin piped, stdout and stderr
+/// into one pipe. Never the parent's stderr: a child under a file-size limit would die of
+/// SIGXFSZ writing to it when it is a file already longer than the limit (a test run whose
+/// output goes to a log).
 pub(super) struct SelfChild {
     child: Child,
     stdin: Option<ChildStdin>,
-    stdout: BufReader<ChildStdout>,
+    stdout: BufReader<std::fs::File>,
 }
 
 impl SelfChild {
     pub(super) fn spawn(test: &str, envs: &[(&str, String)]) -> Self {
+        let (reader, writer) =
+            rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).expect("pipe");
         let mut child = Command::new(std::env::current_exe().expect("current exe"))
             .args(["--exact", test, "--nocapture", "--test-threads=1", "-q"])
             .envs(envs.iter().map(|(k, v)| (*k, v.as_str())))
             .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
+            .stdout(writer.try_clone().expect("dup the pipe"))
+            .stderr(writer)
             .spawn()
             .expect("spawn the test binary");
         let stdin = child.stdin.take();
-        let stdout = BufReader::new(child.stdout.take().expect("stdout"));
+        let stdout = BufReader::new(std::fs::File::from(reader));
         Self {
             child,
             stdin,
