@@ -562,7 +562,9 @@ fn sigterm_during_a_hanging_git_after_the_command_ends_deliver_promptly() {
     let child = deliver_cmd(&root, &contract.path, &["--timeout", "600"], &argv)
         .spawn()
         .expect("spawn");
-    wait_for(&marks.path().join("escaped"));
+    // The stray's pid written in full, not only its file created: a signal between the
+    // two would stop the filter before it named the stray this test then looks for.
+    read_pid(&marks.path().join("escaped"));
     signal(&child, libc::SIGTERM);
     let run = wait_ended(child, ENDS_WITHIN, t0);
     assert_discarded(&run, "INTERRUPTED");
@@ -655,7 +657,9 @@ fn sigterm_during_a_hanging_git_before_the_command_ends_deliver_and_its_strays()
     let child = deliver_cmd(&root, &contract.path, &[], &argv)
         .spawn()
         .expect("spawn");
-    wait_for(&marks.path().join("escaped"));
+    // The stray's pid written in full, not only its file created: a signal between the
+    // two would stop the filter before it named the stray this test then looks for.
+    read_pid(&marks.path().join("escaped"));
     signal(&child, libc::SIGTERM);
     let run = wait_ended(child, ENDS_WITHIN, t0);
     assert_no_candidate(&run, "INTERRUPTED", 8);
