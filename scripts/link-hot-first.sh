@@ -32,12 +32,13 @@ for arg in "$@"; do
     *.o|*.rlib|*.a) [ -f "$arg" ] && printf '%s\n' "$arg" ;;
   esac
 done > "$objects"
-# Every defined function symbol, mangled and demangled (`nm -A` prints "FILE:ADDRESS TYPE
-# NAME"; both listings keep the objects' order, so their lines correspond).
-xargs nm -A -p --defined-only < "$objects" 2>/dev/null |
-  awk 'NF >= 3 && $2 ~ /^[tTwW]$/ { print $3 }' > "$objects".m || true
-xargs nm -A -p -C --defined-only < "$objects" 2>/dev/null |
-  awk 'NF >= 3 && $2 ~ /^[tTwW]$/ { sub(/^[^ ]+ [^ ]+ /, ""); print }' > "$objects".d || true
+# Every defined function symbol, mangled and demangled, one object at a time ("ADDRESS TYPE
+# NAME" lines; an archive adds member headers, which have fewer fields). Both listings keep
+# the objects' order, so their lines correspond.
+while IFS= read -r file; do nm -p --defined-only "$file" 2>/dev/null || true; done < "$objects" |
+  awk 'NF >= 3 && $2 ~ /^[tTwW]$/ { print $3 }' > "$objects".m
+while IFS= read -r file; do nm -p -C --defined-only "$file" 2>/dev/null || true; done < "$objects" |
+  awk 'NF >= 3 && $2 ~ /^[tTwW]$/ { sub(/^[^ ]+ [^ ]+ /, ""); print }' > "$objects".d
 if [ "$(wc -l < "$objects".m)" -ne "$(wc -l < "$objects".d)" ]; then
   echo "link-hot-first: nm's two listings disagree; linking without an order" >&2
   exec "${SATYRN_LINK_CC:-cc}" "$@"
