@@ -5,15 +5,17 @@
 # dynamic loader, no libgcc_s, and nothing a caller's LD_PRELOAD or LD_LIBRARY_PATH can put
 # into it. It starts about 1 ms faster than the dynamically linked build on this project's
 # machine kind, a fifth of a whole-process `protocol replace` (docs/performance.md, "Process
-# start"). `--target` is passed explicitly so that only the target's crates get the flag:
-# proc macros and build scripts stay dynamic, as rustc requires. The `getrandom` crate is
+# start"). `--target` is passed explicitly so that only the target's crates get the flags:
+# proc macros and build scripts stay dynamic, as rustc requires, and are linked as cargo's
+# other builds link them (a `target.<triple>.linker` would reach them too, and every other
+# release build, `cargo bench` among them, would then rebuild them and everything above). The `getrandom` crate is
 # told to call `getrandom(2)` through libc: in a static binary it finds no symbol at run
 # time and would fall back to polling /dev/random and reading /dev/urandom on every start
 # (docs/performance.md, "where each system call goes").
 #
 # It is linked by scripts/link-hot-first.sh, which lays out first the functions a one-shot
 # `protocol` request executes (host/hot-functions.txt, named with v0 mangling, hence
-# `-C symbol-mangling-version=v0`): a replace then maps a third of the code pages it did
+# `-C symbol-mangling-version=v0`): a replace then faults on about a quarter of the code windows it did
 # (docs/performance.md, "Issue 19: the hot functions first"). When the list is newer than
 # the last link, the binary is relinked. The result is
 # target/<host triple>/release/satyrn-host.
@@ -35,8 +37,7 @@ case "$triple" in
     fi
     SATYRN_LLD_DIR=$(rustc --print sysroot)/lib/rustlib/$triple/bin/gcc-ld \
       cargo build --release --locked -p satyrn-host --target "$triple" \
-      --config "target.$triple.linker = '$root/scripts/link-hot-first.sh'" \
-      --config "target.$triple.rustflags = ['-C', 'target-feature=+crt-static', '-C', 'symbol-mangling-version=v0', '--cfg', 'getrandom_backend=\"linux_getrandom\"']" >&2
+      --config "target.$triple.rustflags = ['-C', 'target-feature=+crt-static', '-C', 'symbol-mangling-version=v0', '-C', 'linker=$root/scripts/link-hot-first.sh', '--cfg', 'getrandom_backend=\"linux_getrandom\"']" >&2
     order=$(ls -t "$deps"/satyrn_host-*.order 2>/dev/null | head -n 1 || true)
     listed=$(grep -cv '^#' "$list" || true)
     echo "build-release: the link order names $(wc -l < "${order:-/dev/null}") symbols ($listed hot functions listed)" >&2

@@ -13,7 +13,8 @@
 # a request). Needs cc, nm and python3; a development tool, not part of any build or test.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-binary=${1:-$("$root/scripts/build-release.sh")}
+# The tracer finds the binary's mappings by its path: an absolute one, symlinks resolved.
+binary=$(realpath "${1:-$("$root/scripts/build-release.sh")}")
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cc -O2 -o "$work/trace" "$root/scripts/hot-functions/trace.c"
@@ -51,9 +52,15 @@ for i, r in enumerate(requests):
 open(os.path.join(out, f"{len(requests)}.json"), "w").write("{}")
 PY
 
+# Each request must get the answer it was written for, or the list would be of an error path.
 for request in $(ls "$requests" | sort -n); do
   "$work/trace" "$work/executed.${request%.json}" "$binary" protocol < "$requests/$request" > "$work/response"
   echo "$request: $(head -c 120 "$work/response")" >&2
+  case $request in
+    5.json) expected='"code":"INVALID_REQUEST"' ;;
+    *) expected='"ok":true' ;;
+  esac
+  grep -q "$expected" "$work/response" || { echo "$request: expected $expected" >&2; exit 1; }
 done
 
 nm -n -S -C --defined-only "$binary" > "$work/symbols"

@@ -201,9 +201,10 @@ fn the_internal_watchdog_checks_its_own_command_line() {
 }
 
 #[test]
-fn only_the_exact_protocol_command_line_skips_clap() {
-    // `satyrn-host protocol` alone is dispatched without clap (its one-shot start-up); any
-    // other command line that names it is still clap's: usage errors, help and version.
+fn the_exact_protocol_command_line_answers_and_any_other_is_clap_s() {
+    // `satyrn-host protocol` alone is dispatched without clap (its one-shot start-up, which
+    // only the figures in docs/performance.md can see); any other command line that names
+    // it is still clap's: usage errors, help and version.
     assert_usage_error(&["protocol", "extra"], "unexpected argument 'extra'");
     assert_usage_error(
         &["protocol", "--repo", "/tmp"],
