@@ -291,12 +291,16 @@ fn sigkill_at_any_moment_leaves_no_command_running_and_everything_prunable() {
     }
     eprintln!("{started} of {rounds} rounds killed deliver after its command started");
     // A deliver killed in the microseconds between creating its attempt directory and
-    // writing the owner marker leaves an empty, unmarked directory, which is swept only
-    // once it is a minute old: age such leftovers (and only those) as the clock would.
+    // writing the owner marker leaves an empty, unmarked directory (or one whose marker is
+    // created but empty), which is swept only once it is a minute old: age such leftovers
+    // (and only those) as the clock would.
     let long_ago = std::time::SystemTime::now() - Duration::from_secs(120);
     for name in attempts(tmp.path()) {
         let dir = tmp.path().join(&name);
-        if dir_entries(&dir).is_empty() {
+        let entries = dir_entries(&dir);
+        let unwritten_marker = entries == ["owner"]
+            && std::fs::metadata(dir.join("owner")).is_ok_and(|m| m.len() == 0);
+        if entries.is_empty() || unwritten_marker {
             eprintln!("aging the unmarked {name}");
             std::fs::File::open(&dir)
                 .and_then(|d| d.set_modified(long_ago))
@@ -391,6 +395,23 @@ fn an_attempt_directory_killed_before_worktree_add_is_swept() {
         .join(format!("satyrn-deliver-{dead_pid}-7-000000000"));
     std::fs::create_dir(&fresh).expect("mkdir");
     std::fs::set_permissions(&fresh, std::fs::Permissions::from_mode(0o700)).expect("chmod");
+    // Killed between creating its marker and writing it: an empty `owner`, swept like an
+    // empty directory. Its sibling holds a marker with something written that is not one:
+    // left, since nothing proves whose it is.
+    let unwritten = tmp
+        .path()
+        .join(format!("satyrn-deliver-{dead_pid}-5-000000000"));
+    let garbled = tmp
+        .path()
+        .join(format!("satyrn-deliver-{dead_pid}-6-000000000"));
+    for (dir, content) in [(&unwritten, ""), (&garbled, "x")] {
+        std::fs::create_dir(dir).expect("mkdir");
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).expect("chmod");
+        std::fs::write(dir.join("owner"), content).expect("marker");
+        std::fs::File::open(dir)
+            .and_then(|d| d.set_modified(long_ago))
+            .expect("age the directory");
+    }
     let contract = ContractFile::any("swept");
     let argv = [
         OsStr::new("sh"),
@@ -420,6 +441,14 @@ fn an_attempt_directory_killed_before_worktree_add_is_swept() {
         "a live process's fresh directory was removed"
     );
     assert!(fresh.exists(), "a fresh unmarked directory was removed");
+    assert!(
+        !unwritten.exists(),
+        "an attempt with an empty marker of a dead pid was not swept"
+    );
+    assert_eq!(
+        std::fs::read(garbled.join("owner")).expect("the garbled marker is kept"),
+        b"x"
+    );
 }
 
 /// The children of `pid` whose command line is `… __deliver-watchdog`.

@@ -19,9 +19,9 @@
 //! rewrote the worktree's `.git`), removing the directory and `git worktree prune`; then the
 //! temporary directory. An attempt directory in the system temporary directory that passes
 //! the same checks and has nothing at `<dir>/worktree` (its `deliver` was killed before
-//! `git worktree add`) is removed too, and so is an *empty* private one without a marker,
-//! at least a minute old, whose named pid has no process (killed between creating it and
-//! writing the marker). A worktree that a receipt reported as retained (`CLEANUP_FAILED`)
+//! `git worktree add`) is removed too, and so is an *empty* private one without a marker
+//! (or with an empty one), at least a minute old, whose named pid has no process (killed
+//! between creating it and writing the marker). A worktree that a receipt reported as retained (`CLEANUP_FAILED`)
 //! has no marker any more ([`owned_dir::forget`]) and is never pruned.
 
 use std::io;
@@ -100,6 +100,7 @@ fn sweep_unregistered(notes: &mut Vec<String>) {
         }
         if empty_orphan(&entry.path(), named_pid) {
             // Killed between creating the directory and writing its marker: nothing in it.
+            let _ = std::fs::remove_file(entry.path().join(owned_dir::OWNER_FILE));
             if std::fs::remove_dir(entry.path()).is_ok() {
                 notes.push(format!(
                     "removed the empty attempt directory {} (process {named_pid} no longer exists)",
@@ -129,8 +130,9 @@ fn sweep_unregistered(notes: &mut Vec<String>) {
 /// which pid namespace the name's pid is from, but no live `deliver` leaves it that long.
 const UNMARKED_AGE: std::time::Duration = std::time::Duration::from_secs(60);
 
-/// Whether `dir` is a private directory of ours with nothing in it, older than
-/// [`UNMARKED_AGE`], named for `pid`, which no process has.
+/// Whether `dir` is a private directory of ours with nothing in it but, at most, a marker
+/// never written (an empty `owner`: killed between creating the file and writing it), older
+/// than [`UNMARKED_AGE`], named for `pid`, which no process has.
 fn empty_orphan(dir: &Path, pid: u32) -> bool {
     let Ok(meta) = std::fs::symlink_metadata(dir) else {
         return false;
@@ -143,8 +145,31 @@ fn empty_orphan(dir: &Path, pid: u32) -> bool {
     old && meta.is_dir()
         && meta.uid() == rustix::process::geteuid().as_raw()
         && meta.mode() & 0o7777 == 0o700
-        && std::fs::read_dir(dir).is_ok_and(|mut d| d.next().is_none())
+        && holds_nothing_written(dir)
         && matches!(owned_dir::start_time(pid), Ok(None))
+}
+
+/// Whether `dir` is empty, or holds only an empty regular `owner` file.
+fn holds_nothing_written(dir: &Path) -> bool {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return false;
+    };
+    let mut count = 0;
+    for entry in entries {
+        let Ok(entry) = entry else {
+            return false;
+        };
+        count += 1;
+        let unwritten_marker = entry.file_name() == owned_dir::OWNER_FILE
+            && entry
+                .path()
+                .symlink_metadata()
+                .is_ok_and(|m| m.is_file() && m.len() == 0);
+        if count > 1 || !unwritten_marker {
+            return false;
+        }
+    }
+    true
 }
 
 fn remove(repo: &Git, worktree: &Path) -> Result<(), RemoveError> {
