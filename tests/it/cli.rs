@@ -213,19 +213,6 @@ fn the_exact_protocol_command_line_answers_and_any_other_is_clap_s() {
     let version = host(&["protocol", "--version"]);
     assert_eq!(version.status.code(), Some(0));
     assert!(text(&version.stdout).contains(env!("CARGO_PKG_VERSION")));
-    // The sibling: the exact command line answers its request on stdout.
-    let mut child = Command::new(host_bin())
-        .arg("protocol")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .expect("run satyrn-host protocol");
-    std::io::Write::write_all(&mut child.stdin.take().expect("stdin"), b"{}").expect("write");
-    let out = child.wait_with_output().expect("wait");
-    assert_eq!(out.status.code(), Some(7), "INVALID_REQUEST's status");
-    assert!(
-        text(&out.stdout).contains("\"code\":\"INVALID_REQUEST\""),
-        "{}",
-        text(&out.stdout)
-    );
+    // The sibling: the exact command line answers its request, one JSON line on stdout.
+    crate::protocol_common::assert_invalid(&crate::support::protocol_raw(b"{}"));
 }
