@@ -21,8 +21,9 @@
 //! the same checks and has nothing at `<dir>/worktree` (its `deliver` was killed before
 //! `git worktree add`) is removed too, and so is an *empty* private one without a marker
 //! (or with an empty one), at least a minute old, whose named pid has no process (killed
-//! between creating it and writing the marker). A worktree that a receipt reported as retained (`CLEANUP_FAILED`)
-//! has no marker any more ([`owned_dir::forget`]) and is never pruned.
+//! between creating it and writing the marker). A worktree that a receipt reported as
+//! retained (`CLEANUP_FAILED`) has no marker any more ([`owned_dir::forget`]) and is never
+//! pruned.
 
 use std::io;
 use std::os::unix::fs::MetadataExt;
@@ -145,31 +146,8 @@ fn empty_orphan(dir: &Path, pid: u32) -> bool {
     old && meta.is_dir()
         && meta.uid() == rustix::process::geteuid().as_raw()
         && meta.mode() & 0o7777 == 0o700
-        && holds_nothing_written(dir)
+        && owned_dir::holds_nothing_written(dir)
         && matches!(owned_dir::start_time(pid), Ok(None))
-}
-
-/// Whether `dir` is empty, or holds only an empty regular `owner` file.
-fn holds_nothing_written(dir: &Path) -> bool {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return false;
-    };
-    let mut count = 0;
-    for entry in entries {
-        let Ok(entry) = entry else {
-            return false;
-        };
-        count += 1;
-        let unwritten_marker = entry.file_name() == owned_dir::OWNER_FILE
-            && entry
-                .path()
-                .symlink_metadata()
-                .is_ok_and(|m| m.is_file() && m.len() == 0);
-        if count > 1 || !unwritten_marker {
-            return false;
-        }
-    }
-    true
 }
 
 fn remove(repo: &Git, worktree: &Path) -> Result<(), RemoveError> {

@@ -277,6 +277,27 @@ fn write_marker(dir: &Path, marker: &str) -> io::Result<()> {
     file.write_all(marker.as_bytes())
 }
 
+/// Whether `dir` holds nothing its owner wrote: it is empty, or its only entry is an empty
+/// regular [`OWNER_FILE`] (a process killed between creating its marker and writing it).
+/// `false` when `dir` cannot be read.
+#[must_use]
+pub fn holds_nothing_written(dir: &Path) -> bool {
+    let Ok(mut entries) = std::fs::read_dir(dir) else {
+        return false;
+    };
+    match (entries.next(), entries.next()) {
+        (None, _) => true,
+        (Some(Ok(only)), None) => {
+            only.file_name() == OWNER_FILE
+                && only
+                    .path()
+                    .symlink_metadata()
+                    .is_ok_and(|m| m.is_file() && m.len() == 0)
+        }
+        _ => false,
+    }
+}
+
 /// Takes the owner marker out of `dir`, so it is never called abandoned (a directory a
 /// report names as retained): removed, or, when that fails, renamed aside. A missing marker
 /// is fine; one that stays is said on stderr.
