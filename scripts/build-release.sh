@@ -8,16 +8,16 @@
 # start"). `--target` is passed explicitly so that only the target's crates get the flags:
 # proc macros and build scripts stay dynamic, as rustc requires, and are linked as cargo's
 # other builds link them (a `target.<triple>.linker` would reach them too, and every other
-# release build, `cargo bench` among them, would then rebuild them and everything above). The `getrandom` crate is
-# told to call `getrandom(2)` through libc: in a static binary it finds no symbol at run
-# time and would fall back to polling /dev/random and reading /dev/urandom on every start
-# (docs/performance.md, "where each system call goes").
+# release build, `cargo bench` among them, would then rebuild them and everything above).
+# The `getrandom` crate is told to call `getrandom(2)` through libc: in a static binary it
+# finds no symbol at run time and would fall back to polling /dev/random and reading
+# /dev/urandom on every start (docs/performance.md, "where each system call goes").
 #
 # It is linked by scripts/link-hot-first.sh, which lays out first the functions a one-shot
 # `protocol` request executes (host/hot-functions.txt, named with v0 mangling, hence
-# `-C symbol-mangling-version=v0`): a replace then faults on about a quarter of the code windows it did
-# (docs/performance.md, "Issue 19: the hot functions first"). When the list is newer than
-# the last link, the binary is relinked. The result is
+# `-C symbol-mangling-version=v0`): a replace then faults on about a quarter of the code
+# windows it did (docs/performance.md, "Issue 19: the hot functions first"). A change to
+# the list or the wrapper relinks the binary (host/build.rs). The result is
 # target/<host triple>/release/satyrn-host.
 #
 # Other hosts get the plain `cargo build --release` binary, target/release/satyrn-host.
@@ -29,12 +29,6 @@ case "$triple" in
   *-linux-gnu)
     list=$root/host/hot-functions.txt
     deps=$root/target/$triple/release/deps
-    last=$(ls -t "$deps"/satyrn_host-*.order 2>/dev/null | head -n 1 || true)
-    # Cargo does not know the list: a newer one relinks the binary (its crate's source
-    # marked changed, so only that crate is rebuilt).
-    if [ -n "$last" ] && [ "$list" -nt "$last" ]; then
-      touch "$root/host/src/main.rs"
-    fi
     SATYRN_LLD_DIR=$(rustc --print sysroot)/lib/rustlib/$triple/bin/gcc-ld \
       cargo build --release --locked -p satyrn-host --target "$triple" \
       --config "target.$triple.rustflags = ['-C', 'target-feature=+crt-static', '-C', 'symbol-mangling-version=v0', '-C', 'linker=$root/scripts/link-hot-first.sh', '--cfg', 'getrandom_backend=\"linux_getrandom\"']" >&2
