@@ -9,7 +9,10 @@
 # proc macros and build scripts stay dynamic, as rustc requires, and are linked as cargo's
 # other builds link them (a `target.<triple>.linker` would reach them too, and every other
 # release build, `cargo bench` among them, would then rebuild them and everything above).
-# The `getrandom` crate is told to call `getrandom(2)` through libc: in a static binary it
+# Its relative relocations are packed (`-z pack-relative-relocs`, DT_RELR, which the static
+# PIE's own start-up applies): 4 KB of table instead of 288 KB of RELA entries, which every
+# start read through page faults (docs/performance.md, "Issue 19: two builds of the
+# component"). The `getrandom` crate is told to call `getrandom(2)` through libc: in a static binary it
 # finds no symbol at run time and would fall back to polling /dev/random and reading
 # /dev/urandom on every start (docs/performance.md, "where each system call goes").
 #
@@ -31,7 +34,7 @@ case "$triple" in
     deps=$root/target/$triple/release/deps
     SATYRN_LLD_DIR=$(rustc --print sysroot)/lib/rustlib/$triple/bin/gcc-ld \
       cargo build --release --locked -p satyrn-host --target "$triple" \
-      --config "target.$triple.rustflags = ['-C', 'target-feature=+crt-static', '-C', 'symbol-mangling-version=v0', '-C', 'linker=$root/scripts/link-hot-first.sh', '--cfg', 'getrandom_backend=\"linux_getrandom\"']" >&2
+      --config "target.$triple.rustflags = ['-C', 'target-feature=+crt-static', '-C', 'symbol-mangling-version=v0', '-C', 'linker=$root/scripts/link-hot-first.sh', '-C', 'link-arg=-Wl,-z,pack-relative-relocs', '--cfg', 'getrandom_backend=\"linux_getrandom\"']" >&2
     order=$(ls -t "$deps"/satyrn_host-*.order 2>/dev/null | head -n 1 || true)
     listed=$(grep -cv '^#' "$list" || true)
     echo "build-release: the link order names $(wc -l < "${order:-/dev/null}") symbols ($listed hot functions listed)" >&2

@@ -14,7 +14,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 # The tracer finds the binary's mappings by its path: an absolute one, symlinks resolved.
-binary=$(realpath "${1:-$("$root/scripts/build-release.sh")}")
+binary=$(realpath "${1:-$(bash "$root/scripts/build-release.sh")}")
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cc -O2 -o "$work/trace" "$root/scripts/hot-functions/trace.c"

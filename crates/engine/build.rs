@@ -3,12 +3,17 @@
 //!
 //! - `satyrn_mutator.wasm`: the component, as other WASI hosts use it;
 //! - `satyrn_mutator.cwasm`: the same, compiled ahead of time, so the runtime never
-//!   compiles (and carries no compiler). By default it is compiled for a baseline of the
-//!   target architecture (x86-64-v2 on x86_64, Armv8.0-A on aarch64), so the binary runs on
-//!   any CPU of that baseline; `SATYRN_COMPONENT_CPU=native` compiles it for every feature
-//!   of the build machine's CPU instead (`docs/performance.md` measures the difference).
-//!   The features used are passed to the runtime (`SATYRN_COMPONENT_CPU_FEATURES`), which
-//!   checks them before loading.
+//!   compiles (and carries no compiler);
+//! - `satyrn_mutator_without_search.cwasm`: the component built without its `search`
+//!   feature, compiled the same way, for the requests that never search
+//!   (docs/architecture.md, "Two builds of the component").
+//!
+//! Both artifacts are compiled for a baseline of the target architecture by default
+//! (x86-64-v2 on x86_64, Armv8.0-A on aarch64), so the binary runs on any CPU of that
+//! baseline; `SATYRN_COMPONENT_CPU=native` compiles them for every feature of the build
+//! machine's CPU instead (`docs/performance.md` measures the difference). The features
+//! used are passed to the runtime (`SATYRN_COMPONENT_CPU_FEATURES`), which checks them
+//! before loading.
 //!
 //! Two toolchain situations are handled: a rustup toolchain with the `wasm32-wasip2`
 //! target, or Debian's `rustc-web` (`/usr/bin/cargo`, Rust 1.96) with the std sources and
@@ -49,11 +54,11 @@ fn main() {
     println!("cargo:rerun-if-env-changed=SATYRN_COMPONENT_TOOLCHAIN");
     println!("cargo:rerun-if-env-changed=SATYRN_COMPONENT_CPU");
 
-    let wasm = build_component(&root, &out_dir.join("component-target"));
-    let wasm_bytes = std::fs::read(&wasm)
-        .unwrap_or_else(|e| fail(&format!("cannot read {}: {e}", wasm.display())));
+    let component_target = out_dir.join("component-target");
+    let wasm_bytes = build_component(&root, &component_target, &[]);
     std::fs::write(out_dir.join("satyrn_mutator.wasm"), &wasm_bytes)
         .expect("write OUT_DIR/satyrn_mutator.wasm");
+    let without_search = build_component(&root, &component_target, &["--no-default-features"]);
 
     let (config, cpu, features) = precompile_config();
     println!("cargo:rustc-env=SATYRN_COMPONENT_CPU={cpu}");
@@ -66,11 +71,16 @@ fn main() {
             "configuring the precompiling engine failed: {e:?}"
         ))
     });
-    let compiled = engine
-        .precompile_component(&wasm_bytes)
-        .unwrap_or_else(|e| fail(&format!("precompiling the component failed: {e:?}")));
-    std::fs::write(out_dir.join("satyrn_mutator.cwasm"), compiled)
-        .expect("write OUT_DIR/satyrn_mutator.cwasm");
+    for (wasm, name) in [
+        (&wasm_bytes, "satyrn_mutator.cwasm"),
+        (&without_search, "satyrn_mutator_without_search.cwasm"),
+    ] {
+        let compiled = engine
+            .precompile_component(wasm)
+            .unwrap_or_else(|e| fail(&format!("precompiling {name} failed: {e:?}")));
+        std::fs::write(out_dir.join(name), compiled)
+            .unwrap_or_else(|e| fail(&format!("cannot write OUT_DIR/{name}: {e}")));
+    }
 }
 
 /// The engine configuration the component is precompiled with, the CPU choice's name and
@@ -128,7 +138,10 @@ fn precompile_config() -> (wasmtime::Config, &'static str, Vec<&'static str>) {
 /// by `--config` are appended to the crate's own `rustflags` (`+simd128` stays).
 const RUSTUP_LINK_LIBC: &str = r#"target.wasm32-wasip2.rustflags=["-Clink-arg=-lc"]"#;
 
-fn build_component(root: &Path, target_dir: &Path) -> PathBuf {
+/// Builds the component with the cargo arguments `features` (none: its default features)
+/// into `target_dir` and returns the `.wasm`'s bytes (read before a later build with other
+/// features replaces the file).
+fn build_component(root: &Path, target_dir: &Path, features: &[&str]) -> Vec<u8> {
     let toolchain = env::var("SATYRN_COMPONENT_TOOLCHAIN").ok();
     let rustup_has_target = Command::new("rustup")
         .args(["target", "list", "--installed"])
@@ -192,6 +205,7 @@ fn build_component(root: &Path, target_dir: &Path) -> PathBuf {
     let path = format!("{LLVM_BIN}:{}", env::var("PATH").unwrap_or_default());
     let status = cmd
         .env("PATH", path)
+        .args(features)
         .arg("--target-dir")
         .arg(target_dir)
         .current_dir(root.join("components/mutator"))
@@ -200,7 +214,8 @@ fn build_component(root: &Path, target_dir: &Path) -> PathBuf {
     if !status.success() {
         fail(&format!("building the component failed ({status})"));
     }
-    target_dir.join("wasm32-wasip2/release/satyrn_mutator.wasm")
+    let wasm = target_dir.join("wasm32-wasip2/release/satyrn_mutator.wasm");
+    std::fs::read(&wasm).unwrap_or_else(|e| fail(&format!("cannot read {}: {e}", wasm.display())))
 }
 
 /// Removes the outer build's cargo and rustc settings, which would otherwise steer the

@@ -12,8 +12,9 @@
 //! - `native in-process`: the same work as a function call;
 //!
 //! and the ratios, the split of satyrn's cost (engine + component load, instantiate,
-//! decide, publish) measured in-process through the library, and the peak RSS of one
-//! satyrn process on the largest file.
+//! decide, publish) measured in-process through the library with the component a one-shot
+//! `replace` loads (the build without `search`), and the peak RSS of one satyrn process on
+//! the largest file.
 
 #![allow(clippy::print_stdout)] // a bench prints its figures
 
@@ -25,7 +26,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use satyrn_contract::repo::RepoRoot;
-use satyrn_engine::{Loaded, ReplaceRequest};
+use satyrn_engine::{Build, Loaded, ReplaceRequest};
 use satyrn_mutator_core::revision::Revision;
 use satyrn_publish as publish;
 use sha2::{Digest, Sha256};
@@ -200,7 +201,7 @@ impl Fixture {
             let (old, new) = self.next_pair();
             let expected = common::sha256_hex(&std::fs::read(&self.file).expect("read"));
             let t0 = Instant::now();
-            let loaded = Loaded::new().expect("load");
+            let loaded = Loaded::of(Build::WithoutSearch).expect("load");
             let t1 = Instant::now();
             let mut mutator = loaded.instantiate(root.dir()).expect("instantiate");
             let t2 = Instant::now();

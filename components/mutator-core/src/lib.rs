@@ -25,6 +25,7 @@ pub mod read;
 pub mod replace;
 pub mod revision;
 pub mod revision_map;
+#[cfg(feature = "search")]
 pub mod search;
 pub mod tree;
 pub(crate) mod walk;

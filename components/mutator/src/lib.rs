@@ -10,12 +10,13 @@ extern crate alloc;
 
 mod preopen;
 mod runtime;
+mod search;
 
 use alloc::string::String;
 use alloc::vec::Vec;
 
 use satyrn_mutator_core::{
-    change_set, delete, edit, fnmatch, list, read, replace, revision_map, search, tree, write,
+    change_set, delete, edit, fnmatch, list, read, replace, revision_map, tree, write,
 };
 
 wit_bindgen::generate!({
@@ -204,57 +205,7 @@ impl Guest for Component {
     }
 
     fn search(request: wit::SearchRequest) -> Result<wit::SearchPage, wit::ReadError> {
-        let worktree = preopen::Preopen::single().map_err(unavailable)?;
-        let page = search::search(
-            &worktree,
-            &search::SearchRequest {
-                path: request.path.as_deref(),
-                query: &request.query,
-                regex: request.regex,
-                ignore_case: request.ignore_case,
-                glob: request.glob.as_deref(),
-                context: request.context,
-                max_matches: request.max_matches,
-                cursor: request.cursor.as_deref(),
-                writable_paths: &request.writable_paths,
-                private_paths: &request.private_paths,
-            },
-        )?;
-        Ok(wit::SearchPage {
-            files: page
-                .files
-                .into_iter()
-                .map(|f| wit::SearchFile {
-                    path: f.path,
-                    sha256: f.revision.to_hex(),
-                    writable: f.writable,
-                    matches: f.matches,
-                    lines: f
-                        .lines
-                        .into_iter()
-                        .map(|l| wit::SearchLine {
-                            line: l.line,
-                            text: l.text,
-                            matched: l.matched,
-                        })
-                        .collect(),
-                    omitted: f.omitted,
-                })
-                .collect(),
-            files_searched: page.files_searched,
-            skipped: page
-                .skipped
-                .into_iter()
-                .map(|s| wit::SkippedFile {
-                    path: s.path,
-                    reason: s.reason.into(),
-                })
-                .collect(),
-            skipped_omitted: page.skipped_omitted,
-            hidden: page.hidden,
-            next_cursor: page.next_cursor,
-            notice: page.notice,
-        })
+        search::search(request)
     }
 
     fn write(request: wit::WriteRequest) -> Result<wit::WritePlan, wit::ReplaceError> {
@@ -620,19 +571,6 @@ impl From<tree::EntryKind> for wit::EntryKind {
             tree::EntryKind::Directory => Self::Directory,
             tree::EntryKind::Symlink => Self::Symlink,
             tree::EntryKind::Other => Self::Other,
-        }
-    }
-}
-
-impl From<search::SkipReason> for wit::SkipReason {
-    fn from(reason: search::SkipReason) -> Self {
-        match reason {
-            search::SkipReason::Symlink => Self::Symlink,
-            search::SkipReason::TooLarge => Self::TooLarge,
-            search::SkipReason::Binary => Self::Binary,
-            search::SkipReason::NotText => Self::NotText,
-            search::SkipReason::DirectoryUnreadable => Self::DirectoryUnreadable,
-            search::SkipReason::Unavailable => Self::Unavailable,
         }
     }
 }

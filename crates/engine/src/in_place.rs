@@ -28,18 +28,28 @@ static EMBEDDED: &PageAligned<[u8]> = &PageAligned(*include_bytes!(concat!(
     "/satyrn_mutator.cwasm"
 )));
 
+static EMBEDDED_WITHOUT_SEARCH: &PageAligned<[u8]> = &PageAligned(*include_bytes!(concat!(
+    env!("OUT_DIR"),
+    "/satyrn_mutator_without_search.cwasm"
+)));
+
 /// The component compiled by `build.rs`, as embedded: page-aligned, on pages of its own.
 pub static COMPILED_COMPONENT: &[u8] = &EMBEDDED.0;
 
-/// The code memory of an engine that runs [`COMPILED_COMPONENT`] in place.
+/// The component built without `search` ([`Build::WithoutSearch`](crate::Build)), compiled
+/// and embedded like [`COMPILED_COMPONENT`].
+pub static COMPILED_WITHOUT_SEARCH: &[u8] = &EMBEDDED_WITHOUT_SEARCH.0;
+
+/// The code memory of an engine that runs [`COMPILED_COMPONENT`] and
+/// [`COMPILED_WITHOUT_SEARCH`] in place.
 #[must_use]
 pub fn code_memory() -> Arc<dyn CustomCodeMemory> {
     Arc::new(InPlace)
 }
 
 /// Publishes code by `mprotect(2)`ing its pages readable and executable, never writable.
-/// Unpublishing leaves them so: the artifact is static, and the one component loaded from
-/// it (`engine::shared`) lives as long as the process.
+/// Unpublishing leaves them so: the artifacts are static, and the one component loaded
+/// from each (`engine::shared`) lives as long as the process.
 struct InPlace;
 
 impl CustomCodeMemory for InPlace {
@@ -74,10 +84,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_artifact_is_on_pages_of_its_own() {
-        let start = COMPILED_COMPONENT.as_ptr() as usize;
-        assert_eq!(start % ALIGN, 0);
-        assert_eq!(std::mem::size_of_val(EMBEDDED) % ALIGN, 0);
-        assert!(std::mem::size_of_val(EMBEDDED) >= COMPILED_COMPONENT.len());
+    fn each_artifact_is_on_pages_of_its_own() {
+        for (embedded, artifact) in [
+            (EMBEDDED, COMPILED_COMPONENT),
+            (EMBEDDED_WITHOUT_SEARCH, COMPILED_WITHOUT_SEARCH),
+        ] {
+            let start = artifact.as_ptr() as usize;
+            assert_eq!(start % ALIGN, 0);
+            assert_eq!(std::mem::size_of_val(embedded) % ALIGN, 0);
+            assert!(std::mem::size_of_val(embedded) >= artifact.len());
+        }
     }
 }

@@ -165,19 +165,9 @@ impl Drop for Lent<'_> {
 
 #[cfg(test)]
 mod tests {
-    use std::os::fd::OwnedFd;
-
     use super::{Instances, REUSE_MAX_MEMORY};
+    use crate::test_support::worktree;
     use crate::{Loaded, ReadRequest, RefusalCode, ReplaceError, ReplaceRequest};
-
-    fn worktree(files: &[(&str, &[u8])]) -> (tempfile::TempDir, OwnedFd) {
-        let dir = tempfile::tempdir().expect("tempdir");
-        for (name, bytes) in files {
-            std::fs::write(dir.path().join(name), bytes).expect("write");
-        }
-        let fd = OwnedFd::from(std::fs::File::open(dir.path()).expect("open"));
-        (dir, fd)
-    }
 
     fn read(path: &str) -> ReadRequest {
         ReadRequest {

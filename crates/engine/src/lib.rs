@@ -14,12 +14,16 @@ use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
 include!("engine_config.rs");
 
+mod builds;
 mod codes;
 pub mod cpu;
 mod in_place;
 mod instances;
 mod open_at;
+#[cfg(test)]
+mod test_support;
 
+pub use builds::Build;
 pub use instances::{Instances, Lent, REUSE_MAX_MEMORY};
 
 // The generated types carry the WIT package's own documentation (`wit/mutator.wit`).
@@ -73,7 +77,7 @@ pub const HOSTCALL_FUEL: usize = {
     file + 2 * request + (1 << 20)
 };
 
-pub use in_place::COMPILED_COMPONENT;
+pub use in_place::{COMPILED_COMPONENT, COMPILED_WITHOUT_SEARCH};
 
 /// The portable component (`satyrn_mutator.wasm`), as other WASI hosts use it.
 pub static COMPONENT_WASM: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/satyrn_mutator.wasm"));
@@ -164,6 +168,7 @@ fn engine_error(context: &str) -> impl FnOnce(wasmtime::Error) -> EngineError + 
 /// made from.
 #[derive(Clone)]
 pub struct Loaded {
+    build: Build,
     engine: Engine,
     component: Component,
     /// The component with its imports resolved and type-checked, so that each
@@ -178,18 +183,27 @@ impl std::fmt::Debug for Loaded {
 }
 
 impl Loaded {
-    /// Links the embedded precompiled component. The first call of a process creates the
-    /// engine and loads the component in place (no copy: [`in_place`]); later calls share
-    /// them (process-global, never freed).
+    /// Links the embedded precompiled component, [`Build::Full`]: [`Loaded::of`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Loaded::of`].
+    pub fn new() -> Result<Self, LoadError> {
+        Self::of(Build::Full)
+    }
+
+    /// Links the embedded precompiled component of `build`. The first call of a process
+    /// creates the engine, and the first call for a build loads its component in place
+    /// (no copy: [`in_place`]); later calls share them (process-global, never freed).
     ///
     /// # Errors
     ///
     /// [`LoadError::Cpu`] when this CPU lacks a feature the artifact was compiled for
     /// (checked before anything is loaded); [`LoadError::Engine`] when this wasmtime build
     /// cannot run it.
-    pub fn new() -> Result<Self, LoadError> {
+    pub fn of(build: Build) -> Result<Self, LoadError> {
         cpu::check_this_cpu().map_err(LoadError::Cpu)?;
-        let (engine, component) = shared()?;
+        let (engine, component) = shared(build)?;
         let mut linker = Linker::new(&engine);
         add_filesystem_to_linker(&mut linker).map_err(engine_error("linking wasi:filesystem"))?;
         let pre = linker
@@ -197,6 +211,7 @@ impl Loaded {
             .and_then(bindings::MutatorComponentPre::new)
             .map_err(engine_error("linking the component"))?;
         Ok(Self {
+            build,
             engine,
             component,
             pre,
@@ -260,6 +275,7 @@ impl Loaded {
             .map_err(engine_error("instantiating the component"))?;
         drop(entered);
         Ok(Mutator {
+            build: self.build,
             store,
             instance,
             runtime,
@@ -267,31 +283,53 @@ impl Loaded {
     }
 }
 
-/// The process's one engine and component, made by the first [`Loaded::new`]: the
-/// component runs in place ([`in_place`]), and wasmtime registers a code image by its
-/// address, process-wide, so the artifact can be loaded only once at a time. Engines and
-/// components are shared handles; every [`Loaded`] builds its own linker and stores.
-static SHARED: std::sync::Mutex<Option<(Engine, Component)>> = std::sync::Mutex::new(None);
+/// The process's one engine and its component of each [`Build`], made by the first
+/// [`Loaded::of`] that needs them: a component runs in place ([`in_place`]), and wasmtime
+/// registers a code image by its address, process-wide, so an artifact can be loaded only
+/// once at a time. Engines and components are shared handles; every [`Loaded`] builds its
+/// own linker and stores.
+static SHARED: std::sync::Mutex<Shared> = std::sync::Mutex::new(Shared {
+    engine: None,
+    full: None,
+    without_search: None,
+});
 
-/// The shared engine and component, made now if no call made them before.
-fn shared() -> Result<(Engine, Component), LoadError> {
+struct Shared {
+    engine: Option<Engine>,
+    full: Option<Component>,
+    without_search: Option<Component>,
+}
+
+/// The shared engine and `build`'s component, made now if no call made them before.
+fn shared(build: Build) -> Result<(Engine, Component), LoadError> {
     let mut shared = SHARED
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
-    if let Some((engine, component)) = shared.as_ref() {
-        return Ok((engine.clone(), component.clone()));
+    let engine = match &shared.engine {
+        Some(engine) => engine.clone(),
+        None => {
+            let mut config = engine_config();
+            config.with_custom_code_memory(Some(in_place::code_memory()));
+            let engine = Engine::new(&config).map_err(engine_error("creating the engine"))?;
+            shared.engine = Some(engine.clone());
+            engine
+        }
+    };
+    let slot = match build {
+        Build::Full => &mut shared.full,
+        Build::WithoutSearch => &mut shared.without_search,
+    };
+    if let Some(component) = slot {
+        return Ok((engine, component.clone()));
     }
-    let mut config = engine_config();
-    config.with_custom_code_memory(Some(in_place::code_memory()));
-    let engine = Engine::new(&config).map_err(engine_error("creating the engine"))?;
     // SAFETY: the bytes were produced by `Engine::precompile_component` in build.rs, with
     // this same wasmtime version and `engine_config()`, and are embedded in the binary's
     // read-only data, so nothing outside the build can alter them; they are static, so
     // they outlive the component.
     let component =
-        unsafe { Component::deserialize_raw(&engine, std::ptr::NonNull::from(COMPILED_COMPONENT)) }
+        unsafe { Component::deserialize_raw(&engine, std::ptr::NonNull::from(build.artifact())) }
             .map_err(engine_error("loading the precompiled component"))?;
-    *shared = Some((engine.clone(), component.clone()));
+    *slot = Some(component.clone());
     Ok((engine, component))
 }
 
@@ -329,6 +367,7 @@ fn interface_items(
 
 /// One instance of the component over one worktree.
 pub struct Mutator {
+    build: Build,
     store: Store<State>,
     instance: bindings::MutatorComponent,
     /// wasmtime-wasi runs file operations "in tokio": a current-thread runtime entered for
@@ -462,11 +501,18 @@ impl Mutator {
     ///
     /// # Errors
     ///
-    /// [`EngineError`] on a trap; decisions are in the inner `Result`.
+    /// [`EngineError`] on a trap, or without calling when the instance is of
+    /// [`Build::WithoutSearch`] (a bug of the caller, which chose the build); decisions
+    /// are in the inner `Result`.
     pub fn search(
         &mut self,
         request: &SearchRequest,
     ) -> Result<Result<SearchPage, ReadError>, EngineError> {
+        if self.build == Build::WithoutSearch {
+            return Err(EngineError::plain(
+                "search was asked of the component built without search; it needs Build::Full",
+            ));
+        }
         self.call("search", |guest, store| guest.call_search(store, request))
     }
 

@@ -35,7 +35,7 @@ use std::path::Path;
 use satyrn_code::{Code, Failure};
 use satyrn_contract::repo::RepoRoot;
 use satyrn_contract::{self as contract, Contract};
-use satyrn_engine::{Instances, Loaded};
+use satyrn_engine::{Build, Instances, Loaded};
 use satyrn_operation::{self as operation, Scope};
 
 mod request;
@@ -97,6 +97,7 @@ pub fn handle_in(input: &[u8], place: Place<'_>) -> Response {
         Request::Operation(o) => {
             let done = scoped(
                 (&o.repo, &o.contract, place),
+                build_for(&o.args),
                 |f| (f, None),
                 |scope| run(scope, &o.args),
             );
@@ -185,18 +186,36 @@ fn check_in(
     Ok((contract.clone(), pinned))
 }
 
-/// Runs `op` within the scope of the contract and repository a request names, in `place`
-/// (loaded afresh: a one-shot request has no earlier state). `lift` turns a failure of
-/// the scope itself into the operation's error type.
+/// The build of the component a one-shot request loads: the one without `search` unless
+/// it searches, so that every other request copies less of the guest's data into its one
+/// instance (docs/architecture.md, "Two builds of the component").
+fn build_for(args: &OperationArgs) -> Build {
+    match args {
+        OperationArgs::Search(_) => Build::Full,
+        OperationArgs::Replace(_)
+        | OperationArgs::Read(_)
+        | OperationArgs::Edit(_)
+        | OperationArgs::List(_)
+        | OperationArgs::Write(_)
+        | OperationArgs::Delete(_)
+        | OperationArgs::ChangeSet(_)
+        | OperationArgs::ApplyPatch(_) => Build::WithoutSearch,
+    }
+}
+
+/// Runs `op` within the scope of the contract and repository a request names, in `place`,
+/// with the component of `build` (loaded afresh: a one-shot request has no earlier state).
+/// `lift` turns a failure of the scope itself into the operation's error type.
 fn scoped<T, E>(
     (repo, contract, place): (&Path, &Path, Place<'_>),
+    build: Build,
     lift: impl Fn(Failure) -> E,
     op: impl FnOnce(Scope<'_>) -> Result<T, E>,
 ) -> Result<T, E> {
     let (contract, root) = check_in(repo, contract, place).map_err(&lift)?;
     let engine_failure =
         |e: satyrn_engine::EngineError| lift(Failure::new(Code::InternalError, e.to_string()));
-    let loaded = Loaded::new().map_err(|e| lift(e.into()))?;
+    let loaded = Loaded::of(build).map_err(|e| lift(e.into()))?;
     let instances = Instances::new(&loaded, root.dir()).map_err(engine_failure)?;
     op(Scope {
         root: &root,
