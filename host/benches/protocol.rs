@@ -8,7 +8,9 @@
 //! - `satyrn`: the whole `satyrn-host protocol` process (spawn, contract, lock, engine and
 //!   component load, decide in wasm, publish);
 //! - `native process`: this bench re-executed as a child that reads, hashes, counts the
-//!   anchor, writes a temporary, fsyncs and renames (the same work, no sandbox, no JSON);
+//!   anchor, writes a temporary, fsyncs and renames (the same work, no sandbox, no JSON),
+//!   run in turn with `satyrn`, one of each at a time, so that their ratio is not the
+//!   machine's drift between two series;
 //! - `native in-process`: the same work as a function call;
 //!
 //! and the ratios, the split of satyrn's cost (engine + component load, instantiate,
@@ -63,8 +65,8 @@ fn main() {
         ("64 MiB", 64 * 1024 * 1024, BIG_RUNS),
     ] {
         let fixture = Fixture::new(size);
-        let satyrn = fixture.measure(n, |f| f.satyrn_once(&host));
-        let native_process = fixture.measure(n, |f| f.native_process_once());
+        let (satyrn, native_process) =
+            fixture.measure_alternately(n, |f| f.satyrn_once(&host), Fixture::native_process_once);
         let native_in_process = fixture.measure(n, |f| {
             let (old, new) = f.next_pair();
             let started = Instant::now();
@@ -156,6 +158,19 @@ impl Fixture {
     fn measure(&self, n: usize, mut once: impl FnMut(&Self) -> Duration) -> Vec<Duration> {
         once(self); // warm the page cache and the binary
         (0..n).map(|_| once(self)).collect()
+    }
+
+    /// `n` runs of `a` and of `b`, one of each in turn, so that both see the same drift of
+    /// the machine (another process, the file system's journal) and their ratio does not.
+    fn measure_alternately(
+        &self,
+        n: usize,
+        mut a: impl FnMut(&Self) -> Duration,
+        mut b: impl FnMut(&Self) -> Duration,
+    ) -> (Vec<Duration>, Vec<Duration>) {
+        a(self); // warm the page cache and the binaries
+        b(self);
+        (0..n).map(|_| (a(self), b(self))).unzip()
     }
 
     fn request(&self, old: &str, new: &str) -> String {
