@@ -65,9 +65,9 @@ pub(crate) fn search(request: wit::SearchRequest) -> Result<wit::SearchPage, wit
 /// Every search, in a build without the `search` feature.
 #[cfg(not(feature = "search"))]
 pub(crate) fn search(_request: wit::SearchRequest) -> Result<wit::SearchPage, wit::ReadError> {
-    Err(wit::ReadError::InvalidRequest(
-        alloc::string::String::from(NO_SEARCH),
-    ))
+    Err(wit::ReadError::InvalidRequest(alloc::string::String::from(
+        NO_SEARCH,
+    )))
 }
 
 /// Why a build without the `search` feature refuses a search.
