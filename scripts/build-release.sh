@@ -9,10 +9,14 @@
 # proc macros and build scripts stay dynamic, as rustc requires, and are linked as cargo's
 # other builds link them (a `target.<triple>.linker` would reach them too, and every other
 # release build, `cargo bench` among them, would then rebuild them and everything above).
-# Its relative relocations are packed (`-z pack-relative-relocs`, DT_RELR, which the static
-# PIE's own start-up applies): 4 KB of table instead of 288 KB of RELA entries, which every
-# start read through page faults (docs/performance.md, "Issue 19: two builds of the
-# component"). The `getrandom` crate is told to call `getrandom(2)` through libc: in a static binary it
+# Its relative relocations are packed (`-z pack-relative-relocs`, DT_RELR): 4 KB of table
+# instead of 288 KB of RELA entries, which every start read through page faults
+# (docs/performance.md, "Issue 19: two builds of the component"). The static PIE's own
+# start-up code applies them, and only the `libc.a` of glibc 2.36 or later knows DT_RELR:
+# with an older glibc the relocations stay as they were. Either way the binary must answer
+# an invalid request before this script names it.
+#
+# The `getrandom` crate is told to call `getrandom(2)` through libc: in a static binary it
 # finds no symbol at run time and would fall back to polling /dev/random and reading
 # /dev/urandom on every start (docs/performance.md, "where each system call goes").
 #
@@ -32,16 +36,29 @@ case "$triple" in
   *-linux-gnu)
     list=$root/host/hot-functions.txt
     deps=$root/target/$triple/release/deps
+    relr= packed="not packed"
+    glibc=$(getconf GNU_LIBC_VERSION 2>/dev/null | sed -n 's/^glibc //p')
+    if [ -n "$glibc" ] && printf '2.36\n%s\n' "$glibc" | sort -V -C; then
+      relr="'-C', 'link-arg=-Wl,-z,pack-relative-relocs', " packed=packed
+    fi
     SATYRN_LLD_DIR=$(rustc --print sysroot)/lib/rustlib/$triple/bin/gcc-ld \
       cargo build --release --locked -p satyrn-host --target "$triple" \
-      --config "target.$triple.rustflags = ['-C', 'target-feature=+crt-static', '-C', 'symbol-mangling-version=v0', '-C', 'linker=$root/scripts/link-hot-first.sh', '-C', 'link-arg=-Wl,-z,pack-relative-relocs', '--cfg', 'getrandom_backend=\"linux_getrandom\"']" >&2
+      --config "target.$triple.rustflags = ['-C', 'target-feature=+crt-static', '-C', 'symbol-mangling-version=v0', '-C', 'linker=$root/scripts/link-hot-first.sh', $relr'--cfg', 'getrandom_backend=\"linux_getrandom\"']" >&2
     order=$(ls -t "$deps"/satyrn_host-*.order 2>/dev/null | head -n 1 || true)
     listed=$(grep -cv '^#' "$list" || true)
-    echo "build-release: the link order names $(wc -l < "${order:-/dev/null}") symbols ($listed hot functions listed)" >&2
-    echo "$root/target/$triple/release/satyrn-host"
+    echo "build-release: the link order names $(wc -l < "${order:-/dev/null}") symbols ($listed hot functions listed); relative relocations $packed (glibc ${glibc:-unknown})" >&2
+    binary=$root/target/$triple/release/satyrn-host
     ;;
   *)
     cargo build --release --locked -p satyrn-host >&2
-    echo "$root/target/release/satyrn-host"
+    binary=$root/target/release/satyrn-host
+    ;;
+esac
+answer=$(printf '{}' | "$binary" protocol 2>&1 || true)
+case "$answer" in
+  *'"code":"INVALID_REQUEST"'*) echo "$binary" ;;
+  *)
+    echo "build-release: $binary does not answer an invalid request: $answer" >&2
+    exit 1
     ;;
 esac

@@ -161,7 +161,8 @@ impl Fixture {
     }
 
     /// `n` runs of `a` and of `b`, one of each in turn, so that both see the same drift of
-    /// the machine (another process, the file system's journal) and their ratio does not.
+    /// the machine (another process, the file system's journal) and their ratio does not;
+    /// `b` goes first every other round, so neither always follows the other's write.
     fn measure_alternately(
         &self,
         n: usize,
@@ -170,7 +171,17 @@ impl Fixture {
     ) -> (Vec<Duration>, Vec<Duration>) {
         a(self); // warm the page cache and the binaries
         b(self);
-        (0..n).map(|_| (a(self), b(self))).unzip()
+        (0..n)
+            .map(|round| {
+                if round % 2 == 0 {
+                    let first = a(self);
+                    (first, b(self))
+                } else {
+                    let first = b(self);
+                    (a(self), first)
+                }
+            })
+            .unzip()
     }
 
     fn request(&self, old: &str, new: &str) -> String {

@@ -1,6 +1,7 @@
-//! The CPU features the embedded component was precompiled for, checked against this CPU
-//! before the artifact is loaded: a binary built for more than this CPU has stops with a
-//! [`CpuUnsupported`] that names what is missing, never with a fault inside compiled code.
+//! The CPU features the embedded components were precompiled for (both builds, by one
+//! configuration), checked against this CPU before an artifact is loaded: a binary built
+//! for more than this CPU has stops with a [`CpuUnsupported`] that names what is missing,
+//! never with a fault inside compiled code.
 
 include!("cpu_features.rs");
 

@@ -139,7 +139,7 @@ struct Chained {
     source: Box<dyn std::error::Error + Send + Sync + 'static>,
 }
 
-/// Why [`Loaded::new`] could not load the component.
+/// Why [`Loaded::of`] (or [`Loaded::new`]) could not load a component.
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
     /// This CPU lacks features the component was precompiled for (`CPU_UNSUPPORTED`).
@@ -326,9 +326,10 @@ fn shared(build: Build) -> Result<(Engine, Component), LoadError> {
     // this same wasmtime version and `engine_config()`, and are embedded in the binary's
     // read-only data, so nothing outside the build can alter them; they are static, so
     // they outlive the component.
-    let component =
-        unsafe { Component::deserialize_raw(&engine, std::ptr::NonNull::from(build.artifact())) }
-            .map_err(engine_error("loading the precompiled component"))?;
+    let component = unsafe {
+        Component::deserialize_raw(&engine, std::ptr::NonNull::from(build.artifact()))
+    }
+    .map_err(|e| EngineError::wasmtime(format!("loading {} (precompiled)", build.name()), e))?;
     *slot = Some(component.clone());
     Ok((engine, component))
 }
