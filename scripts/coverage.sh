@@ -39,6 +39,11 @@ if ! rustup component list --installed 2>/dev/null | grep -q '^llvm-tools'; then
   export LLVM_PROFDATA="/usr/lib/llvm-$major/bin/llvm-profdata"
 fi
 
+# Its own target directory: cargo-llvm-cov 0.9's show-env builds in cargo's target directory
+# by default, through a rustc wrapper cargo's fingerprints do not see, and the ordinary
+# build would then keep running instrumented binaries that write .profraw files into
+# every directory a test runs them in.
+export CARGO_TARGET_DIR="$root/target/llvm-cov-target"
 eval "$(cargo llvm-cov show-env --sh)"
 cargo llvm-cov clean --workspace
 log "instrumented build"
