@@ -141,10 +141,34 @@ impl Record<'_> {
         self.write(rel, dev, &[id])
     }
 
-    /// As a `SIGKILL` would leave it: the lock released, the entry kept.
+    /// As a `SIGKILL` would leave it: the lock released, the entry kept. Returns once the
+    /// lock can be taken: a child that another test thread forked while the lock's
+    /// descriptor was open shares the lock until that child execs, and a sweep in between
+    /// would rightly take it for a live publish.
     #[cfg(test)]
     pub(super) fn abandon(mut self) {
         self.keep_entry = true;
+        let dir = rustix::io::fcntl_dupfd_cloexec(&self.dir, 0).expect("dup");
+        let entry = self.entry.clone();
+        drop(self);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            let file = rustix::fs::openat(
+                &dir,
+                entry.as_str(),
+                OFlags::RDWR | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                Mode::empty(),
+            )
+            .expect("the abandoned entry stays");
+            if rustix::fs::flock(&file, FlockOperation::NonBlockingLockExclusive).is_ok() {
+                return;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the abandoned entry {entry} stayed locked for 10 s"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
     }
 
     /// The entry kept and its lock held by the returned descriptor (a live writer).
