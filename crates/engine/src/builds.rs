@@ -41,10 +41,10 @@ impl Build {
 #[cfg(test)]
 mod tests {
     use super::Build;
-    use crate::test_support::worktree;
+    use crate::test_support::{instance, read, worktree};
     use crate::{
-        DeleteRequest, EditOp, EditRequest, ListRequest, Loaded, ReadError, ReadRequest,
-        ReplaceEdit, ReplaceRequest, SearchRequest, WriteRequest,
+        DeleteRequest, EditOp, EditRequest, ListRequest, ReadError, ReplaceEdit, ReplaceRequest,
+        SearchRequest, WriteRequest,
     };
 
     fn search(query: &str) -> SearchRequest {
@@ -65,10 +65,7 @@ mod tests {
     #[test]
     fn search_runs_in_the_full_build_and_is_refused_by_name_without_it() {
         let (_dir, fd) = worktree(&[("a.txt", "alpha\n\u{e9}t\u{e9}\n".as_bytes())]);
-        let mut full = Loaded::of(Build::Full)
-            .expect("load")
-            .instantiate(&fd)
-            .expect("instance");
+        let mut full = instance(Build::Full, &fd);
         let page = full
             .search(&search(r"\p{Letter}+\n"))
             .expect("no engine failure")
@@ -76,10 +73,7 @@ mod tests {
         assert_eq!(page.files.len(), 1);
         assert_eq!(page.files[0].matches, 2, "{page:?}");
 
-        let mut without = Loaded::of(Build::WithoutSearch)
-            .expect("load")
-            .instantiate(&fd)
-            .expect("instance");
+        let mut without = instance(Build::WithoutSearch, &fd);
         let refused = without
             .search(&search(r"\p{Letter}+\n"))
             .expect_err("no search in this build");
@@ -97,10 +91,7 @@ mod tests {
     #[test]
     fn the_component_without_search_refuses_a_search_it_is_called_for() {
         let (_dir, fd) = worktree(&[("a.txt", b"alpha\n")]);
-        let mut without = Loaded::of(Build::WithoutSearch)
-            .expect("load")
-            .instantiate(&fd)
-            .expect("instance");
+        let mut without = instance(Build::WithoutSearch, &fd);
         let request = search("alpha");
         let answer = without
             .call("search", |guest, store| guest.call_search(store, &request))
@@ -123,10 +114,7 @@ mod tests {
         let (_dir, fd) = worktree(&[("a.txt", b"one\ntwo\nthree\ntwo\n"), ("b.txt", b"bee\n")]);
         let writable = || vec!["*.txt".to_string()];
         let answers = [Build::Full, Build::WithoutSearch].map(|build| {
-            let mut m = Loaded::of(build)
-                .expect("load")
-                .instantiate(&fd)
-                .expect("instance");
+            let mut m = instance(build, &fd);
             let page = m.read(&read("a.txt")).expect("no engine failure");
             let sha = page.as_ref().expect("a page").sha256.clone();
             let replace = |expected: &str, old: &str| ReplaceRequest {
@@ -215,15 +203,5 @@ mod tests {
         assert!(!holds(crate::COMPONENT_WASM));
         assert!(!holds(Build::Full.artifact()));
         assert!(holds(Build::WithoutSearch.artifact()));
-    }
-
-    fn read(path: &str) -> ReadRequest {
-        ReadRequest {
-            path: path.into(),
-            writable_paths: vec!["*".into()],
-            private_paths: Vec::new(),
-            offset: None,
-            limit: None,
-        }
     }
 }

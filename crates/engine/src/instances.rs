@@ -166,18 +166,8 @@ impl Drop for Lent<'_> {
 #[cfg(test)]
 mod tests {
     use super::{Instances, REUSE_MAX_MEMORY};
-    use crate::test_support::worktree;
-    use crate::{Loaded, ReadRequest, RefusalCode, ReplaceError, ReplaceRequest};
-
-    fn read(path: &str) -> ReadRequest {
-        ReadRequest {
-            path: path.into(),
-            writable_paths: vec!["*".into()],
-            private_paths: Vec::new(),
-            offset: None,
-            limit: None,
-        }
-    }
+    use crate::test_support::{read, worktree};
+    use crate::{Loaded, RefusalCode, ReplaceError, ReplaceRequest};
 
     #[test]
     fn an_instance_is_kept_between_calls_and_discarded_after_a_failed_one() {
